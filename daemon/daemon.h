@@ -1,0 +1,22 @@
+/* The daemon: options, checks, mount, threads, signals, teardown. */
+#pragma once
+
+#include <glib.h>
+
+#define DAEMON_DEFAULT_MOUNTPOINT "/var/lib/cgprocfs"
+
+struct daemon_config {
+	const char *mountpoint;    /* absolute, canonical */
+	const char *fuse_options;  /* extra -o options for the FUSE mount, or NULL */
+	gboolean debug;
+};
+
+/* Mount the view at cfg->mountpoint and serve until SIGINT or SIGTERM,
+ * then unmount. Returns the process exit status. Signals must already
+ * be blocked in every thread. */
+int lifecycle_serve(const struct daemon_config *cfg);
+
+/* Make dir ready to be mounted on: created if missing, a directory, not a
+ * mount point (a stale cgprocfs mount left by a dead daemon is removed).
+ * Writes its canonical path to *ret_path. FALSE after printing why not. */
+gboolean mountpoint_prepare(const char *dir, char **ret_path);

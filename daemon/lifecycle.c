@@ -1,0 +1,219 @@
+/* Start-up, serving and teardown of one daemon. */
+#include "cleanup.h"
+#include "daemon.h"
+#include "mountinfo.h"
+#include "ops.h"
+#include "pidwatch.h"
+#include "view.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* How long teardown waits for the FUSE loop once the mount is gone. */
+#define LOOP_EXIT_WAIT_US (2 * G_USEC_PER_SEC)
+
+struct loop {
+	struct fuse_session *session;
+	GMutex lock; /* guards done */
+	GCond cond;
+	gboolean done;
+};
+
+static gpointer loop_thread(gpointer data)
+{
+	struct loop *l = data;
+	struct fuse_loop_config *config = fuse_loop_cfg_create();
+
+	fuse_loop_cfg_set_clone_fd(config, 0);
+	int r = fuse_session_loop_mt(l->session, config);
+	fuse_loop_cfg_destroy(config);
+	if (r < 0)
+		g_warning("FUSE session ended: %s", g_strerror(-r));
+	g_mutex_lock(&l->lock);
+	l->done = TRUE;
+	g_cond_signal(&l->cond);
+	g_mutex_unlock(&l->lock);
+	/* If the mount went away under us (umount by hand), wake main. */
+	kill(getpid(), SIGTERM);
+	return NULL;
+}
+
+static gboolean loop_wait_done(struct loop *l, gint64 timeout_us)
+{
+	gint64 deadline = g_get_monotonic_time() + timeout_us;
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
+
+	while (!l->done)
+		if (!g_cond_wait_until(&l->cond, &l->lock, deadline))
+			return l->done;
+	return TRUE;
+}
+
+static gpointer pidwatch_thread(gpointer data)
+{
+	int r = pidwatch_run(data);
+	if (r < 0)
+		g_warning("watching processes failed (%s): exited processes stay listed until looked up again",
+			  g_strerror(-r));
+	return NULL;
+}
+
+/* One pidfd per cached process: allow as many fds as the system lets us. */
+static void raise_fd_limit(void)
+{
+	struct rlimit lim;
+	if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+		lim.rlim_cur = lim.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &lim);
+	}
+}
+
+/* The options of the daemon's /proc that restrict what a reader sees
+ * (hidepid, gid, subset), so proc/.real shows no more than /proc does. */
+static char *real_proc_options(void)
+{
+	struct mount_entry e = { 0 };
+	g_autoptr(GString) out = g_string_new(NULL);
+
+	if (!mountinfo_find("/proc", &e))
+		return NULL;
+	g_auto(GStrv) opts = g_strsplit(e.super_options, ",", -1);
+	mountinfo_entry_clear(&e);
+	for (char **o = opts; *o; o++) {
+		if (g_str_has_prefix(*o, "hidepid=") || g_str_has_prefix(*o, "gid=") ||
+		    g_str_has_prefix(*o, "subset=")) {
+			if (out->len)
+				g_string_append_c(out, ',');
+			g_string_append(out, *o);
+		}
+	}
+	return out->len ? g_string_free(g_steal_pointer(&out), FALSE) : NULL;
+}
+
+static int wait_for_stop_signal(void)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	for (;;) {
+		siginfo_t info;
+		int sig = sigwaitinfo(&set, &info);
+		if (sig == SIGHUP) {
+			g_message("SIGHUP: nothing to reload");
+			continue;
+		}
+		if (sig > 0)
+			return sig;
+	}
+}
+
+static void announce(const char *mnt)
+{
+	g_message("serving %s/proc and %s/sys/devices/system/cpu\n"
+		  "  bind it over /proc in one shell:\n"
+		  "    unshare --mount --propagation private sh -c 'mount --rbind %s/proc /proc && "
+		  "mount --bind %s/sys/devices/system/cpu /sys/devices/system/cpu && exec bash'\n"
+		  "  or from psutil, with no bind: psutil.PROCFS_PATH = \"%s/proc\"\n"
+		  "  stop with Ctrl-C or SIGTERM",
+		  mnt, mnt, mnt, mnt, mnt);
+}
+
+int lifecycle_serve(const struct daemon_config *cfg)
+{
+	int status = 1;
+	_cleanup_close_ int proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int sys_cpu_fd = open("/sys/devices/system/cpu", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct view *view = NULL;
+	struct pidwatch *watch = NULL;
+	struct ops_state state = { .proc_fd = proc_fd };
+	struct loop loop = { 0 };
+	GThread *loop_th = NULL, *watch_th = NULL;
+	g_autofree char *real_path = g_build_filename(cfg->mountpoint, "proc", ".real", NULL);
+	g_autofree char *real_opts = real_proc_options();
+	g_autofree char *opts = g_strdup_printf("allow_other,fsname=cgprocfs,subtype=cgprocfs%s%s",
+						cfg->fuse_options ? "," : "",
+						cfg->fuse_options ? cfg->fuse_options : "");
+	gboolean real_mounted = FALSE;
+	int r;
+
+	if (proc_fd < 0 || sys_cpu_fd < 0) {
+		g_printerr("cgprocfs: cannot open %s: %s\n", proc_fd < 0 ? "/proc" : "/sys/devices/system/cpu",
+			   g_strerror(errno));
+		return 1;
+	}
+	raise_fd_limit();
+	const struct view_config vcfg = { .proc_fd = proc_fd, .sys_cpu_fd = sys_cpu_fd };
+	r = view_new(&vcfg, &view);
+	if (r < 0) {
+		g_printerr("cgprocfs: cannot read /proc/self: %s\n", g_strerror(-r));
+		goto out;
+	}
+	r = pidwatch_new(ops_forget_pid, &state, &watch);
+	if (r < 0) {
+		g_printerr("cgprocfs: cannot watch processes: %s\n", g_strerror(-r));
+		goto out;
+	}
+	state.view = view;
+	state.watch = watch;
+
+	char *argv[] = { "cgprocfs", "-o", opts, NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+	loop.session = fuse_session_new(&args, &ops_table, sizeof(ops_table), &state);
+	if (!loop.session) {
+		g_printerr("cgprocfs: cannot start the FUSE session (check the -o options)\n");
+		goto out;
+	}
+	state.session = loop.session;
+	if (fuse_session_mount(loop.session, cfg->mountpoint) != 0) {
+		g_printerr("cgprocfs: cannot mount on %s (see the fuse message above)\n", cfg->mountpoint);
+		goto out_session;
+	}
+	g_mutex_init(&loop.lock);
+	g_cond_init(&loop.cond);
+	watch_th = g_thread_new("pidwatch", pidwatch_thread, watch);
+	loop_th = g_thread_new("fuse", loop_thread, &loop);
+
+	/* The mount's own path walk is answered by the loop just started. */
+	if (mount("proc", real_path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, real_opts) < 0) {
+		g_printerr("cgprocfs: cannot mount the real procfs at %s: %s\n", real_path, g_strerror(errno));
+		goto out_unmount;
+	}
+	real_mounted = TRUE;
+	announce(cfg->mountpoint);
+
+	int sig = wait_for_stop_signal();
+	g_message("%s: unmounting %s", strsignal(sig), cfg->mountpoint);
+	status = 0;
+
+out_unmount:
+	if (real_mounted && umount2(real_path, MNT_DETACH) < 0)
+		g_warning("cannot unmount %s: %s", real_path, g_strerror(errno));
+	fuse_session_exit(loop.session);
+	fuse_session_unmount(loop.session);
+	if (!loop_wait_done(&loop, LOOP_EXIT_WAIT_US)) {
+		/* Binds of the view elsewhere keep the FUSE connection up; they
+		 * fail with ENOTCONN once this process is gone. */
+		g_message("the view is still bound elsewhere; those binds stop working now");
+		pidwatch_stop(watch);
+		g_thread_join(watch_th);
+		return status;
+	}
+	g_thread_join(loop_th);
+	pidwatch_stop(watch);
+	g_thread_join(watch_th);
+	g_mutex_clear(&loop.lock);
+	g_cond_clear(&loop.cond);
+out_session:
+	fuse_session_destroy(loop.session);
+out:
+	pidwatch_free(watch);
+	view_free(view);
+	return status;
+}

@@ -1,0 +1,113 @@
+/* cgprocfs: a container-scoped view of /proc, served with FUSE. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static gboolean debug_enabled;
+
+static GLogWriterOutput log_writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
+				   gpointer data)
+{
+	const char *message = NULL;
+	const char *prefix = "";
+
+	if ((level & G_LOG_LEVEL_DEBUG) && !debug_enabled)
+		return G_LOG_WRITER_HANDLED;
+	for (gsize i = 0; i < n_fields; i++)
+		if (strcmp(fields[i].key, "MESSAGE") == 0)
+			message = fields[i].value;
+	if (level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL))
+		prefix = "error: ";
+	else if (level & G_LOG_LEVEL_WARNING)
+		prefix = "warning: ";
+	else if (level & G_LOG_LEVEL_DEBUG)
+		prefix = "debug: ";
+	fprintf(stderr, "cgprocfs: %s%s\n", prefix, message ? message : "");
+	return G_LOG_WRITER_HANDLED;
+}
+
+/* libfuse's own messages go to the same log. */
+static void fuse_log_to_glib(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	g_autofree char *text = g_strdup_vprintf(fmt, ap);
+	g_strchomp(text);
+	if (level <= FUSE_LOG_ERR)
+		g_warning("fuse: %s", text);
+	else if (level <= FUSE_LOG_INFO)
+		g_message("fuse: %s", text);
+	else
+		g_debug("fuse: %s", text);
+}
+
+int main(int argc, char **argv)
+{
+	gboolean version = FALSE, foreground = FALSE;
+	g_auto(GStrv) fuse_opts = NULL;
+	g_auto(GStrv) rest = NULL;
+	GOptionEntry entries[] = {
+		{ "debug", 'd', 0, G_OPTION_ARG_NONE, &debug_enabled, "Log every decision at debug level", NULL },
+		{ "version", 'V', 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
+		{ "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground,
+		  "Stay in the foreground (always the case; accepted for compatibility)", NULL },
+		{ "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &fuse_opts,
+		  "Extra FUSE mount options, comma-separated (e.g. max_read=65536)", "OPT[,OPT...]" },
+		{ G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[MOUNTPOINT]" },
+		{ NULL, 0, 0, 0, NULL, NULL, NULL },
+	};
+	g_autoptr(GOptionContext) ctx = g_option_context_new("[MOUNTPOINT]");
+	g_autoptr(GError) error = NULL;
+
+	g_log_set_writer_func(log_writer, NULL, NULL);
+	fuse_set_log_func(fuse_log_to_glib);
+	g_option_context_set_summary(ctx,
+		"Mount a container-scoped view of /proc and /sys/devices/system/cpu at MOUNTPOINT\n"
+		"(default " DAEMON_DEFAULT_MOUNTPOINT ") and serve it in the foreground until SIGINT or SIGTERM.");
+	g_option_context_add_main_entries(ctx, entries, NULL);
+	if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
+		fprintf(stderr, "cgprocfs: %s (see cgprocfs --help)\n", error->message);
+		return 2;
+	}
+	if (version) {
+		printf("cgprocfs %s (libfuse %s)\n", CGPROCFS_VERSION, fuse_pkgversion());
+		return 0;
+	}
+	if (rest && rest[0] && rest[1]) {
+		fprintf(stderr, "cgprocfs: one mountpoint only, got '%s' and '%s' (see cgprocfs --help)\n",
+			rest[0], rest[1]);
+		return 2;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "cgprocfs: must run as root: it mounts filesystems and serves every user\n");
+		return 1;
+	}
+	if (access("/dev/fuse", R_OK | W_OK) != 0) {
+		fprintf(stderr, "cgprocfs: cannot use /dev/fuse (%s): load the fuse module (modprobe fuse), "
+			"or in a container pass the device (--device /dev/fuse)\n", g_strerror(errno));
+		return 1;
+	}
+
+	/* Signals are taken by sigwait in the main thread only. */
+	sigset_t signals;
+	sigemptyset(&signals);
+	sigaddset(&signals, SIGINT);
+	sigaddset(&signals, SIGTERM);
+	sigaddset(&signals, SIGHUP);
+	sigaddset(&signals, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &signals, NULL);
+
+	g_autofree char *mountpoint = NULL;
+	if (!mountpoint_prepare(rest && rest[0] ? rest[0] : DAEMON_DEFAULT_MOUNTPOINT, &mountpoint))
+		return 1;
+	g_autofree char *joined = fuse_opts ? g_strjoinv(",", fuse_opts) : NULL;
+	const struct daemon_config cfg = {
+		.mountpoint = mountpoint,
+		.fuse_options = joined,
+		.debug = debug_enabled,
+	};
+	return lifecycle_serve(&cfg);
+}

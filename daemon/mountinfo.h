@@ -1,0 +1,14 @@
+/* Reading the daemon's mount table. */
+#pragma once
+
+#include <glib.h>
+
+struct mount_entry {
+	char *mountpoint;
+	char *fstype;        /* "proc", "fuse.cgprocfs", ... */
+	char *super_options; /* e.g. "rw,hidepid=invisible" */
+};
+
+/* The topmost mount at path (canonical). FALSE if none. */
+gboolean mountinfo_find(const char *path, struct mount_entry *ret);
+void mountinfo_entry_clear(struct mount_entry *e);

@@ -1,0 +1,116 @@
+/* The mountpoint: checks before mounting, and the mount table. */
+#include "daemon.h"
+#include "mountinfo.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+static void mount_entry_clear(struct mount_entry *e)
+{
+	g_clear_pointer(&e->mountpoint, g_free);
+	g_clear_pointer(&e->fstype, g_free);
+	g_clear_pointer(&e->super_options, g_free);
+}
+
+gboolean mountinfo_find(const char *path, struct mount_entry *ret)
+{
+	g_autofree char *text = NULL;
+	gboolean found = FALSE;
+
+	if (!g_file_get_contents("/proc/self/mountinfo", &text, NULL, NULL))
+		return FALSE;
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	for (char **line = lines; *line; line++) {
+		/* id parent dev root MOUNTPOINT opts [optional...] - FSTYPE source SUPEROPTS */
+		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
+		guint n = g_strv_length(f), sep = 6;
+		while (sep < n && strcmp(f[sep], "-") != 0)
+			sep++;
+		if (n < 5 || sep + 3 >= n)
+			continue;
+		g_autofree char *mp = g_strcompress(f[4]);
+		if (strcmp(mp, path) != 0)
+			continue;
+		/* The last match is the mount on top. */
+		if (found)
+			mount_entry_clear(ret);
+		ret->mountpoint = g_steal_pointer(&mp);
+		ret->fstype = g_strdup(f[sep + 1]);
+		ret->super_options = g_strdup(f[sep + 3]);
+		found = TRUE;
+	}
+	return found;
+}
+
+void mountinfo_entry_clear(struct mount_entry *e)
+{
+	mount_entry_clear(e);
+}
+
+/* realpath of the parent and the last component as given: works on a
+ * stale FUSE mount, where stat of the mountpoint itself fails. */
+static char *canonical_path(const char *dir)
+{
+	g_autofree char *copy1 = g_strdup(dir);
+	g_autofree char *copy2 = g_strdup(dir);
+	g_autofree char *parent = realpath(dirname(copy1), NULL);
+	const char *base = basename(copy2);
+
+	if (!parent)
+		return NULL;
+	if (strcmp(base, "/") == 0 || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+		return realpath(dir, NULL);
+	return g_build_filename(parent, base, NULL);
+}
+
+gboolean mountpoint_prepare(const char *dir, char **ret_path)
+{
+	struct stat st;
+	struct mount_entry top = { 0 };
+
+	if (g_mkdir_with_parents(dir, 0755) < 0 && errno != ENOTCONN) {
+		fprintf(stderr, "cgprocfs: cannot create mountpoint %s: %s\n", dir, g_strerror(errno));
+		return FALSE;
+	}
+	g_autofree char *path = canonical_path(dir);
+	if (!path) {
+		fprintf(stderr, "cgprocfs: cannot resolve mountpoint %s: %s\n", dir, g_strerror(errno));
+		return FALSE;
+	}
+	gboolean stale = stat(path, &st) < 0 && errno == ENOTCONN;
+	if (mountinfo_find(path, &top)) {
+		g_autofree char *fstype = g_strdup(top.fstype);
+		mountinfo_entry_clear(&top);
+		if (stale && strcmp(fstype, "fuse.cgprocfs") == 0) {
+			/* Left by a daemon that died: clear it so a restart works. */
+			if (umount2(path, MNT_DETACH) < 0) {
+				fprintf(stderr, "cgprocfs: %s holds a dead cgprocfs mount and unmounting it failed: %s; "
+					"run: umount -l %s\n", path, g_strerror(errno), path);
+				return FALSE;
+			}
+			g_message("removed a dead cgprocfs mount at %s", path);
+		} else if (strcmp(fstype, "fuse.cgprocfs") == 0) {
+			fprintf(stderr, "cgprocfs: %s is already served by a running cgprocfs; stop it first\n", path);
+			return FALSE;
+		} else {
+			fprintf(stderr, "cgprocfs: mountpoint %s is busy: a %s filesystem is mounted there; "
+				"unmount it or choose another directory\n", path, fstype);
+			return FALSE;
+		}
+	}
+	if (stat(path, &st) < 0) {
+		fprintf(stderr, "cgprocfs: cannot use mountpoint %s: %s\n", path, g_strerror(errno));
+		return FALSE;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "cgprocfs: mountpoint %s is not a directory\n", path);
+		return FALSE;
+	}
+	*ret_path = g_steal_pointer(&path);
+	return TRUE;
+}

@@ -1,0 +1,173 @@
+#include "caller.h"
+
+#include "cleanup.h"
+#include "procfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int caller_parse_status(const char *text, size_t len, struct caller_status *ret)
+{
+	g_autofree char *copy = g_strndup(text, len);
+	g_autoptr(GArray) groups = g_array_new(FALSE, FALSE, sizeof(gid_t));
+	gboolean have_caps = FALSE, have_groups = FALSE;
+	uint64_t caps = 0;
+
+	for (char *line = copy, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (g_str_has_prefix(line, "CapEff:")) {
+			char *end;
+			errno = 0;
+			caps = strtoull(line + 7, &end, 16);
+			if (errno || end == line + 7)
+				return -EINVAL;
+			have_caps = TRUE;
+		} else if (g_str_has_prefix(line, "Groups:")) {
+			g_auto(GStrv) words = g_strsplit_set(line + 7, " \t", -1);
+			for (char **w = words; *w; w++) {
+				if (**w == '\0')
+					continue;
+				guint64 gid;
+				if (!g_ascii_string_to_unsigned(*w, 10, 0, G_MAXUINT32 - 1, &gid, NULL))
+					return -EINVAL;
+				gid_t g = (gid_t)gid;
+				g_array_append_val(groups, g);
+			}
+			have_groups = TRUE;
+		}
+	}
+	if (!have_caps || !have_groups)
+		return -EINVAL;
+	ret->cap_effective = caps;
+	ret->groups = g_steal_pointer(&groups);
+	return 0;
+}
+
+/* The credentials of this thread before it acted as a caller. */
+struct saved_creds {
+	gboolean active;
+	uid_t fsuid;
+	gid_t fsgid;
+	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
+	GArray *groups;
+};
+
+static void creds_restore(struct saved_creds *s)
+{
+	if (!s->active)
+		return;
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	/* Capabilities first: setgroups needs CAP_SETGID back. */
+	if (syscall(SYS_capset, &hdr, s->caps) < 0 ||
+	    syscall(SYS_setgroups, (size_t)s->groups->len, (const gid_t *)(void *)s->groups->data) < 0)
+		g_error("cannot restore the daemon's credentials: %s", g_strerror(errno));
+	setfsuid(s->fsuid);
+	setfsgid(s->fsgid);
+	if ((uid_t)setfsuid((uid_t)-1) != s->fsuid || (gid_t)setfsgid((gid_t)-1) != s->fsgid)
+		g_error("cannot restore the daemon's filesystem ids");
+	g_clear_pointer(&s->groups, g_array_unref);
+	s->active = FALSE;
+}
+
+static gboolean same_user_ns(const struct caller *c)
+{
+	char path[48];
+	struct stat mine, theirs;
+
+	snprintf(path, sizeof(path), "%d/ns/user", (int)c->tid);
+	return fstatat(c->proc_fd, "self/ns/user", &mine, 0) == 0 &&
+	       fstatat(c->proc_fd, path, &theirs, 0) == 0 &&
+	       mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
+}
+
+/* Narrow this thread's credentials to the caller's. Per-thread raw syscalls:
+ * glibc's setgroups would change every thread of the daemon. Whatever it
+ * returns, the caller runs creds_restore(s) when its scope ends. */
+static int creds_assume(const struct caller *c, struct saved_creds *s)
+{
+	char path[48];
+	g_autoptr(GBytes) text = NULL;
+	struct caller_status st;
+
+	snprintf(path, sizeof(path), "%d/status", (int)c->tid);
+	if (procfile_read_at(c->proc_fd, path, &text) < 0)
+		return -EACCES; /* the caller is gone: grant nothing */
+	gsize len;
+	const char *data = g_bytes_get_data(text, &len);
+	if (caller_parse_status(data, len, &st) < 0)
+		return -EACCES;
+	g_autoptr(GArray) caller_groups = st.groups;
+	/* Capabilities held in a child user namespace grant nothing here. */
+	uint64_t caller_caps = same_user_ns(c) ? st.cap_effective : 0;
+
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	if (syscall(SYS_capget, &hdr, s->caps) < 0)
+		return -errno;
+	int n = getgroups(0, NULL);
+	if (n < 0)
+		return -errno;
+	s->groups = g_array_sized_new(FALSE, TRUE, sizeof(gid_t), (guint)n);
+	g_array_set_size(s->groups, (guint)n);
+	if (getgroups(n, (gid_t *)(void *)s->groups->data) != n) {
+		g_clear_pointer(&s->groups, g_array_unref);
+		return -EIO;
+	}
+	s->fsuid = (uid_t)setfsuid((uid_t)-1);
+	s->fsgid = (gid_t)setfsgid((gid_t)-1);
+	s->active = TRUE;
+
+	struct __user_cap_data_struct narrowed[_LINUX_CAPABILITY_U32S_3];
+	memcpy(narrowed, s->caps, sizeof(narrowed));
+	narrowed[0].effective &= (uint32_t)caller_caps;
+	narrowed[1].effective &= (uint32_t)(caller_caps >> 32);
+
+	/* From here on a failure leaves s->active set: the caller's cleanup
+	 * restores whatever was changed. */
+	if (syscall(SYS_setgroups, (size_t)caller_groups->len,
+		    (const gid_t *)(void *)caller_groups->data) < 0)
+		return -errno;
+	setfsgid(c->gid);
+	setfsuid(c->uid);
+	if ((uid_t)setfsuid((uid_t)-1) != c->uid || (gid_t)setfsgid((gid_t)-1) != c->gid)
+		return -EPERM;
+	if (syscall(SYS_capset, &hdr, narrowed) < 0)
+		return -errno;
+	return 0;
+}
+
+int caller_openat(const struct caller *c, int dirfd, const char *path, int flags, int *ret_fd)
+{
+	struct saved_creds saved __attribute__((cleanup(creds_restore))) = { 0 };
+	int r = creds_assume(c, &saved);
+	if (r < 0)
+		return r;
+	int fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	*ret_fd = fd;
+	return 0;
+}
+
+int caller_readlinkat(const struct caller *c, int dirfd, const char *path, char **ret_target)
+{
+	struct saved_creds saved __attribute__((cleanup(creds_restore))) = { 0 };
+	char buf[4097];
+	int r = creds_assume(c, &saved);
+	if (r < 0)
+		return r;
+	ssize_t n = readlinkat(dirfd, path, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return -errno;
+	*ret_target = g_strndup(buf, (gsize)n);
+	return 0;
+}

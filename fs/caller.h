@@ -1,0 +1,36 @@
+/* Who is asking: the thread behind a FUSE request, and acting as it.
+ *
+ * The daemon runs as root and serves every user. Whenever content depends
+ * on what the caller may see (another process's memory maps, the target of
+ * /proc/<pid>/exe, a root-only sysfs file), the daemon makes the kernel
+ * decide by doing the open or readlink with the caller's filesystem
+ * credentials: fsuid, fsgid, supplementary groups and effective
+ * capabilities, narrowed for this thread only and restored right after. */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct caller {
+	pid_t tid;   /* requesting thread, in the daemon's pid namespace */
+	uid_t uid;   /* its fsuid, as the kernel stamped the request */
+	gid_t gid;   /* its fsgid */
+	int proc_fd; /* a procfs in which tid can be looked up */
+};
+
+/* What /proc/<tid>/status says of a thread's groups and capabilities. */
+struct caller_status {
+	uint64_t cap_effective;
+	GArray *groups; /* gid_t */
+};
+
+/* Parse status text. 0 or -EINVAL; ret->groups is set on success. */
+int caller_parse_status(const char *text, size_t len, struct caller_status *ret);
+
+/* openat(dirfd, path, flags) as the caller. 0 or -errno (EACCES where the
+ * caller may not open it, as the kernel would answer the caller). */
+int caller_openat(const struct caller *c, int dirfd, const char *path, int flags, int *ret_fd);
+
+/* readlinkat(dirfd, path) as the caller. 0 or -errno. */
+int caller_readlinkat(const struct caller *c, int dirfd, const char *path, char **ret_target);

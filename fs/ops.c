@@ -1,0 +1,252 @@
+#include "ops.h"
+
+#include "snapshot.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static struct ops_state *state(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static struct caller req_caller(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	return (struct caller){
+		.tid = ctx->pid,
+		.uid = ctx->uid,
+		.gid = ctx->gid,
+		.proc_fd = state(req)->proc_fd,
+	};
+}
+
+static void reply_err(fuse_req_t req, int negative_errno)
+{
+	fuse_reply_err(req, -negative_errno);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	/* Symlink targets are the same for every caller; magic links get a
+	 * new inode per lookup, so their cached text is never reused. */
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct ops_state *s = state(req);
+	struct caller c = req_caller(req);
+	struct view_entry e;
+	int r = view_lookup(s->view, &c, parent, name, &e);
+	if (r < 0) {
+		reply_err(req, r);
+		return;
+	}
+	struct fuse_entry_param param = {
+		.ino = e.ino,
+		.attr = e.attr,
+		.attr_timeout = e.attr_timeout,
+		.entry_timeout = e.entry_timeout,
+	};
+	fuse_reply_entry(req, &param); /* req is gone from here on */
+	/* After the reply: an exit seen from now on drops the new entry. */
+	if (e.pidfd >= 0)
+		pidwatch_adopt(s->watch, e.pid, e.pidfd);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct caller c = req_caller(req);
+	struct stat attr;
+	double timeout;
+	int r = view_getattr(state(req)->view, &c, ino, &attr, &timeout);
+	if (r < 0)
+		reply_err(req, r);
+	else
+		fuse_reply_attr(req, &attr, timeout);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct caller c = req_caller(req);
+	g_autofree char *target = NULL;
+	int r = view_readlink(state(req)->view, &c, ino, &target);
+	if (r < 0)
+		reply_err(req, r);
+	else
+		fuse_reply_readlink(req, target);
+}
+
+static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct caller c = req_caller(req);
+	struct stat attr;
+	double timeout;
+	int r = view_getattr(state(req)->view, &c, ino, &attr, &timeout);
+	if (r < 0) {
+		reply_err(req, r);
+		return;
+	}
+	if (mask & W_OK) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	mode_t bits = c.uid == 0 ? 07 : c.uid == attr.st_uid ? attr.st_mode >> 6 :
+			  c.gid == attr.st_gid ? attr.st_mode >> 3 : attr.st_mode;
+	if (c.uid == 0 && (mask & X_OK) && !S_ISDIR(attr.st_mode) && !(attr.st_mode & 0111))
+		bits = 06;
+	fuse_reply_err(req, (mask & ~(int)(bits & 07)) ? EACCES : 0);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct caller c = req_caller(req);
+	GArray *entries = NULL;
+	int r = view_readdir(state(req)->view, &c, ino, &entries);
+	if (r < 0) {
+		reply_err(req, r);
+		return;
+	}
+	fi->fh = (uintptr_t)entries;
+	if (fuse_reply_open(req, fi) < 0)
+		g_array_unref(entries);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	GArray *entries = (GArray *)(uintptr_t)fi->fh;
+	g_autofree char *buf = g_malloc(size);
+	size_t used = 0;
+
+	for (guint i = off < 0 ? 0 : (guint)off; i < entries->len; i++) {
+		const struct view_dirent *e = &g_array_index(entries, struct view_dirent, i);
+		struct stat st = { .st_ino = e->ino, .st_mode = e->type };
+		size_t n = fuse_add_direntry(req, buf + used, size - used, e->name, &st, (off_t)i + 1);
+		if (n > size - used)
+			break;
+		used += n;
+	}
+	fuse_reply_buf(req, buf, used);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	g_array_unref((GArray *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct caller c = req_caller(req);
+	GBytes *content = NULL;
+	int r = view_open(state(req)->view, &c, ino, fi->flags, &content);
+	if (r < 0) {
+		reply_err(req, r);
+		return;
+	}
+	/* Content can differ per caller and per open: never page-cached. */
+	fi->direct_io = 1;
+	fi->noflush = 1;
+	fi->fh = (uintptr_t)content;
+	if (fuse_reply_open(req, fi) < 0)
+		g_bytes_unref(content);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	const char *data;
+	size_t len;
+
+	snapshot_slice((GBytes *)(uintptr_t)fi->fh, off, size, &data, &len);
+	fuse_reply_buf(req, data, len);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	g_bytes_unref((GBytes *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+/* The view is read-only: what would change it gets EROFS. Writes to the
+ * real files go through the delegating symlinks, never through here. */
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_remove(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+const struct fuse_lowlevel_ops ops_table = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.readlink = op_readlink,
+	.access = op_access,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.releasedir = op_releasedir,
+	.open = op_open,
+	.read = op_read,
+	.release = op_release,
+	.setattr = op_setattr,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_remove,
+	.rmdir = op_remove,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.create = op_create,
+};
+
+void ops_forget_pid(void *data, pid_t pid)
+{
+	struct ops_state *s = data;
+	char name[16];
+
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	int r = fuse_lowlevel_notify_inval_entry(s->session, view_proc_ino(), name, strlen(name));
+	if (r < 0 && r != -ENOENT)
+		g_debug("cannot drop proc/%s: %s", name, g_strerror(-r));
+}

@@ -1,0 +1,21 @@
+/* The FUSE low-level adapters: decode a request, ask fs/view, reply.
+ * Only these functions call fuse_reply_*. */
+#pragma once
+
+#include "pidwatch.h"
+#include "view.h"
+
+#include <fuse_lowlevel.h>
+
+struct ops_state {
+	struct view *view;
+	struct pidwatch *watch;
+	struct fuse_session *session; /* set once the session exists */
+	int proc_fd;                  /* where callers are looked up */
+};
+
+extern const struct fuse_lowlevel_ops ops_table;
+
+/* pidwatch callback: drop the kernel's cached proc/<pid> of a process
+ * that exited. data is the struct ops_state. */
+void ops_forget_pid(void *data, pid_t pid);

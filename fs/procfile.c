@@ -1,0 +1,88 @@
+#include "procfile.h"
+
+#include "cleanup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int procfile_read_fd(int fd, GBytes **ret_content)
+{
+	g_autoptr(GByteArray) buf = g_byte_array_sized_new(4096);
+
+	for (;;) {
+		guint used = buf->len;
+		g_byte_array_set_size(buf, used + 4096);
+		ssize_t n = read(fd, buf->data + used, 4096);
+		if (n < 0) {
+			if (errno == EINTR) {
+				g_byte_array_set_size(buf, used);
+				continue;
+			}
+			return -errno;
+		}
+		g_byte_array_set_size(buf, used + (guint)n);
+		if (n == 0)
+			break;
+	}
+	*ret_content = g_byte_array_free_to_bytes(g_steal_pointer(&buf));
+	return 0;
+}
+
+int procfile_read_at(int dirfd, const char *path, GBytes **ret_content)
+{
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	return procfile_read_fd(fd, ret_content);
+}
+
+int procfile_parse_pid_stat(const char *text, size_t len, struct pid_stat *ret)
+{
+	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses,
+	 * so fields are counted from the last ')'. */
+	g_autofree char *copy = g_strndup(text, len);
+	const char *p = strrchr(copy, ')');
+	if (!p || p[1] != ' ' || p[2] == '\0')
+		return -EINVAL;
+	struct pid_stat st = { .state = p[2] };
+	p += 3;
+	/* state is field 3; starttime is field 22, i.e. 19 fields further. */
+	for (int field = 4; field <= 22; field++) {
+		while (*p == ' ')
+			p++;
+		if (*p == '\0')
+			return -EINVAL;
+		if (field == 22) {
+			char *end;
+			errno = 0;
+			unsigned long long v = strtoull(p, &end, 10);
+			if (errno || end == p)
+				return -EINVAL;
+			st.start_time = v;
+			break;
+		}
+		p = strchr(p, ' ');
+		if (!p)
+			return -EINVAL;
+	}
+	*ret = st;
+	return 0;
+}
+
+int procfile_pid_stat(int proc_fd, pid_t pid, struct pid_stat *ret)
+{
+	char path[32];
+	g_autoptr(GBytes) text = NULL;
+
+	snprintf(path, sizeof(path), "%d/stat", (int)pid);
+	int r = procfile_read_at(proc_fd, path, &text);
+	if (r < 0)
+		return r == -ESRCH ? -ENOENT : r;
+	gsize len;
+	const char *data = g_bytes_get_data(text, &len);
+	return procfile_parse_pid_stat(data, len, ret);
+}

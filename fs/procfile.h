@@ -1,0 +1,25 @@
+/* Reading whole kernel text files (procfs, sysfs, cgroupfs) relative to a
+ * directory fd, and the few fields of /proc/<pid>/stat the view needs. */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Read all of the already open fd from its current position.
+ * Returns 0 or -errno; *ret_content is untouched on failure. */
+int procfile_read_fd(int fd, GBytes **ret_content);
+
+/* Open dirfd/path read-only and read all of it. 0 or -errno. */
+int procfile_read_at(int dirfd, const char *path, GBytes **ret_content);
+
+struct pid_stat {
+	char state;          /* 'R', 'S', 'Z', ... */
+	uint64_t start_time; /* clock ticks after boot: with the pid, names a process */
+};
+
+/* Parse the text of /proc/<pid>/stat. 0 or -EINVAL. */
+int procfile_parse_pid_stat(const char *text, size_t len, struct pid_stat *ret);
+
+/* Read and parse proc_fd/<pid>/stat. 0, -ENOENT for a pid that is gone, or -errno. */
+int procfile_pid_stat(int proc_fd, pid_t pid, struct pid_stat *ret);

@@ -1,0 +1,738 @@
+#include "view.h"
+
+#include "cleanup.h"
+#include "delegate.h"
+#include "procfile.h"
+#include "smaps.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long the kernel may keep what does not change for a node's lifetime. */
+#define TIMEOUT_STABLE 86400.0
+/* Owner of a pid directory (ps shows it as the process's user); it changes
+ * when the process changes its uid, so it is kept briefly. */
+#define TIMEOUT_PID_ATTR 1.0
+
+enum node_kind {
+	NODE_STATIC_DIR, /* a directory of the static table */
+	NODE_REAL_DIR,   /* proc/.real, where the real procfs is mounted */
+	NODE_HOST_FILE,  /* a file of the static table served by a renderer */
+	NODE_TOP_LINK,   /* proc/<name> -> .real/<name> */
+	NODE_PID_DIR,    /* proc/<pid> */
+	NODE_PID_LINK,   /* proc/<pid>/<entry> -> ../.real/<pid>/<entry> */
+	NODE_PID_MAGIC,  /* proc/<pid>/{exe,cwd,root}: the real link's text */
+	NODE_PID_FILE,   /* proc/<pid>/smaps_rollup: served by the daemon */
+	NODE_SYS_MIRROR, /* sys/devices/system/cpu/<path>: the host's, read-only */
+	NODE_KIND_COUNT
+};
+
+/* Inode numbers carry all that is needed to serve a node, so the daemon
+ * keeps no inode table and FUSE forget has nothing to do:
+ *   bits 60-63  kind
+ *   pid kinds   bits 38-59 pid, 30-37 entry name, 0-29 process tag (the
+ *               low bits of its start time; a recycled pid gets other
+ *               inodes) or, for magic links, a per-lookup generation
+ *   other kinds bits 0-37 a row of the static table, or the GQuark of a
+ *               path (0 stands for the mirror's root)
+ * The root row is 1 in a kind-0 node, so the root is inode 1 as FUSE wants. */
+#define INO_KIND_SHIFT 60
+#define INO_PID_SHIFT 38
+#define INO_PID_MASK ((UINT64_C(1) << 22) - 1)
+#define INO_NAME_SHIFT 30
+#define INO_NAME_MASK UINT64_C(0xff)
+#define INO_LOW_MASK ((UINT64_C(1) << 30) - 1)
+#define INO_AUX_MASK ((UINT64_C(1) << 38) - 1)
+
+static uint64_t ino_pid_node(enum node_kind kind, pid_t pid, unsigned name, uint64_t low)
+{
+	return (uint64_t)kind << INO_KIND_SHIFT | ((uint64_t)pid & INO_PID_MASK) << INO_PID_SHIFT |
+	       ((uint64_t)name & INO_NAME_MASK) << INO_NAME_SHIFT | (low & INO_LOW_MASK);
+}
+
+static uint64_t ino_node(enum node_kind kind, uint64_t aux)
+{
+	return (uint64_t)kind << INO_KIND_SHIFT | (aux & INO_AUX_MASK);
+}
+
+static enum node_kind ino_kind(uint64_t ino) { return (enum node_kind)(ino >> INO_KIND_SHIFT); }
+static pid_t ino_pid(uint64_t ino) { return (pid_t)((ino >> INO_PID_SHIFT) & INO_PID_MASK); }
+static unsigned ino_name(uint64_t ino) { return (unsigned)((ino >> INO_NAME_SHIFT) & INO_NAME_MASK); }
+static uint64_t ino_low(uint64_t ino) { return ino & INO_LOW_MASK; }
+static uint64_t ino_aux(uint64_t ino) { return ino & INO_AUX_MASK; }
+
+typedef int (*render_fn)(struct view *v, const struct caller *c, GBytes **ret_content);
+
+static int render_host_cpuinfo(struct view *v, const struct caller *c, GBytes **ret);
+static int render_host_stat(struct view *v, const struct caller *c, GBytes **ret);
+
+enum row {
+	ROW_NONE,
+	ROW_ROOT,
+	ROW_PROC,
+	ROW_PROC_REAL,
+	ROW_PROC_CPUINFO,
+	ROW_PROC_STAT,
+	ROW_SYS,
+	ROW_SYS_DEVICES,
+	ROW_SYS_SYSTEM,
+	ROW_SYS_CPU,
+	ROW_COUNT
+};
+
+/* The static part of the view. Adding a daemon-served file is one row
+ * here and one renderer. */
+static const struct row_def {
+	const char *name;
+	enum row parent;
+	enum node_kind kind;
+	gboolean hidden; /* can be looked up, is not listed */
+	render_fn render;
+} rows[ROW_COUNT] = {
+	[ROW_ROOT] = { "", ROW_NONE, NODE_STATIC_DIR, FALSE, NULL },
+	[ROW_PROC] = { "proc", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL },
+	[ROW_PROC_REAL] = { DELEGATE_REAL_NAME, ROW_PROC, NODE_REAL_DIR, TRUE, NULL },
+	[ROW_PROC_CPUINFO] = { "cpuinfo", ROW_PROC, NODE_HOST_FILE, FALSE, render_host_cpuinfo },
+	[ROW_PROC_STAT] = { "stat", ROW_PROC, NODE_HOST_FILE, FALSE, render_host_stat },
+	[ROW_SYS] = { "sys", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL },
+	[ROW_SYS_DEVICES] = { "devices", ROW_SYS, NODE_STATIC_DIR, FALSE, NULL },
+	[ROW_SYS_SYSTEM] = { "system", ROW_SYS_DEVICES, NODE_STATIC_DIR, FALSE, NULL },
+	[ROW_SYS_CPU] = { "cpu", ROW_SYS_SYSTEM, NODE_SYS_MIRROR, FALSE, NULL },
+};
+
+/* Per-pid entries the daemon does not simply delegate. */
+static const struct {
+	const char *name;
+	enum node_kind kind;
+} pid_entry_kinds[] = {
+	{ "exe", NODE_PID_MAGIC },
+	{ "cwd", NODE_PID_MAGIC },
+	{ "root", NODE_PID_MAGIC },
+	{ "smaps_rollup", NODE_PID_FILE },
+};
+
+struct view {
+	struct view_config cfg;
+	struct timespec born; /* times of the nodes that have no times of their own */
+	/* The names in a /proc/<pid> directory, fixed by the kernel build and
+	 * read once from the procfs at start; frozen after view_new, so read
+	 * without a lock. name -> index, index -> name; index 0 is unused. */
+	GHashTable *pid_entry_index;
+	GPtrArray *pid_entry_names;
+	gint magic_generation; /* atomic */
+};
+
+static uint64_t row_ino(enum row r)
+{
+	/* The mirror's root is the mirror node of path ".". */
+	return rows[r].kind == NODE_SYS_MIRROR ? ino_node(NODE_SYS_MIRROR, 0) : ino_node(rows[r].kind, r);
+}
+
+uint64_t view_proc_ino(void)
+{
+	return row_ino(ROW_PROC);
+}
+
+static enum node_kind pid_entry_kind(const char *name)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(pid_entry_kinds); i++)
+		if (strcmp(pid_entry_kinds[i].name, name) == 0)
+			return pid_entry_kinds[i].kind;
+	return NODE_PID_LINK;
+}
+
+static uint64_t process_tag(uint64_t start_time)
+{
+	return start_time & INO_LOW_MASK;
+}
+
+/* Calls fn for every entry of dirfd/path but "." and "..". 0 or -errno. */
+static int for_each_dirent(int dirfd, const char *path,
+			   void (*fn)(const struct dirent *de, void *data), void *data)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	DIR *dir = fdopendir(fd);
+	if (!dir) {
+		int err = errno;
+		close(fd);
+		return -err;
+	}
+	struct dirent *de;
+	while ((de = readdir(dir)))
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			fn(de, data);
+	closedir(dir);
+	return 0;
+}
+
+static void index_pid_entry(const struct dirent *de, void *data)
+{
+	struct view *v = data;
+	if (v->pid_entry_names->len > INO_NAME_MASK)
+		return;
+	g_hash_table_insert(v->pid_entry_index, g_strdup(de->d_name),
+			    GUINT_TO_POINTER(v->pid_entry_names->len));
+	g_ptr_array_add(v->pid_entry_names, g_strdup(de->d_name));
+}
+
+int view_new(const struct view_config *cfg, struct view **ret_view)
+{
+	g_autofree struct view *v = g_new0(struct view, 1);
+
+	v->cfg = *cfg;
+	clock_gettime(CLOCK_REALTIME, &v->born);
+	v->pid_entry_index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	v->pid_entry_names = g_ptr_array_new_with_free_func(g_free);
+	g_ptr_array_add(v->pid_entry_names, NULL);
+	int r = for_each_dirent(cfg->proc_fd, "self", index_pid_entry, v);
+	if (r < 0 || v->pid_entry_names->len < 2) {
+		g_hash_table_unref(v->pid_entry_index);
+		g_ptr_array_unref(v->pid_entry_names);
+		return r < 0 ? r : -ENOENT;
+	}
+	*ret_view = g_steal_pointer(&v);
+	return 0;
+}
+
+void view_free(struct view *v)
+{
+	if (!v)
+		return;
+	g_hash_table_unref(v->pid_entry_index);
+	g_ptr_array_unref(v->pid_entry_names);
+	g_free(v);
+}
+
+static const char *mirror_path(uint64_t aux)
+{
+	return aux == 0 ? "." : g_quark_to_string((GQuark)aux);
+}
+
+static char *mirror_child_path(uint64_t parent_aux, const char *name)
+{
+	return parent_aux == 0 ? g_strdup(name) : g_strconcat(mirror_path(parent_aux), "/", name, NULL);
+}
+
+static void attr_fill(const struct view *v, struct stat *st, uint64_t ino, mode_t mode, off_t size)
+{
+	*st = (struct stat){
+		.st_ino = ino,
+		.st_mode = mode,
+		.st_nlink = S_ISDIR(mode) ? 2 : 1,
+		.st_size = size,
+		.st_blksize = 4096,
+		.st_atim = v->born,
+		.st_mtim = v->born,
+		.st_ctim = v->born,
+	};
+}
+
+/* The process behind a pid node, if it is still the one the node names. */
+static int pid_node_process(struct view *v, uint64_t ino, struct pid_stat *ret)
+{
+	struct pid_stat st;
+	int r = procfile_pid_stat(v->cfg.proc_fd, ino_pid(ino), &st);
+	if (r < 0)
+		return r;
+	if (process_tag(st.start_time) != ino_low(ino))
+		return -ENOENT;
+	*ret = st;
+	return 0;
+}
+
+static const char *pid_entry_name(const struct view *v, uint64_t ino)
+{
+	unsigned i = ino_name(ino);
+	return i > 0 && i < v->pid_entry_names->len ? g_ptr_array_index(v->pid_entry_names, i) : NULL;
+}
+
+static int pid_dir_attr(struct view *v, uint64_t ino, struct stat *ret)
+{
+	char path[16];
+	struct stat real;
+
+	snprintf(path, sizeof(path), "%d", (int)ino_pid(ino));
+	if (fstatat(v->cfg.proc_fd, path, &real, 0) < 0)
+		return -errno == -ESRCH ? -ENOENT : -errno;
+	attr_fill(v, ret, ino, S_IFDIR | 0555, 0);
+	ret->st_uid = real.st_uid;
+	ret->st_gid = real.st_gid;
+	ret->st_nlink = real.st_nlink;
+	ret->st_atim = real.st_atim;
+	ret->st_mtim = real.st_mtim;
+	ret->st_ctim = real.st_ctim;
+	return 0;
+}
+
+static int mirror_attr(struct view *v, uint64_t ino, struct stat *ret)
+{
+	struct stat real;
+
+	if (fstatat(v->cfg.sys_cpu_fd, mirror_path(ino_aux(ino)), &real, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (S_ISDIR(real.st_mode))
+		attr_fill(v, ret, ino, S_IFDIR | (real.st_mode & 0555), 0);
+	else if (S_ISLNK(real.st_mode))
+		attr_fill(v, ret, ino, S_IFLNK | 0777, real.st_size);
+	else /* served read-only, through direct_io: no size */
+		attr_fill(v, ret, ino, S_IFREG | (real.st_mode & 0444), 0);
+	ret->st_uid = real.st_uid;
+	ret->st_gid = real.st_gid;
+	ret->st_mtim = real.st_mtim;
+	ret->st_ctim = real.st_ctim;
+	return 0;
+}
+
+/* Attributes of a node already known to exist, and how long they hold. */
+static int node_attr(struct view *v, uint64_t ino, struct stat *ret, double *ret_timeout)
+{
+	enum node_kind kind = ino_kind(ino);
+	const char *name;
+
+	*ret_timeout = TIMEOUT_STABLE;
+	switch (kind) {
+	case NODE_STATIC_DIR:
+	case NODE_REAL_DIR:
+		attr_fill(v, ret, ino, S_IFDIR | 0555, 0);
+		return 0;
+	case NODE_HOST_FILE:
+		attr_fill(v, ret, ino, S_IFREG | 0444, 0);
+		return 0;
+	case NODE_TOP_LINK:
+		name = g_quark_to_string((GQuark)ino_aux(ino));
+		attr_fill(v, ret, ino, S_IFLNK | 0777, (off_t)(strlen(DELEGATE_REAL_NAME "/") + strlen(name)));
+		return 0;
+	case NODE_PID_DIR:
+		*ret_timeout = TIMEOUT_PID_ATTR;
+		return pid_dir_attr(v, ino, ret);
+	case NODE_PID_LINK: {
+		g_autofree char *target = delegate_pid_target(ino_pid(ino), pid_entry_name(v, ino));
+		attr_fill(v, ret, ino, S_IFLNK | 0777, (off_t)strlen(target));
+		return 0;
+	}
+	case NODE_PID_MAGIC:
+		/* Never cached: each lookup makes a new inode, so the kernel
+		 * asks for the text, with the caller's rights, every time. */
+		*ret_timeout = 0;
+		attr_fill(v, ret, ino, S_IFLNK | 0777, 0);
+		return 0;
+	case NODE_PID_FILE:
+		attr_fill(v, ret, ino, S_IFREG | 0444, 0);
+		return 0;
+	case NODE_SYS_MIRROR:
+		return mirror_attr(v, ino, ret);
+	case NODE_KIND_COUNT:
+		break;
+	}
+	return -ESTALE;
+}
+
+/* Is ino one this view could have handed out? */
+static gboolean ino_valid(const struct view *v, uint64_t ino)
+{
+	enum node_kind kind = ino_kind(ino);
+
+	switch (kind) {
+	case NODE_STATIC_DIR:
+	case NODE_REAL_DIR:
+	case NODE_HOST_FILE:
+		return ino_aux(ino) > ROW_NONE && ino_aux(ino) < ROW_COUNT &&
+		       rows[ino_aux(ino)].kind == kind;
+	case NODE_TOP_LINK:
+		return g_quark_to_string((GQuark)ino_aux(ino)) != NULL;
+	case NODE_PID_DIR:
+		return ino_name(ino) == 0;
+	case NODE_PID_LINK:
+	case NODE_PID_MAGIC:
+	case NODE_PID_FILE:
+		return pid_entry_name(v, ino) != NULL &&
+		       pid_entry_kind(pid_entry_name(v, ino)) == kind;
+	case NODE_SYS_MIRROR:
+		return ino_aux(ino) == 0 || g_quark_to_string((GQuark)ino_aux(ino)) != NULL;
+	case NODE_KIND_COUNT:
+		break;
+	}
+	return FALSE;
+}
+
+static gboolean parse_pid(const char *name, pid_t *ret)
+{
+	guint64 pid;
+	/* As procfs: decimal, no sign, no leading zero. */
+	if (name[0] < '1' || name[0] > '9' ||
+	    !g_ascii_string_to_unsigned(name, 10, 1, INO_PID_MASK, &pid, NULL))
+		return FALSE;
+	*ret = (pid_t)pid;
+	return TRUE;
+}
+
+static int lookup_pid_dir(struct view *v, pid_t pid, struct view_entry *ret)
+{
+	/* The pidfd is taken before the process is checked: if it exits
+	 * after the check, the pidfd reports it and the entry is dropped. */
+	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct pid_stat st;
+	int r = procfile_pid_stat(v->cfg.proc_fd, pid, &st);
+	if (r < 0)
+		return r;
+	uint64_t ino = ino_pid_node(NODE_PID_DIR, pid, 0, process_tag(st.start_time));
+	r = pid_dir_attr(v, ino, &ret->attr);
+	if (r < 0)
+		return r;
+	ret->ino = ino;
+	/* A zombie's directory goes when it is reaped, which no pidfd tells;
+	 * a thread that is not a group leader gets no pidfd. Neither is cached. */
+	gboolean watched = pidfd >= 0 && st.state != 'Z' && st.state != 'X';
+	ret->entry_timeout = watched ? TIMEOUT_STABLE : 0;
+	ret->attr_timeout = watched ? TIMEOUT_PID_ATTR : 0;
+	if (watched) {
+		ret->pid = pid;
+		ret->pidfd = steal_fd(&pidfd);
+	}
+	return 0;
+}
+
+static int lookup_pid_entry(struct view *v, uint64_t parent, const char *name, struct view_entry *ret)
+{
+	struct pid_stat st;
+	int r = pid_node_process(v, parent, &st);
+	if (r < 0)
+		return r;
+	unsigned index = GPOINTER_TO_UINT(g_hash_table_lookup(v->pid_entry_index, name));
+	if (index == 0)
+		return -ENOENT;
+	enum node_kind kind = pid_entry_kind(name);
+	uint64_t low = kind == NODE_PID_MAGIC ? (uint64_t)(guint)g_atomic_int_add(&v->magic_generation, 1)
+					       : ino_low(parent);
+	ret->ino = ino_pid_node(kind, ino_pid(parent), index, low);
+	return 0;
+}
+
+static int lookup_top_entry(struct view *v, const char *name, struct view_entry *ret)
+{
+	struct stat st;
+	pid_t pid;
+
+	if (parse_pid(name, &pid))
+		return lookup_pid_dir(v, pid, ret);
+	if (fstatat(v->cfg.proc_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	/* Interned only once the kernel has shown the name exists. */
+	ret->ino = ino_node(NODE_TOP_LINK, g_quark_from_string(name));
+	return 0;
+}
+
+static int lookup_mirror_entry(struct view *v, uint64_t parent, const char *name, struct view_entry *ret)
+{
+	g_autofree char *path = mirror_child_path(ino_aux(parent), name);
+	struct stat st;
+
+	if (fstatat(v->cfg.sys_cpu_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	ret->ino = ino_node(NODE_SYS_MIRROR, g_quark_from_string(path));
+	return 0;
+}
+
+static int lookup_row_entry(struct view *v, enum row parent, const char *name, struct view_entry *ret)
+{
+	for (enum row r = ROW_ROOT; r < ROW_COUNT; r++) {
+		if (rows[r].parent == parent && strcmp(rows[r].name, name) == 0) {
+			ret->ino = row_ino(r);
+			return 0;
+		}
+	}
+	if (parent == ROW_PROC)
+		return lookup_top_entry(v, name, ret);
+	return -ENOENT;
+}
+
+int view_lookup(struct view *v, const struct caller *c, uint64_t parent, const char *name,
+		struct view_entry *ret)
+{
+	struct view_entry e = { .pidfd = -1 };
+	enum node_kind kind = ino_kind(parent);
+	int r = -ENOTDIR;
+
+	if (!ino_valid(v, parent))
+		return -ESTALE;
+	if (strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return -EINVAL;
+	switch (kind) {
+	case NODE_STATIC_DIR:
+		r = lookup_row_entry(v, (enum row)ino_aux(parent), name, &e);
+		break;
+	case NODE_REAL_DIR:
+		r = -ENOENT;
+		break;
+	case NODE_PID_DIR:
+		r = lookup_pid_entry(v, parent, name, &e);
+		break;
+	case NODE_SYS_MIRROR:
+		r = lookup_mirror_entry(v, parent, name, &e);
+		break;
+	case NODE_HOST_FILE:
+	case NODE_TOP_LINK:
+	case NODE_PID_LINK:
+	case NODE_PID_MAGIC:
+	case NODE_PID_FILE:
+	case NODE_KIND_COUNT:
+		break;
+	}
+	if (r < 0)
+		return r;
+	if (ino_kind(e.ino) != NODE_PID_DIR) {
+		/* pid directories came with their attributes */
+		r = node_attr(v, e.ino, &e.attr, &e.attr_timeout);
+		if (r < 0)
+			return r;
+		e.entry_timeout = e.attr_timeout;
+	}
+	*ret = e;
+	return 0;
+}
+
+static gboolean is_pid_kind(enum node_kind kind)
+{
+	return kind == NODE_PID_DIR || kind == NODE_PID_LINK || kind == NODE_PID_FILE;
+}
+
+int view_getattr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret_attr,
+		 double *ret_timeout)
+{
+	struct pid_stat st;
+
+	if (!ino_valid(v, ino))
+		return -ESTALE;
+	if (is_pid_kind(ino_kind(ino))) {
+		int r = pid_node_process(v, ino, &st);
+		if (r < 0)
+			return r;
+	}
+	return node_attr(v, ino, ret_attr, ret_timeout);
+}
+
+int view_readlink(struct view *v, const struct caller *c, uint64_t ino, char **ret_target)
+{
+	enum node_kind kind = ino_kind(ino);
+	char buf[4097];
+	ssize_t n;
+
+	if (!ino_valid(v, ino))
+		return -ESTALE;
+	switch (kind) {
+	case NODE_TOP_LINK:
+		*ret_target = delegate_top_target(g_quark_to_string((GQuark)ino_aux(ino)));
+		return 0;
+	case NODE_PID_LINK:
+		*ret_target = delegate_pid_target(ino_pid(ino), pid_entry_name(v, ino));
+		return 0;
+	case NODE_PID_MAGIC:
+		return delegate_magic_target(c, v->cfg.proc_fd, ino_pid(ino), pid_entry_name(v, ino),
+					     ret_target);
+	case NODE_SYS_MIRROR:
+		n = readlinkat(v->cfg.sys_cpu_fd, mirror_path(ino_aux(ino)), buf, sizeof(buf) - 1);
+		if (n < 0)
+			return -errno;
+		*ret_target = g_strndup(buf, (gsize)n);
+		return 0;
+	case NODE_STATIC_DIR:
+	case NODE_REAL_DIR:
+	case NODE_HOST_FILE:
+	case NODE_PID_DIR:
+	case NODE_PID_FILE:
+	case NODE_KIND_COUNT:
+		break;
+	}
+	return -EINVAL;
+}
+
+static void dirent_clear(gpointer p)
+{
+	g_free(((struct view_dirent *)p)->name);
+}
+
+static void dirent_add(GArray *entries, const char *name, uint64_t ino, mode_t type)
+{
+	struct view_dirent e = { g_strdup(name), ino, type };
+	g_array_append_val(entries, e);
+}
+
+static mode_t dtype_to_mode(unsigned char d_type)
+{
+	return d_type == DT_DIR ? S_IFDIR : d_type == DT_LNK ? S_IFLNK : S_IFREG;
+}
+
+struct listing {
+	struct view *v;
+	GArray *entries;
+	uint64_t parent;
+};
+
+static void list_top_entry(const struct dirent *de, void *data)
+{
+	struct listing *l = data;
+	pid_t pid;
+
+	for (enum row r = ROW_ROOT; r < ROW_COUNT; r++)
+		if (rows[r].parent == ROW_PROC && strcmp(rows[r].name, de->d_name) == 0)
+			return; /* listed from the table */
+	if (parse_pid(de->d_name, &pid))
+		/* d_ino without the tag: reading every process's start time
+		 * would cost a file read per process per listing. */
+		dirent_add(l->entries, de->d_name, ino_pid_node(NODE_PID_DIR, pid, 0, 0), S_IFDIR);
+	else
+		dirent_add(l->entries, de->d_name, ino_node(NODE_TOP_LINK, g_quark_from_string(de->d_name)),
+			   S_IFLNK);
+}
+
+static void list_pid_entry(const struct dirent *de, void *data)
+{
+	struct listing *l = data;
+	unsigned index = GPOINTER_TO_UINT(g_hash_table_lookup(l->v->pid_entry_index, de->d_name));
+	if (index == 0)
+		return;
+	enum node_kind kind = pid_entry_kind(de->d_name);
+	uint64_t low = kind == NODE_PID_MAGIC ? 0 : ino_low(l->parent);
+	dirent_add(l->entries, de->d_name, ino_pid_node(kind, ino_pid(l->parent), index, low),
+		   kind == NODE_PID_FILE ? S_IFREG : S_IFLNK);
+}
+
+static void list_mirror_entry(const struct dirent *de, void *data)
+{
+	struct listing *l = data;
+	g_autofree char *path = mirror_child_path(ino_aux(l->parent), de->d_name);
+	dirent_add(l->entries, de->d_name, ino_node(NODE_SYS_MIRROR, g_quark_from_string(path)),
+		   dtype_to_mode(de->d_type));
+}
+
+int view_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray **ret_entries)
+{
+	g_autoptr(GArray) entries = g_array_new(FALSE, FALSE, sizeof(struct view_dirent));
+	struct listing l = { v, entries, ino };
+	enum node_kind kind = ino_kind(ino);
+	char path[16];
+	struct pid_stat st;
+	int r = 0;
+
+	g_array_set_clear_func(entries, dirent_clear);
+	if (!ino_valid(v, ino))
+		return -ESTALE;
+	dirent_add(entries, ".", ino, S_IFDIR);
+	dirent_add(entries, "..", ino, S_IFDIR);
+	switch (kind) {
+	case NODE_STATIC_DIR:
+		for (enum row row = ROW_ROOT; row < ROW_COUNT; row++)
+			if (rows[row].parent == (enum row)ino_aux(ino) && !rows[row].hidden)
+				dirent_add(entries, rows[row].name, row_ino(row),
+					   rows[row].kind == NODE_HOST_FILE ? S_IFREG : S_IFDIR);
+		if (ino_aux(ino) == ROW_PROC)
+			r = for_each_dirent(v->cfg.proc_fd, ".", list_top_entry, &l);
+		break;
+	case NODE_REAL_DIR:
+		break;
+	case NODE_PID_DIR:
+		r = pid_node_process(v, ino, &st);
+		if (r < 0)
+			return r;
+		snprintf(path, sizeof(path), "%d", (int)ino_pid(ino));
+		r = for_each_dirent(v->cfg.proc_fd, path, list_pid_entry, &l);
+		break;
+	case NODE_SYS_MIRROR:
+		r = for_each_dirent(v->cfg.sys_cpu_fd, mirror_path(ino_aux(ino)), list_mirror_entry, &l);
+		break;
+	case NODE_HOST_FILE:
+	case NODE_TOP_LINK:
+	case NODE_PID_LINK:
+	case NODE_PID_MAGIC:
+	case NODE_PID_FILE:
+	case NODE_KIND_COUNT:
+		return -ENOTDIR;
+	}
+	if (r < 0)
+		return r == -ESRCH ? -ENOENT : r;
+	*ret_entries = g_steal_pointer(&entries);
+	return 0;
+}
+
+static int render_host_cpuinfo(struct view *v, const struct caller *c, GBytes **ret)
+{
+	return procfile_read_at(v->cfg.proc_fd, "cpuinfo", ret);
+}
+
+static int render_host_stat(struct view *v, const struct caller *c, GBytes **ret)
+{
+	return procfile_read_at(v->cfg.proc_fd, "stat", ret);
+}
+
+static int open_mirror_file(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	const char *path = mirror_path(ino_aux(ino));
+
+	if (fstatat(v->cfg.sys_cpu_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	/* Opened as the caller: a root-only sysfs file stays root-only. */
+	int r = caller_openat(c, v->cfg.sys_cpu_fd, path, O_RDONLY, &fd);
+	if (r < 0)
+		return r;
+	return procfile_read_fd(fd, ret);
+}
+
+int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, GBytes **ret_content)
+{
+	enum node_kind kind = ino_kind(ino);
+	struct pid_stat st;
+	int r;
+
+	if (!ino_valid(v, ino))
+		return -ESTALE;
+	switch (kind) {
+	case NODE_STATIC_DIR:
+	case NODE_REAL_DIR:
+	case NODE_PID_DIR:
+		return -EISDIR;
+	case NODE_TOP_LINK:
+	case NODE_PID_LINK:
+	case NODE_PID_MAGIC:
+		return -ELOOP;
+	case NODE_HOST_FILE:
+	case NODE_PID_FILE:
+	case NODE_SYS_MIRROR:
+		break;
+	case NODE_KIND_COUNT:
+		return -ESTALE;
+	}
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
+		return -EACCES;
+	switch (kind) {
+	case NODE_HOST_FILE:
+		return rows[ino_aux(ino)].render(v, c, ret_content);
+	case NODE_PID_FILE:
+		r = pid_node_process(v, ino, &st);
+		if (r < 0)
+			return r;
+		return smaps_read(c, v->cfg.proc_fd, ino_pid(ino), st.start_time, ret_content);
+	case NODE_SYS_MIRROR:
+		return open_mirror_file(v, c, ino, ret_content);
+	case NODE_STATIC_DIR:
+	case NODE_REAL_DIR:
+	case NODE_PID_DIR:
+	case NODE_TOP_LINK:
+	case NODE_PID_LINK:
+	case NODE_PID_MAGIC:
+	case NODE_KIND_COUNT:
+		break;
+	}
+	return -ESTALE;
+}

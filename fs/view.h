@@ -1,0 +1,68 @@
+/* The one registry of what exists at each path of the view, and how each
+ * path is served. lookup, getattr, readlink, readdir and open all answer
+ * from it. No FUSE calls here: fs/ops adapts these to requests.
+ *
+ * Layout under the mountpoint:
+ *   proc/                 whole-/proc view
+ *   proc/.real/           mount point of the real procfs (hidden from readdir)
+ *   proc/<name>           -> .real/<name>       (delegated)
+ *   proc/cpuinfo, stat    served by the daemon
+ *   proc/<pid>/           one per process
+ *   proc/<pid>/<entry>    -> ../.real/<pid>/<entry> (delegated)
+ *   proc/<pid>/exe|cwd|root  symlinks carrying the real link's text
+ *   proc/<pid>/smaps_rollup  served by the daemon
+ *   sys/devices/system/cpu/  read-only mirror of the host directory
+ */
+#pragma once
+
+#include "caller.h"
+
+#include <glib.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct view_config {
+	int proc_fd;    /* the procfs the view reads and delegates to */
+	int sys_cpu_fd; /* the host's /sys/devices/system/cpu */
+};
+
+struct view;
+
+/* Borrows the fds in cfg; they must outlive the view. 0 or -errno. */
+int view_new(const struct view_config *cfg, struct view **ret_view);
+void view_free(struct view *v);
+
+/* The inode of proc/: the parent of every pid directory. */
+uint64_t view_proc_ino(void);
+
+struct view_entry {
+	uint64_t ino;
+	struct stat attr;
+	double entry_timeout; /* how long the kernel may keep the name */
+	double attr_timeout;  /* how long the kernel may keep attr */
+	pid_t pid;            /* with pidfd: the process this entry stands for */
+	int pidfd;            /* >= 0: the entry may stay cached until this
+	                       * process exits; the receiver owns the fd */
+};
+
+int view_lookup(struct view *v, const struct caller *c, uint64_t parent, const char *name,
+		struct view_entry *ret);
+int view_getattr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret_attr,
+		 double *ret_timeout);
+int view_readlink(struct view *v, const struct caller *c, uint64_t ino, char **ret_target);
+
+struct view_dirent {
+	char *name;
+	uint64_t ino;
+	mode_t type; /* S_IFDIR, S_IFREG or S_IFLNK */
+};
+
+/* A snapshot of the directory: a GArray of struct view_dirent, "." and ".."
+ * first. 0 or -errno. */
+int view_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray **ret_entries);
+
+/* Render a daemon-served file for this open. Writes are refused (EACCES),
+ * as the kernel refuses them on read-only proc and sysfs files. */
+int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags,
+	      GBytes **ret_content);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 static void mount_entry_clear(struct mount_entry *e)
 {
@@ -68,13 +69,49 @@ static char *canonical_path(const char *dir)
 	return g_build_filename(parent, base, NULL);
 }
 
+/* A FUSE mount whose daemon is gone answers every request with ENOTCONN;
+ * statfs is never answered from the kernel's caches. */
+static gboolean mount_is_dead(const char *path)
+{
+	struct statfs sfs;
+	return statfs(path, &sfs) < 0 && errno == ENOTCONN;
+}
+
+/* Is path free to mount on? FALSE after printing why not. A dead cgprocfs
+ * mount is removed, so a restart after a crash works. */
+static gboolean mountpoint_free(const char *path)
+{
+	struct mount_entry top = { 0 };
+
+	if (!mountinfo_find(path, &top))
+		return TRUE;
+	g_autofree char *fstype = g_strdup(top.fstype);
+	mountinfo_entry_clear(&top);
+	if (strcmp(fstype, "fuse.cgprocfs") != 0) {
+		fprintf(stderr, "cgprocfs: mountpoint %s is busy: a %s filesystem is mounted there; "
+			"unmount it or choose another directory\n", path, fstype);
+		return FALSE;
+	}
+	if (!mount_is_dead(path)) {
+		fprintf(stderr, "cgprocfs: %s is already served by a running cgprocfs; stop it first\n", path);
+		return FALSE;
+	}
+	if (umount2(path, MNT_DETACH) < 0) {
+		fprintf(stderr, "cgprocfs: %s holds a dead cgprocfs mount and unmounting it failed: %s; "
+			"run: umount -l %s\n", path, g_strerror(errno), path);
+		return FALSE;
+	}
+	g_message("removed the dead cgprocfs mount at %s", path);
+	return TRUE;
+}
+
 gboolean mountpoint_prepare(const char *dir, char **ret_path)
 {
 	struct stat st;
-	struct mount_entry top = { 0 };
+	g_autofree char *parent = g_path_get_dirname(dir);
 
-	if (g_mkdir_with_parents(dir, 0755) < 0 && errno != ENOTCONN) {
-		fprintf(stderr, "cgprocfs: cannot create mountpoint %s: %s\n", dir, g_strerror(errno));
+	if (g_mkdir_with_parents(parent, 0755) < 0) {
+		fprintf(stderr, "cgprocfs: cannot create %s: %s\n", parent, g_strerror(errno));
 		return FALSE;
 	}
 	g_autofree char *path = canonical_path(dir);
@@ -82,26 +119,11 @@ gboolean mountpoint_prepare(const char *dir, char **ret_path)
 		fprintf(stderr, "cgprocfs: cannot resolve mountpoint %s: %s\n", dir, g_strerror(errno));
 		return FALSE;
 	}
-	gboolean stale = stat(path, &st) < 0 && errno == ENOTCONN;
-	if (mountinfo_find(path, &top)) {
-		g_autofree char *fstype = g_strdup(top.fstype);
-		mountinfo_entry_clear(&top);
-		if (stale && strcmp(fstype, "fuse.cgprocfs") == 0) {
-			/* Left by a daemon that died: clear it so a restart works. */
-			if (umount2(path, MNT_DETACH) < 0) {
-				fprintf(stderr, "cgprocfs: %s holds a dead cgprocfs mount and unmounting it failed: %s; "
-					"run: umount -l %s\n", path, g_strerror(errno), path);
-				return FALSE;
-			}
-			g_message("removed a dead cgprocfs mount at %s", path);
-		} else if (strcmp(fstype, "fuse.cgprocfs") == 0) {
-			fprintf(stderr, "cgprocfs: %s is already served by a running cgprocfs; stop it first\n", path);
-			return FALSE;
-		} else {
-			fprintf(stderr, "cgprocfs: mountpoint %s is busy: a %s filesystem is mounted there; "
-				"unmount it or choose another directory\n", path, fstype);
-			return FALSE;
-		}
+	if (!mountpoint_free(path))
+		return FALSE;
+	if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "cgprocfs: cannot create mountpoint %s: %s\n", path, g_strerror(errno));
+		return FALSE;
 	}
 	if (stat(path, &st) < 0) {
 		fprintf(stderr, "cgprocfs: cannot use mountpoint %s: %s\n", path, g_strerror(errno));

@@ -79,21 +79,52 @@ static void creds_restore(struct saved_creds *s)
 	s->active = FALSE;
 }
 
-static gboolean same_user_ns(const struct caller *c)
+static gboolean user_ns_of(int proc_fd, const char *pid, struct stat *ret)
 {
 	char path[48];
-	struct stat mine, theirs;
+	snprintf(path, sizeof(path), "%s/ns/user", pid);
+	return fstatat(proc_fd, path, ret, 0) == 0;
+}
 
-	snprintf(path, sizeof(path), "%d/ns/user", (int)c->tid);
-	return fstatat(c->proc_fd, "self/ns/user", &mine, 0) == 0 &&
-	       fstatat(c->proc_fd, path, &theirs, 0) == 0 &&
-	       mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
+static gboolean same_ns(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Which of the caller's effective capabilities the narrowed thread may keep.
+ * The thread stays in the daemon's user namespace, where capabilities mean
+ * more than in a child namespace: a caller in another user namespace keeps
+ * its capabilities only towards a process of its own namespace, is refused
+ * processes outside it (-EACCES), and keeps none for plain files. */
+static int usable_caps(const struct caller *c, pid_t owner, uint64_t caps, uint64_t *ret)
+{
+	struct stat mine, theirs, target;
+	char tid[16], pid[16];
+
+	snprintf(tid, sizeof(tid), "%d", (int)c->tid);
+	if (!user_ns_of(c->proc_fd, "self", &mine) || !user_ns_of(c->proc_fd, tid, &theirs))
+		return -EACCES;
+	if (same_ns(&mine, &theirs)) {
+		*ret = caps;
+		return 0;
+	}
+	if (owner <= 0) {
+		*ret = 0;
+		return 0;
+	}
+	snprintf(pid, sizeof(pid), "%d", (int)owner);
+	if (!user_ns_of(c->proc_fd, pid, &target))
+		return -ENOENT;
+	if (!same_ns(&theirs, &target))
+		return -EACCES;
+	*ret = caps;
+	return 0;
 }
 
 /* Narrow this thread's credentials to the caller's. Per-thread raw syscalls:
  * glibc's setgroups would change every thread of the daemon. Whatever it
  * returns, the caller runs creds_restore(s) when its scope ends. */
-static int creds_assume(const struct caller *c, struct saved_creds *s)
+static int creds_assume(const struct caller *c, pid_t owner, struct saved_creds *s)
 {
 	char path[48];
 	g_autoptr(GBytes) text = NULL;
@@ -107,8 +138,10 @@ static int creds_assume(const struct caller *c, struct saved_creds *s)
 	if (caller_parse_status(data, len, &st) < 0)
 		return -EACCES;
 	g_autoptr(GArray) caller_groups = st.groups;
-	/* Capabilities held in a child user namespace grant nothing here. */
-	uint64_t caller_caps = same_user_ns(c) ? st.cap_effective : 0;
+	uint64_t caller_caps;
+	int r = usable_caps(c, owner, st.cap_effective, &caller_caps);
+	if (r < 0)
+		return r;
 
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	if (syscall(SYS_capget, &hdr, s->caps) < 0)
@@ -145,10 +178,11 @@ static int creds_assume(const struct caller *c, struct saved_creds *s)
 	return 0;
 }
 
-int caller_openat(const struct caller *c, int dirfd, const char *path, int flags, int *ret_fd)
+int caller_openat(const struct caller *c, pid_t owner, int dirfd, const char *path, int flags,
+		  int *ret_fd)
 {
 	struct saved_creds saved __attribute__((cleanup(creds_restore))) = { 0 };
-	int r = creds_assume(c, &saved);
+	int r = creds_assume(c, owner, &saved);
 	if (r < 0)
 		return r;
 	int fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOCTTY);
@@ -158,11 +192,12 @@ int caller_openat(const struct caller *c, int dirfd, const char *path, int flags
 	return 0;
 }
 
-int caller_readlinkat(const struct caller *c, int dirfd, const char *path, char **ret_target)
+int caller_readlinkat(const struct caller *c, pid_t owner, int dirfd, const char *path,
+		      char **ret_target)
 {
 	struct saved_creds saved __attribute__((cleanup(creds_restore))) = { 0 };
 	char buf[4097];
-	int r = creds_assume(c, &saved);
+	int r = creds_assume(c, owner, &saved);
 	if (r < 0)
 		return r;
 	ssize_t n = readlinkat(dirfd, path, buf, sizeof(buf) - 1);

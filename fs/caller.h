@@ -28,9 +28,13 @@ struct caller_status {
 /* Parse status text. 0 or -EINVAL; ret->groups is set on success. */
 int caller_parse_status(const char *text, size_t len, struct caller_status *ret);
 
-/* openat(dirfd, path, flags) as the caller. 0 or -errno (EACCES where the
- * caller may not open it, as the kernel would answer the caller). */
-int caller_openat(const struct caller *c, int dirfd, const char *path, int flags, int *ret_fd);
+/* openat(dirfd, path, flags) as the caller. owner is the process whose
+ * file path is (in c->proc_fd's numbering), or 0 for a plain file: access
+ * to a process depends on the user namespaces of both. 0 or -errno
+ * (EACCES where the caller may not open it, as the kernel would answer). */
+int caller_openat(const struct caller *c, pid_t owner, int dirfd, const char *path, int flags,
+		  int *ret_fd);
 
-/* readlinkat(dirfd, path) as the caller. 0 or -errno. */
-int caller_readlinkat(const struct caller *c, int dirfd, const char *path, char **ret_target);
+/* readlinkat(dirfd, path) as the caller; owner as above. 0 or -errno. */
+int caller_readlinkat(const struct caller *c, pid_t owner, int dirfd, const char *path,
+		      char **ret_target);

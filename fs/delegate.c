@@ -18,5 +18,5 @@ int delegate_magic_target(const struct caller *c, int proc_fd, pid_t pid, const 
 	char path[64];
 
 	snprintf(path, sizeof(path), "%d/%s", (int)pid, name);
-	return caller_readlinkat(c, proc_fd, path, ret_target);
+	return caller_readlinkat(c, pid, proc_fd, path, ret_target);
 }

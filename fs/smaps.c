@@ -24,7 +24,7 @@ int smaps_read(const struct caller *c, int proc_fd, pid_t pid, uint64_t start_ti
 	if (!same_process(proc_fd, pid, start_time))
 		return -ENOENT;
 	snprintf(path, sizeof(path), "%d/smaps_rollup", (int)pid);
-	int r = caller_openat(c, proc_fd, path, O_RDONLY, &fd);
+	int r = caller_openat(c, pid, proc_fd, path, O_RDONLY, &fd);
 	if (r < 0)
 		return r == -ESRCH ? -ENOENT : r;
 	r = procfile_read_fd(fd, &text);

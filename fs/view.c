@@ -16,9 +16,11 @@
 
 /* How long the kernel may keep what does not change for a node's lifetime. */
 #define TIMEOUT_STABLE 86400.0
-/* Owner of a pid directory (ps shows it as the process's user); it changes
- * when the process changes its uid, so it is kept briefly. */
-#define TIMEOUT_PID_ATTR 1.0
+/* A pid directory's attributes are never cached: stat(/proc/<pid>) is how
+ * psutil and others ask whether a process still exists, right after reaping
+ * it (before the exit watch can drop the entry), and ps reads the owner from
+ * it. Paths through the directory do not need its attributes. */
+#define TIMEOUT_PID_ATTR 0.0
 
 enum node_kind {
 	NODE_STATIC_DIR, /* a directory of the static table */
@@ -392,7 +394,7 @@ static int lookup_pid_dir(struct view *v, pid_t pid, struct view_entry *ret)
 	 * a thread that is not a group leader gets no pidfd. Neither is cached. */
 	gboolean watched = pidfd >= 0 && st.state != 'Z' && st.state != 'X';
 	ret->entry_timeout = watched ? TIMEOUT_STABLE : 0;
-	ret->attr_timeout = watched ? TIMEOUT_PID_ATTR : 0;
+	ret->attr_timeout = TIMEOUT_PID_ATTR;
 	if (watched) {
 		ret->pid = pid;
 		ret->pidfd = steal_fd(&pidfd);
@@ -683,7 +685,7 @@ static int open_mirror_file(struct view *v, const struct caller *c, uint64_t ino
 	if (S_ISDIR(st.st_mode))
 		return -EISDIR;
 	/* Opened as the caller: a root-only sysfs file stays root-only. */
-	int r = caller_openat(c, v->cfg.sys_cpu_fd, path, O_RDONLY, &fd);
+	int r = caller_openat(c, 0, v->cfg.sys_cpu_fd, path, O_RDONLY, &fd);
 	if (r < 0)
 		return r;
 	return procfile_read_fd(fd, ret);

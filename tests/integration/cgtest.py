@@ -1,0 +1,446 @@
+"""Shared helpers for the cgprocfs mount tests.
+
+- TAP output that keeps going after a failure (run_tests);
+- Daemon: starts $CGPROCFS on a fresh temporary mountpoint, waits for it to
+  be ready, and on exit stops it and checks that nothing stays mounted;
+- in_view: runs a command in a private mount namespace with the view bound
+  over /proc and /sys/devices/system/cpu.
+
+Standard library only; run with /usr/bin/python3.
+"""
+
+import contextlib
+import errno
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+READY_TIMEOUT = 10.0
+STOP_TIMEOUT = 10.0
+CMD_TIMEOUT = 60.0
+PYTHON = "/usr/bin/python3"
+
+
+class Skip(Exception):
+    """Raised by a test to report itself as skipped, with a reason."""
+
+
+class Failure(AssertionError):
+    """A failed check; its message and details become the TAP diagnostic."""
+
+    def __init__(self, message, *details):
+        lines = [str(message)]
+        for d in details:
+            lines.extend(str(d).splitlines())
+        super().__init__("\n".join(lines))
+
+
+def check(cond, message, *details):
+    """Fail the current test with message (and details) unless cond."""
+    if not cond:
+        raise Failure(message, *details)
+
+
+def check_equal(got, expected, what):
+    check(got == expected, "%s differs" % what, "  got:      %r" % (got,), "  expected: %r" % (expected,))
+
+
+def diag(text):
+    for line in str(text).splitlines() or [""]:
+        print("# " + line)
+    sys.stdout.flush()
+
+
+# --------------------------------------------------------------------- TAP --
+
+def skip_all_unless_runnable():
+    """Skip the whole script (TAP '1..0 # SKIP') where mount tests cannot run."""
+    reason = None
+    if os.geteuid() != 0:
+        reason = "mount tests need root"
+    elif not os.path.exists("/dev/fuse"):
+        reason = "/dev/fuse is missing"
+    elif not os.environ.get("CGPROCFS"):
+        reason = "CGPROCFS (the daemon to test) is not set"
+    elif not os.access(os.environ["CGPROCFS"], os.X_OK):
+        reason = "CGPROCFS=%s is not executable" % os.environ["CGPROCFS"]
+    elif shutil.which("unshare") is None:
+        reason = "unshare (util-linux) is missing"
+    if reason:
+        print("1..0 # SKIP " + reason)
+        sys.stdout.flush()
+        sys.exit(0)
+
+
+def run_tests(tests):
+    """Run [(name, fn)] as TAP tests; exit non-zero if any failed.
+
+    fn() passes by returning, fails by raising (Failure's message, or the
+    traceback of any other exception, goes out as diagnostics), and skips by
+    raising Skip(reason)."""
+    skip_all_unless_runnable()
+    _terminate_on_sigterm()
+    print("1..%d" % len(tests))
+    sys.stdout.flush()
+    failed = 0
+    for number, (name, fn) in enumerate(tests, 1):
+        started = time.monotonic()
+        try:
+            fn()
+        except Skip as e:
+            print("ok %d - %s # SKIP %s" % (number, name, e))
+        except Failure as e:
+            failed += 1
+            print("not ok %d - %s" % (number, name))
+            diag(e)
+        except Exception:  # a crash in a test fails that test only
+            failed += 1
+            print("not ok %d - %s" % (number, name))
+            diag(traceback.format_exc())
+        else:
+            print("ok %d - %s" % (number, name))
+        elapsed = time.monotonic() - started
+        if elapsed > 5:
+            diag("%s took %.1f s" % (name, elapsed))
+        sys.stdout.flush()
+    sys.exit(1 if failed else 0)
+
+
+# -------------------------------------------------------------- processes --
+
+def run(argv, timeout=CMD_TIMEOUT, input=None, env=None, cwd=None):
+    """Run argv; return (rc, stdout, stderr) as text. On timeout the whole
+    process group is killed and rc is None."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
+                            start_new_session=True, text=True, errors="replace")
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+        return proc.returncode, out, err
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return None, out, err + "\n[killed after %.0f s]" % timeout
+    except BaseException:  # interrupted: leave nothing running in a view
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+
+
+def unescape_mountinfo(field):
+    """Undo the octal escapes (\\040 for a space ...) of mountinfo fields."""
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and field[i + 1:i + 4].isdigit():
+            out.append(chr(int(field[i + 1:i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def mounts_under(path, mountinfo="/proc/self/mountinfo"):
+    """Mount points at or below path in this mount namespace, innermost last."""
+    path = os.path.realpath(path) if os.path.lexists(path) else path
+    found = []
+    with open(mountinfo) as f:
+        for line in f:
+            mp = unescape_mountinfo(line.split()[4])
+            if mp == path or mp.startswith(path.rstrip("/") + "/"):
+                found.append(mp)
+    return found
+
+
+def mount_table(mountinfo="/proc/self/mountinfo"):
+    """[(id, parent id, mount point, fstype)] of this mount namespace."""
+    table = []
+    with open(mountinfo) as f:
+        for line in f:
+            fields = line.split()
+            sep = fields.index("-", 6)
+            table.append((int(fields[0]), int(fields[1]), unescape_mountinfo(fields[4]), fields[sep + 1]))
+    return table
+
+
+def serving_mounts(mnt):
+    """True if the top mount at mnt is a cgprocfs FUSE mount that answers,
+    with a procfs mounted at its proc/.real. A dead mount does not count,
+    though its cached dentries can still lead to its proc/.real."""
+    table = mount_table()
+    tops = [m for m in table if m[2] == mnt]
+    if not tops or tops[-1][3] != "fuse.cgprocfs":
+        return False
+    real = os.path.join(mnt, "proc", ".real")
+    if not any(m[2] == real and m[1] == tops[-1][0] and m[3] == "proc" for m in table):
+        return False
+    try:
+        os.stat(mnt)
+        os.listdir(os.path.join(mnt, "proc"))
+    except OSError:
+        return False
+    return True
+
+
+def force_unmount(path):
+    """Last resort: lazily detach everything mounted at or below path."""
+    for mp in sorted(set(mounts_under(path)), key=len, reverse=True):
+        subprocess.run(["umount", "-l", mp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # A dead FUSE mount can hide the ones below it from a path walk.
+    if mounts_under(path):
+        subprocess.run(["umount", "-l", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def daemon_exe():
+    return os.environ["CGPROCFS"]
+
+
+class Daemon:
+    """A cgprocfs daemon on a temporary mountpoint.
+
+        with Daemon() as d:
+            d.mnt, d.proc (MNT/proc), d.cpu (MNT/sys/devices/system/cpu)
+            d.stop() -> list of problems (also called on exit)
+
+    On leaving the block the daemon gets SIGTERM; if it does not stop, or
+    leaves anything mounted under the mountpoint, it is killed, the mounts
+    are detached, and the block raises Failure."""
+
+    def __init__(self, mountpoint=None, args=(), ready_timeout=READY_TIMEOUT):
+        self._own_dir = mountpoint is None
+        self.mnt = mountpoint
+        self.args = list(args)
+        self.ready_timeout = ready_timeout
+        self.proc = self.cpu = None
+        self.process = None
+        self.returncode = None
+        self._log = None
+        self._stopped = False
+
+    # The daemon's stderr, for diagnostics.
+    def log(self):
+        if self._log is None:
+            return ""
+        self._log.flush()
+        with open(self._log.name, errors="replace") as f:
+            return f.read()
+
+    @property
+    def ready(self):
+        return (self.process is not None and self.process.poll() is None and not self._stopped
+                and os.path.exists(os.path.join(self.proc, ".real", "self")) and serving_mounts(self.mnt))
+
+    def start(self):
+        if self.mnt is None:
+            self.mnt = tempfile.mkdtemp(prefix="cgprocfs-test-")
+        # As the daemon resolves it (a dead mount cannot be resolved).
+        self.mnt = os.path.join(os.path.realpath(os.path.dirname(self.mnt)), os.path.basename(self.mnt))
+        self.proc = os.path.join(self.mnt, "proc")
+        self.cpu = os.path.join(self.mnt, "sys/devices/system/cpu")
+        self._log = tempfile.NamedTemporaryFile(prefix="cgprocfs-log-", mode="w+")
+        self.process = subprocess.Popen([daemon_exe()] + self.args + [self.mnt], stdin=subprocess.DEVNULL,
+                                        stdout=self._log, stderr=self._log, start_new_session=True)
+        ready = os.path.join(self.proc, ".real", "self")
+        deadline = time.monotonic() + self.ready_timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                break
+            if os.path.exists(ready) and serving_mounts(self.mnt):
+                return self
+            time.sleep(0.02)
+        rc = self.process.poll()
+        problems = self.stop()
+        if rc is None:
+            message = "daemon not ready after %.0f s" % self.ready_timeout
+        else:
+            message = "daemon exited with status %s before it was ready" % rc
+        raise Failure(message, *problems, "daemon log:", self.log())
+
+    def stop(self, sig=signal.SIGTERM):
+        """Stop the daemon with sig; return a list of problems (empty if it
+        exited 0 and left nothing mounted). Always cleans up."""
+        if self._stopped:
+            return []
+        self._stopped = True
+        problems = []
+        how = ""
+        if self.process and self.process.poll() is None:
+            how = " after " + sig.name
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(sig)
+            try:
+                self.process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                problems.append("daemon still running %.0f s after %s: killed" % (STOP_TIMEOUT, sig.name))
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        if self.process:
+            self.returncode = self.process.returncode
+            if self.returncode != 0:
+                problems.append("daemon exit status %s%s" % (self.returncode, how))
+        left = mounts_under(self.mnt) if self.mnt else []
+        if left:
+            problems.append("left mounted after the daemon stopped: %s" % ", ".join(left))
+            force_unmount(self.mnt)
+        if self._own_dir and self.mnt and not mounts_under(self.mnt):
+            shutil.rmtree(self.mnt, ignore_errors=True)
+        return problems
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb):
+        problems = self.stop()
+        if problems and exc_type is None:
+            raise Failure("daemon did not stop cleanly", *problems, "daemon log:", self.log())
+        return False
+
+
+def _terminate_on_sigterm():
+    """Let SIGTERM (a meson timeout) unwind, so that finally blocks unmount."""
+    def handler(signum, frame):
+        raise SystemExit("terminated by signal %d" % signum)
+    signal.signal(signal.SIGTERM, handler)
+
+
+def run_with_daemon(make_tests, daemon_args=()):
+    """Run make_tests(daemon) between a test that starts one daemon and a
+    test that stops it and checks that nothing stays mounted. A test run
+    while the daemon is not serving fails."""
+    skip_all_unless_runnable()
+    _terminate_on_sigterm()
+    d = Daemon(args=daemon_args)
+
+    def guarded(fn):
+        def body():
+            check(d.ready, "the daemon is not serving", "daemon log:", d.log())
+            fn()
+        return body
+
+    tests = [("daemon starts and serves", d.start)]
+    tests += [(name, guarded(fn)) for name, fn in make_tests(d)]
+    tests += [("daemon stops on SIGTERM with exit 0 and leaves nothing mounted", lambda: stop_check(d))]
+    try:
+        run_tests(tests)
+    finally:
+        d.stop()
+
+
+def stop_check(daemon):
+    """A test body: stop daemon, fail with the problems if any."""
+    problems = daemon.stop()
+    check(not problems, "daemon did not stop cleanly", *problems, "daemon log:", daemon.log())
+
+
+# ------------------------------------------------------------ in the view --
+
+def _setup_script(variant):
+    if variant == "rbind":
+        return ('mount --rbind "$CG_MNT/proc" /proc || exit 97\n'
+                'mount --bind "$CG_MNT/sys/devices/system/cpu" /sys/devices/system/cpu || exit 97\n')
+    if variant == "bind+proc":
+        return ('mount --bind "$CG_MNT/proc" /proc || exit 97\n'
+                'mount -t proc proc /proc/.real || exit 97\n'
+                'mount --bind "$CG_MNT/sys/devices/system/cpu" /sys/devices/system/cpu || exit 97\n')
+    raise ValueError(variant)
+
+
+def in_view(mnt, argv, variant="rbind", user=None, timeout=CMD_TIMEOUT, env=None, cwd=None, input=None):
+    """Run argv in a private mount namespace where the view at mnt is bound
+    over /proc and /sys/devices/system/cpu. variant "rbind" binds MNT/proc
+    with its proc/.real; "bind+proc" binds MNT/proc alone and mounts a new
+    procfs on /proc/.real. user "nobody" drops to nobody:nogroup (no
+    supplementary groups) after the mounts. Returns (rc, stdout, stderr);
+    rc 97 means the binds failed, None a timeout."""
+    script = _setup_script(variant)
+    if user is not None:
+        script += 'exec setpriv --reuid="$CG_USER" --regid="$CG_GROUP" --clear-groups -- "$@"\n'
+    else:
+        script += 'exec "$@"\n'
+    full_env = dict(os.environ if env is None else env)
+    full_env["CG_MNT"] = mnt
+    if user is not None:
+        full_env["CG_USER"] = user
+        full_env["CG_GROUP"] = "nogroup" if user == "nobody" else user
+    return run(["unshare", "--mount", "--propagation", "private", "bash", "-c", script, "cgview"] + list(argv),
+               timeout=timeout, env=full_env, cwd=cwd, input=input)
+
+
+def bash_in_view(mnt, snippet, **kw):
+    return in_view(mnt, ["bash", "-c", snippet], **kw)
+
+
+def python_in_view(mnt, code, **kw):
+    return in_view(mnt, [PYTHON, "-c", code], **kw)
+
+
+def describe(result):
+    rc, out, err = result
+    return "exit status %s\nstdout:\n%s\nstderr:\n%s" % (rc, out.rstrip(), err.rstrip())
+
+
+def check_ran(result, what):
+    """Fail unless result (rc, out, err) exited 0; return its stdout."""
+    check(result[0] == 0, "%s failed" % what, describe(result))
+    return result[1]
+
+
+# ------------------------------------------------------------------ misc --
+
+def errno_of(fn, *args, **kw):
+    """0 if fn(*args) succeeds, else the errno of the OSError it raised."""
+    try:
+        fn(*args, **kw)
+    except OSError as e:
+        return e.errno
+    return 0
+
+
+def errname(code):
+    return "success" if code == 0 else errno.errorcode.get(code, str(code))
+
+
+@contextlib.contextmanager
+def spawned(argv, **kw):
+    """A child process, killed and reaped when the block ends."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, **kw)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def wait_until(pred, timeout=5.0, step=0.01):
+    deadline = time.monotonic() + timeout
+    while True:
+        if pred():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step)
+
+
+def smaps_fields(text):
+    """{name: kB} of an smaps_rollup text, and its header line."""
+    lines = text.splitlines()
+    fields = {}
+    for line in lines[1:]:
+        name, _, rest = line.partition(":")
+        fields[name.strip()] = int(rest.split()[0]) if rest.split() else None
+    return (lines[0] if lines else ""), fields
+
+
+def read_all(path):
+    with open(path, "rb") as f:
+        return f.read()

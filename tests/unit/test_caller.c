@@ -1,0 +1,252 @@
+#include "caller.h"
+
+#include "cleanup.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NOBODY 65534
+#define EXTRA_GROUP 4242
+
+Test(caller, parses_groups_and_effective_caps)
+{
+	const char *text = "Name:\tx\nUid:\t0\t0\t0\t0\nGroups:\t4 24 27 \nCapInh:\t0\n"
+			   "CapEff:\t000001ffffffffff\n";
+	struct caller_status st;
+	cr_assert_eq(caller_parse_status(text, strlen(text), &st), 0);
+	cr_assert_eq(st.cap_effective, 0x1ffffffffffULL);
+	cr_assert_eq(st.groups->len, 3);
+	cr_assert_eq(g_array_index(st.groups, gid_t, 2), 27);
+	g_array_unref(st.groups);
+}
+
+Test(caller, empty_groups_line_is_no_groups)
+{
+	const char *text = "Groups:\t\nCapEff:\t0000000000000000\n";
+	struct caller_status st;
+	cr_assert_eq(caller_parse_status(text, strlen(text), &st), 0);
+	cr_assert_eq(st.groups->len, 0);
+	cr_assert_eq(st.cap_effective, 0);
+	g_array_unref(st.groups);
+}
+
+Test(caller, missing_or_garbage_fields_are_einval)
+{
+	struct caller_status st;
+	const char *bad[] = { "", "Groups:\t1\n", "CapEff:\t0\n", "Groups:\tx\nCapEff:\t0\n",
+			      "Groups:\t1\nCapEff:\tzz\n" };
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++)
+		cr_assert_eq(caller_parse_status(bad[i], strlen(bad[i]), &st), -EINVAL, "%s", bad[i]);
+}
+
+/* A real process with the given credentials to stand as the caller. It
+ * execs sleep after taking them, as a login would: a process that changed
+ * its uid without exec is not dumpable, and the kernel shields it. */
+static pid_t spawn_caller(uid_t uid, gid_t gid, gid_t extra_group)
+{
+	int ready[2];
+	cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		gid_t groups[] = { extra_group };
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (setgroups(extra_group ? 1 : 0, groups) < 0 || setresgid(gid, gid, gid) < 0 ||
+		    setresuid(uid, uid, uid) < 0)
+			_exit(1);
+		execl("/bin/sleep", "sleep", "600", (char *)NULL);
+		_exit(1);
+	}
+	char c;
+	close(ready[1]);
+	/* EOF once exec closed the pipe */
+	cr_assert_eq(read(ready[0], &c, 1), 0, "the caller process could not start");
+	close(ready[0]);
+	return pid;
+}
+
+/* As spawn_caller, but the process runs in a user namespace of its own in
+ * which it is root (a rootless container). */
+static pid_t spawn_userns_caller(void)
+{
+	int ready[2];
+	cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
+		    setresuid(NOBODY, NOBODY, NOBODY) < 0)
+			_exit(1);
+		execl("/usr/bin/unshare", "unshare", "--user", "--map-root-user", "/bin/sleep", "600",
+		      (char *)NULL);
+		_exit(1);
+	}
+	char c;
+	close(ready[1]);
+	cr_assert_eq(read(ready[0], &c, 1), 0);
+	close(ready[0]);
+	/* unshare execs sleep once the namespace is set up */
+	for (int i = 0; i < 200; i++) {
+		char path[64], exe[64] = "";
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+		if (n > 0 && strstr(exe, "sleep"))
+			return pid;
+		g_usleep(10000);
+	}
+	cr_assert_fail("unshare --user did not start sleep");
+	return -1;
+}
+
+static void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+static void require_root(void)
+{
+	if (geteuid() != 0)
+		cr_skip_test("acting as another user needs root");
+}
+
+static char *make_file(mode_t mode, gid_t gid)
+{
+	char *path = g_strdup("/tmp/cgprocfs-caller-XXXXXX");
+	_cleanup_close_ int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "secret", 6), 6);
+	cr_assert_eq(fchown(fd, 0, gid), 0);
+	cr_assert_eq(fchmod(fd, mode), 0);
+	return path;
+}
+
+struct creds_snapshot {
+	uid_t fsuid;
+	gid_t fsgid;
+	struct __user_cap_data_struct caps[2];
+	int ngroups;
+};
+
+static struct creds_snapshot snapshot(void)
+{
+	struct creds_snapshot s = { 0 };
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	s.fsuid = (uid_t)setfsuid((uid_t)-1);
+	s.fsgid = (gid_t)setfsgid((gid_t)-1);
+	cr_assert_eq(syscall(SYS_capget, &hdr, s.caps), 0);
+	s.ngroups = getgroups(0, NULL);
+	return s;
+}
+
+Test(caller, open_as_another_user_is_checked_by_the_kernel)
+{
+	require_root();
+	_cleanup_close_ int proc = open("/proc", O_RDONLY | O_DIRECTORY);
+	g_autofree char *secret = make_file(0600, 0);
+	pid_t nobody = spawn_caller(NOBODY, NOBODY, 0);
+	struct caller c = { .tid = nobody, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc };
+	struct caller me = { .tid = (pid_t)syscall(SYS_gettid), .uid = 0, .gid = 0, .proc_fd = proc };
+	struct creds_snapshot before = snapshot();
+	int fd = -7;
+
+	cr_assert_eq(caller_openat(&c, 0, AT_FDCWD, secret, O_RDONLY, &fd), -EACCES);
+	cr_assert_eq(fd, -7, "untouched on failure");
+	cr_assert_eq(caller_openat(&me, 0, AT_FDCWD, secret, O_RDONLY, &fd), 0);
+	close(fd);
+
+	struct creds_snapshot after = snapshot();
+	cr_assert_eq(after.fsuid, before.fsuid, "fsuid restored");
+	cr_assert_eq(after.fsgid, before.fsgid, "fsgid restored");
+	cr_assert(memcmp(after.caps, before.caps, sizeof(before.caps)) == 0, "capabilities restored");
+	cr_assert_eq(after.ngroups, before.ngroups, "groups restored");
+	reap(nobody);
+	unlink(secret);
+}
+
+Test(caller, supplementary_groups_of_the_caller_count)
+{
+	require_root();
+	_cleanup_close_ int proc = open("/proc", O_RDONLY | O_DIRECTORY);
+	g_autofree char *shared = make_file(0640, EXTRA_GROUP);
+	pid_t member = spawn_caller(NOBODY, NOBODY, EXTRA_GROUP);
+	pid_t outsider = spawn_caller(NOBODY, NOBODY, 0);
+	struct caller m = { .tid = member, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc };
+	struct caller o = { .tid = outsider, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc };
+	int fd = -1;
+
+	cr_assert_eq(caller_openat(&m, 0, AT_FDCWD, shared, O_RDONLY, &fd), 0);
+	close(fd);
+	cr_assert_eq(caller_openat(&o, 0, AT_FDCWD, shared, O_RDONLY, &fd), -EACCES);
+	reap(member);
+	reap(outsider);
+	unlink(shared);
+}
+
+Test(caller, another_users_process_memory_is_refused_and_own_is_allowed)
+{
+	require_root();
+	_cleanup_close_ int proc = open("/proc", O_RDONLY | O_DIRECTORY);
+	pid_t rootproc = spawn_caller(0, 0, 0);
+	pid_t nobody = spawn_caller(NOBODY, NOBODY, 0);
+	struct caller c = { .tid = nobody, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc };
+	char theirs[64], mine[64];
+	int fd = -1;
+
+	snprintf(theirs, sizeof(theirs), "%d/smaps_rollup", (int)rootproc);
+	snprintf(mine, sizeof(mine), "%d/smaps_rollup", (int)nobody);
+	cr_assert_eq(caller_openat(&c, rootproc, proc, theirs, O_RDONLY, &fd), -EACCES);
+	cr_assert_eq(caller_openat(&c, nobody, proc, mine, O_RDONLY, &fd), 0);
+	close(fd);
+	g_autofree char *target = NULL;
+	snprintf(theirs, sizeof(theirs), "%d/exe", (int)rootproc);
+	cr_assert_eq(caller_readlinkat(&c, rootproc, proc, theirs, &target), -EACCES);
+	cr_assert_null(target);
+	reap(rootproc);
+	reap(nobody);
+}
+
+Test(caller, a_caller_that_is_gone_gets_nothing)
+{
+	require_root();
+	_cleanup_close_ int proc = open("/proc", O_RDONLY | O_DIRECTORY);
+	pid_t gone = spawn_caller(0, 0, 0);
+	reap(gone);
+	struct caller c = { .tid = gone, .uid = 0, .gid = 0, .proc_fd = proc };
+	int fd = -1;
+	cr_assert_eq(caller_openat(&c, 0, proc, "self/status", O_RDONLY, &fd), -EACCES);
+}
+
+Test(caller, a_caller_in_a_user_namespace_reaches_its_own_processes_only)
+{
+	require_root();
+	_cleanup_close_ int proc = open("/proc", O_RDONLY | O_DIRECTORY);
+	pid_t inside = spawn_userns_caller();
+	pid_t outside = spawn_caller(NOBODY, NOBODY, 0);
+	struct caller c = { .tid = inside, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc };
+	char mine[64], theirs[64];
+	int fd = -1;
+
+	snprintf(mine, sizeof(mine), "%d/smaps_rollup", (int)inside);
+	snprintf(theirs, sizeof(theirs), "%d/smaps_rollup", (int)outside);
+	/* The real procfs, asked by the caller itself, decides the same way. */
+	cr_assert_eq(caller_openat(&c, inside, proc, mine, O_RDONLY, &fd), 0);
+	close(fd);
+	cr_assert_eq(caller_openat(&c, outside, proc, theirs, O_RDONLY, &fd), -EACCES,
+		     "same uid, but outside the caller's user namespace");
+	reap(inside);
+	reap(outside);
+}

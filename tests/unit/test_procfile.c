@@ -1,0 +1,72 @@
+#include "procfile.h"
+
+#include "cleanup.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+Test(procfile, parses_state_and_start_time)
+{
+	const char *text = "42 (sleep) S 1 42 42 0 -1 4194560 101 0 0 0 0 0 0 0 20 0 1 0 987654 "
+			   "2000000 200 18446744073709551615\n";
+	struct pid_stat st;
+	cr_assert_eq(procfile_parse_pid_stat(text, strlen(text), &st), 0);
+	cr_assert_eq(st.state, 'S');
+	cr_assert_eq(st.start_time, 987654);
+}
+
+Test(procfile, comm_with_spaces_and_parentheses)
+{
+	const char *text = "7 (a) b) (c ) Z 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 55 0 0\n";
+	struct pid_stat st;
+	cr_assert_eq(procfile_parse_pid_stat(text, strlen(text), &st), 0);
+	cr_assert_eq(st.state, 'Z');
+	cr_assert_eq(st.start_time, 55);
+}
+
+Test(procfile, truncated_or_garbage_is_einval)
+{
+	struct pid_stat st = { .state = 'q', .start_time = 1 };
+	const char *bad[] = { "", "42 (x", "42 (x) S 1 2 3", "no parens at all",
+			      "1 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 notanumber 0" };
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++)
+		cr_assert_eq(procfile_parse_pid_stat(bad[i], strlen(bad[i]), &st), -EINVAL, "%s", bad[i]);
+	cr_assert_eq(st.state, 'q', "untouched on failure");
+	cr_assert_eq(st.start_time, 1);
+}
+
+Test(procfile, reads_this_process_from_the_real_procfs)
+{
+	_cleanup_close_ int proc = open("/proc", O_RDONLY | O_DIRECTORY);
+	struct pid_stat st;
+	cr_assert_eq(procfile_pid_stat(proc, getpid(), &st), 0);
+	cr_assert_eq(st.state, 'R');
+	cr_assert_gt(st.start_time, 0);
+}
+
+Test(procfile, missing_pid_is_enoent)
+{
+	_cleanup_close_ int proc = open("/proc", O_RDONLY | O_DIRECTORY);
+	struct pid_stat st;
+	/* above the largest pid_max the kernel allows */
+	cr_assert_eq(procfile_pid_stat(proc, 4194304 + 1, &st), -ENOENT);
+}
+
+Test(procfile, reads_files_larger_than_one_chunk)
+{
+	char path[] = "/tmp/cgprocfs-procfile-XXXXXX";
+	_cleanup_close_ int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	g_autofree char *big = g_malloc(10000);
+	for (int i = 0; i < 10000; i++)
+		big[i] = (char)('a' + i % 26);
+	cr_assert_eq(write(fd, big, 10000), 10000);
+	g_autoptr(GBytes) got = NULL;
+	cr_assert_eq(procfile_read_at(AT_FDCWD, path, &got), 0);
+	unlink(path);
+	cr_assert_eq(g_bytes_get_size(got), 10000);
+	cr_assert(memcmp(g_bytes_get_data(got, NULL), big, 10000) == 0);
+}

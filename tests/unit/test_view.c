@@ -1,0 +1,335 @@
+/* The path registry on fixture trees: tests/fixtures/proc stands for a
+ * procfs with one process (pid 100, start time 4242) and
+ * tests/fixtures/sys-cpu for /sys/devices/system/cpu. */
+#include "view.h"
+
+#include "cleanup.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int proc_fd = -1, sys_fd = -1, real_proc = -1;
+static struct view *v;
+static struct caller me;
+
+static void setup(void)
+{
+	const char *fixtures = g_getenv("CGPROCFS_FIXTURES");
+	cr_assert_not_null(fixtures, "CGPROCFS_FIXTURES must name tests/fixtures");
+	g_autofree char *proc = g_build_filename(fixtures, "proc", NULL);
+	g_autofree char *sys = g_build_filename(fixtures, "sys-cpu", NULL);
+	proc_fd = open(proc, O_RDONLY | O_DIRECTORY);
+	sys_fd = open(sys, O_RDONLY | O_DIRECTORY);
+	real_proc = open("/proc", O_RDONLY | O_DIRECTORY);
+	cr_assert(proc_fd >= 0 && sys_fd >= 0 && real_proc >= 0);
+	const struct view_config cfg = { .proc_fd = proc_fd, .sys_cpu_fd = sys_fd };
+	cr_assert_eq(view_new(&cfg, &v), 0);
+	me = (struct caller){ .tid = (pid_t)syscall(SYS_gettid), .uid = geteuid(), .gid = getegid(),
+			      .proc_fd = real_proc };
+}
+
+static void teardown(void)
+{
+	view_free(v);
+	close(proc_fd);
+	close(sys_fd);
+	close(real_proc);
+}
+
+TestSuite(view, .init = setup, .fini = teardown);
+
+static uint64_t lookup(uint64_t parent, const char *name)
+{
+	struct view_entry e;
+	int r = view_lookup(v, &me, parent, name, &e);
+	cr_assert_eq(r, 0, "lookup %s: %s", name, g_strerror(-r));
+	if (e.pidfd >= 0)
+		close(e.pidfd);
+	cr_assert_eq(e.attr.st_ino, e.ino);
+	return e.ino;
+}
+
+static int lookup_err(uint64_t parent, const char *name)
+{
+	struct view_entry e;
+	int r = view_lookup(v, &me, parent, name, &e);
+	if (r == 0 && e.pidfd >= 0)
+		close(e.pidfd);
+	return r;
+}
+
+static mode_t type_of(uint64_t ino)
+{
+	struct stat st;
+	double t;
+	cr_assert_eq(view_getattr(v, &me, ino, &st, &t), 0);
+	return st.st_mode & S_IFMT;
+}
+
+static char *target_of(uint64_t ino)
+{
+	char *t = NULL;
+	int r = view_readlink(v, &me, ino, &t);
+	cr_assert_eq(r, 0, "readlink: %s", g_strerror(-r));
+	return t;
+}
+
+static char *content_of(uint64_t ino)
+{
+	g_autoptr(GBytes) b = NULL;
+	int r = view_open(v, &me, ino, O_RDONLY, &b);
+	cr_assert_eq(r, 0, "open: %s", g_strerror(-r));
+	return g_strndup(g_bytes_get_data(b, NULL), g_bytes_get_size(b));
+}
+
+static gboolean listed(uint64_t dir, const char *name, uint64_t *ret_ino)
+{
+	g_autoptr(GArray) entries = NULL;
+	cr_assert_eq(view_readdir(v, &me, dir, &entries), 0);
+	for (guint i = 0; i < entries->len; i++) {
+		struct view_dirent *e = &g_array_index(entries, struct view_dirent, i);
+		if (strcmp(e->name, name) == 0) {
+			if (ret_ino)
+				*ret_ino = e->ino;
+			return TRUE;
+		}
+	}
+	return FALSE;
+}
+
+Test(view, root_is_inode_one_and_holds_proc_and_sys)
+{
+	cr_assert_eq(type_of(1), S_IFDIR);
+	uint64_t proc = lookup(1, "proc");
+	cr_assert_eq(proc, view_proc_ino());
+	cr_assert_eq(type_of(proc), S_IFDIR);
+	cr_assert(listed(1, "proc", NULL));
+	cr_assert(listed(1, "sys", NULL));
+	cr_assert(listed(1, ".", NULL) && listed(1, "..", NULL));
+}
+
+Test(view, real_is_looked_up_but_not_listed)
+{
+	uint64_t real = lookup(view_proc_ino(), ".real");
+	cr_assert_eq(type_of(real), S_IFDIR);
+	cr_assert_not(listed(view_proc_ino(), ".real", NULL));
+}
+
+Test(view, top_level_names_delegate_to_real)
+{
+	uint64_t self = lookup(view_proc_ino(), "self");
+	uint64_t meminfo = lookup(view_proc_ino(), "meminfo");
+	g_autofree char *t1 = target_of(self);
+	g_autofree char *t2 = target_of(meminfo);
+	cr_assert_eq(type_of(self), S_IFLNK);
+	cr_assert_str_eq(t1, ".real/self");
+	cr_assert_str_eq(t2, ".real/meminfo");
+	struct stat st;
+	double t;
+	cr_assert_eq(view_getattr(v, &me, meminfo, &st, &t), 0);
+	cr_assert_eq(st.st_size, (off_t)strlen(t2), "a link's size is its target's length");
+	cr_assert(listed(view_proc_ino(), "meminfo", NULL));
+	cr_assert(listed(view_proc_ino(), "100", NULL));
+}
+
+Test(view, served_files_are_served_not_delegated)
+{
+	uint64_t cpuinfo = lookup(view_proc_ino(), "cpuinfo");
+	cr_assert_eq(type_of(cpuinfo), S_IFREG);
+	g_autofree char *text = content_of(cpuinfo);
+	cr_assert(strstr(text, "Fixture CPU") != NULL);
+	char *t = NULL;
+	cr_assert_eq(view_readlink(v, &me, cpuinfo, &t), -EINVAL);
+	uint64_t listed_ino = 0;
+	cr_assert(listed(view_proc_ino(), "cpuinfo", &listed_ino));
+	cr_assert_eq(listed_ino, cpuinfo, "one row answers lookup and readdir alike");
+}
+
+Test(view, unknown_names_are_enoent)
+{
+	cr_assert_eq(lookup_err(view_proc_ino(), "nosuchfile"), -ENOENT);
+	cr_assert_eq(lookup_err(view_proc_ino(), "101"), -ENOENT);
+	cr_assert_eq(lookup_err(view_proc_ino(), "0100"), -ENOENT, "no leading zeros, as procfs");
+	cr_assert_eq(lookup_err(view_proc_ino(), "-100"), -ENOENT);
+	cr_assert_eq(lookup_err(view_proc_ino(), "99999999999"), -ENOENT);
+	cr_assert_eq(lookup_err(1, "nothing"), -ENOENT);
+	uint64_t pid = lookup(view_proc_ino(), "100");
+	cr_assert_eq(lookup_err(pid, "nosuchentry"), -ENOENT);
+}
+
+Test(view, pid_entries_delegate_into_real)
+{
+	uint64_t pid = lookup(view_proc_ino(), "100");
+	cr_assert_eq(type_of(pid), S_IFDIR);
+	uint64_t status = lookup(pid, "status");
+	uint64_t fd = lookup(pid, "fd");
+	g_autofree char *t1 = target_of(status);
+	g_autofree char *t2 = target_of(fd);
+	cr_assert_str_eq(t1, "../.real/100/status");
+	cr_assert_str_eq(t2, "../.real/100/fd");
+	cr_assert_eq(type_of(fd), S_IFLNK, "directories are delegated too");
+	cr_assert(listed(pid, "status", NULL));
+	cr_assert(listed(pid, "smaps_rollup", NULL));
+}
+
+Test(view, magic_links_carry_the_real_text_and_a_new_inode_per_lookup)
+{
+	uint64_t pid = lookup(view_proc_ino(), "100");
+	uint64_t exe1 = lookup(pid, "exe");
+	uint64_t exe2 = lookup(pid, "exe");
+	cr_assert_neq(exe1, exe2, "a cached link text would skip the caller's permission check");
+	g_autofree char *exe = target_of(exe1);
+	g_autofree char *cwd = target_of(lookup(pid, "cwd"));
+	cr_assert_str_eq(exe, "/usr/bin/sleep");
+	cr_assert_str_eq(cwd, "/tmp");
+	struct view_entry e;
+	cr_assert_eq(view_lookup(v, &me, pid, "root", &e), 0);
+	cr_assert_eq(e.entry_timeout, 0);
+	cr_assert_eq(e.attr_timeout, 0);
+}
+
+Test(view, smaps_rollup_is_served_from_the_real_file)
+{
+	uint64_t pid = lookup(view_proc_ino(), "100");
+	uint64_t smaps = lookup(pid, "smaps_rollup");
+	cr_assert_eq(type_of(smaps), S_IFREG);
+	g_autofree char *text = content_of(smaps);
+	g_autofree char *real = NULL;
+	g_autofree char *path = g_build_filename(g_getenv("CGPROCFS_FIXTURES"), "proc/100/smaps_rollup", NULL);
+	cr_assert(g_file_get_contents(path, &real, NULL, NULL));
+	cr_assert_str_eq(text, real);
+}
+
+Test(view, writes_are_refused)
+{
+	uint64_t pid = lookup(view_proc_ino(), "100");
+	uint64_t targets[] = { lookup(view_proc_ino(), "cpuinfo"), lookup(pid, "smaps_rollup"),
+			       lookup(lookup(lookup(lookup(lookup(1, "sys"), "devices"), "system"), "cpu"),
+				      "online") };
+	int modes[] = { O_WRONLY, O_RDWR, O_RDONLY | O_TRUNC };
+	for (size_t i = 0; i < G_N_ELEMENTS(targets); i++) {
+		for (size_t j = 0; j < G_N_ELEMENTS(modes); j++) {
+			GBytes *b = NULL;
+			cr_assert_eq(view_open(v, &me, targets[i], modes[j], &b), -EACCES);
+			cr_assert_null(b);
+		}
+	}
+}
+
+Test(view, opening_directories_and_links_fails_cleanly)
+{
+	GBytes *b = NULL;
+	cr_assert_eq(view_open(v, &me, view_proc_ino(), O_RDONLY, &b), -EISDIR);
+	cr_assert_eq(view_open(v, &me, lookup(view_proc_ino(), "self"), O_RDONLY, &b), -ELOOP);
+	cr_assert_null(b);
+	g_autoptr(GArray) entries = NULL;
+	cr_assert_eq(view_readdir(v, &me, lookup(view_proc_ino(), "cpuinfo"), &entries), -ENOTDIR);
+	struct view_entry e;
+	cr_assert_eq(view_lookup(v, &me, lookup(view_proc_ino(), "cpuinfo"), "x", &e), -ENOTDIR);
+}
+
+Test(view, inodes_never_handed_out_are_stale)
+{
+	struct stat st;
+	double t;
+	char *target = NULL;
+	uint64_t bogus[] = { 0, UINT64_C(0xf) << 60, (UINT64_C(0) << 60) | 999 };
+	for (size_t i = 0; i < G_N_ELEMENTS(bogus); i++) {
+		cr_assert_eq(view_getattr(v, &me, bogus[i], &st, &t), -ESTALE);
+		cr_assert_eq(view_readlink(v, &me, bogus[i], &target), -ESTALE);
+	}
+}
+
+Test(view, sys_cpu_is_a_read_only_mirror)
+{
+	uint64_t cpu = lookup(lookup(lookup(lookup(1, "sys"), "devices"), "system"), "cpu");
+	g_autofree char *online = content_of(lookup(cpu, "online"));
+	cr_assert_str_eq(online, "0-1\n");
+	uint64_t cpu0 = lookup(cpu, "cpu0");
+	cr_assert_eq(type_of(cpu0), S_IFDIR);
+	g_autofree char *core = content_of(lookup(lookup(cpu0, "topology"), "core_id"));
+	cr_assert_str_eq(core, "0\n");
+	g_autofree char *subsystem = target_of(lookup(cpu0, "subsystem"));
+	cr_assert_str_eq(subsystem, "../../../../bus/cpu", "links keep their relative text");
+	cr_assert(listed(cpu, "cpufreq", NULL));
+	cr_assert(listed(cpu0, "topology", NULL));
+	cr_assert_eq(lookup_err(cpu, "cpu7"), -ENOENT);
+	struct stat st;
+	double t;
+	cr_assert_eq(view_getattr(v, &me, lookup(cpu, "online"), &st, &t), 0);
+	cr_assert_eq(st.st_mode & 0222, 0, "no write bits");
+	cr_assert_eq(st.st_size, 0, "served with direct_io: no size");
+}
+
+/* A copy of the fixture procfs in which the test can replace the process. */
+static char *copy_fixture_proc(void)
+{
+	g_autofree char *tmp = g_dir_make_tmp("cgprocfs-view-XXXXXX", NULL);
+	g_autofree char *cmd = g_strdup_printf("cp -a '%s/proc' '%s/'", g_getenv("CGPROCFS_FIXTURES"), tmp);
+	cr_assert_eq(system(cmd), 0);
+	return g_build_filename(tmp, "proc", NULL);
+}
+
+Test(view, a_recycled_pid_does_not_answer_for_the_old_process)
+{
+	g_autofree char *proc = copy_fixture_proc();
+	_cleanup_close_ int fd = open(proc, O_RDONLY | O_DIRECTORY);
+	struct view *w;
+	const struct view_config cfg = { .proc_fd = fd, .sys_cpu_fd = sys_fd };
+	cr_assert_eq(view_new(&cfg, &w), 0);
+
+	struct view_entry dir, smaps;
+	cr_assert_eq(view_lookup(w, &me, view_proc_ino(), "100", &dir), 0);
+	cr_assert_eq(view_lookup(w, &me, dir.ino, "smaps_rollup", &smaps), 0);
+	if (dir.pidfd >= 0)
+		close(dir.pidfd);
+
+	/* Same pid, another process: a later start time. */
+	g_autofree char *stat = g_build_filename(proc, "100", "stat", NULL);
+	cr_assert(g_file_set_contents(stat,
+		"100 (other) S 1 100 100 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9999 1 1\n", -1, NULL));
+
+	struct stat st;
+	double t;
+	GBytes *b = NULL;
+	struct view_entry e;
+	cr_assert_eq(view_getattr(w, &me, dir.ino, &st, &t), -ENOENT);
+	cr_assert_eq(view_lookup(w, &me, dir.ino, "status", &e), -ENOENT);
+	cr_assert_eq(view_open(w, &me, smaps.ino, O_RDONLY, &b), -ENOENT);
+	cr_assert_null(b);
+	/* A fresh lookup finds the new process under new inodes. */
+	struct view_entry again;
+	cr_assert_eq(view_lookup(w, &me, view_proc_ino(), "100", &again), 0);
+	if (again.pidfd >= 0)
+		close(again.pidfd);
+	cr_assert_neq(again.ino, dir.ino);
+	view_free(w);
+	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", proc);
+	cr_assert_eq(system(cmd), 0);
+}
+
+Test(view, a_process_that_is_gone_is_enoent)
+{
+	g_autofree char *proc = copy_fixture_proc();
+	_cleanup_close_ int fd = open(proc, O_RDONLY | O_DIRECTORY);
+	struct view *w;
+	const struct view_config cfg = { .proc_fd = fd, .sys_cpu_fd = sys_fd };
+	cr_assert_eq(view_new(&cfg, &w), 0);
+	struct view_entry dir;
+	cr_assert_eq(view_lookup(w, &me, view_proc_ino(), "100", &dir), 0);
+	if (dir.pidfd >= 0)
+		close(dir.pidfd);
+	g_autofree char *stat = g_build_filename(proc, "100", "stat", NULL);
+	cr_assert_eq(unlink(stat), 0);
+	g_autoptr(GArray) entries = NULL;
+	cr_assert_eq(view_readdir(w, &me, dir.ino, &entries), -ENOENT);
+	cr_assert_eq(view_lookup(w, &me, view_proc_ino(), "100", &dir), -ENOENT);
+	view_free(w);
+	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", proc);
+	cr_assert_eq(system(cmd), 0);
+}

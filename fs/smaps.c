@@ -21,8 +21,6 @@ int smaps_read(const struct caller *c, int proc_fd, pid_t pid, uint64_t start_ti
 	_cleanup_close_ int fd = -1;
 	g_autoptr(GBytes) text = NULL;
 
-	if (!same_process(proc_fd, pid, start_time))
-		return -ENOENT;
 	snprintf(path, sizeof(path), "%d/smaps_rollup", (int)pid);
 	int r = caller_openat(c, pid, proc_fd, path, O_RDONLY, &fd);
 	if (r < 0)
@@ -30,7 +28,7 @@ int smaps_read(const struct caller *c, int proc_fd, pid_t pid, uint64_t start_ti
 	r = procfile_read_fd(fd, &text);
 	if (r < 0)
 		return r == -ESRCH ? -ENOENT : r;
-	/* The pid may have been recycled between the check and the open. */
+	/* The caller checked the process; the pid may have been recycled since. */
 	if (!same_process(proc_fd, pid, start_time))
 		return -ENOENT;
 	*ret_content = g_steal_pointer(&text);

@@ -409,8 +409,14 @@ static int lookup_pid_entry(struct view *v, uint64_t parent, const char *name, s
 	if (r < 0)
 		return r;
 	unsigned index = GPOINTER_TO_UINT(g_hash_table_lookup(v->pid_entry_index, name));
-	if (index == 0)
-		return -ENOENT;
+	if (index == 0) {
+		/* No process has this entry (ps tries names other kernels have,
+		 * such as ctty): let the kernel remember the miss; it goes with
+		 * the pid directory's entry when the process exits. */
+		ret->ino = 0;
+		ret->entry_timeout = TIMEOUT_STABLE;
+		return 0;
+	}
 	enum node_kind kind = pid_entry_kind(name);
 	uint64_t low = kind == NODE_PID_MAGIC ? (uint64_t)(guint)g_atomic_int_add(&v->magic_generation, 1)
 					       : ino_low(parent);
@@ -490,7 +496,7 @@ int view_lookup(struct view *v, const struct caller *c, uint64_t parent, const c
 	}
 	if (r < 0)
 		return r;
-	if (ino_kind(e.ino) != NODE_PID_DIR) {
+	if (e.ino != 0 && ino_kind(e.ino) != NODE_PID_DIR) {
 		/* pid directories came with their attributes */
 		r = node_attr(v, e.ino, &e.attr, &e.attr_timeout);
 		if (r < 0)

@@ -37,7 +37,8 @@ void view_free(struct view *v);
 uint64_t view_proc_ino(void);
 
 struct view_entry {
-	uint64_t ino;
+	uint64_t ino;         /* 0: the name does not exist, and the kernel may
+	                       * remember that for entry_timeout */
 	struct stat attr;
 	double entry_timeout; /* how long the kernel may keep the name */
 	double attr_timeout;  /* how long the kernel may keep attr */

@@ -158,8 +158,15 @@ Test(view, unknown_names_are_enoent)
 	cr_assert_eq(lookup_err(view_proc_ino(), "-100"), -ENOENT);
 	cr_assert_eq(lookup_err(view_proc_ino(), "99999999999"), -ENOENT);
 	cr_assert_eq(lookup_err(1, "nothing"), -ENOENT);
+}
+
+Test(view, names_no_process_has_are_remembered_as_missing)
+{
 	uint64_t pid = lookup(view_proc_ino(), "100");
-	cr_assert_eq(lookup_err(pid, "nosuchentry"), -ENOENT);
+	struct view_entry e;
+	cr_assert_eq(view_lookup(v, &me, pid, "ctty", &e), 0);
+	cr_assert_eq(e.ino, 0, "a negative entry");
+	cr_assert_gt(e.entry_timeout, 0);
 }
 
 Test(view, pid_entries_delegate_into_real)

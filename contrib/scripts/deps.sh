@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install what cgprocfs needs to build and to be tested, on Debian 12.
+# Sourced by setup-and-run.sh and setup-and-test.sh.
+set -euo pipefail
+
+cgprocfs_build_deps=(build-essential clang meson ninja-build pkg-config
+	libfuse3-dev fuse3 libglib2.0-dev libcriterion-dev)
+# what the tests run: psutil and its suite for /usr/bin/python3, ps/top/free,
+# unshare/nsenter/setpriv, and LXCFS for the side-by-side benchmarks
+cgprocfs_test_deps=(python3 python3-psutil procps util-linux lxcfs)
+
+cgprocfs_install() {
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "cgprocfs: run this as root (it installs packages and mounts filesystems)" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q
+	apt-get install -y -q --no-install-recommends "$@"
+	# lxcfs's package starts its own service at /var/lib/lxcfs; the
+	# benchmarks start their own copy, so keep the machine as it was.
+	if systemctl is-active --quiet lxcfs 2>/dev/null; then systemctl stop lxcfs || true; fi
+}
+
+cgprocfs_build() {
+	if [ -f build/build.ninja ]; then
+		meson setup --reconfigure build >/dev/null
+	else
+		meson setup build
+	fi
+	ninja -C build
+}

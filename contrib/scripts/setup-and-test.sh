@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Fresh Debian 12 to a passing test suite: install, build with gcc (and
+# check that clang builds it clean too), run every test.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. contrib/scripts/deps.sh
+cgprocfs_install "${cgprocfs_build_deps[@]}" "${cgprocfs_test_deps[@]}"
+cgprocfs_build
+CC=clang meson setup --wipe build-clang >/dev/null
+ninja -C build-clang >/dev/null
+echo "clang build: clean"
+
+status=0
+meson test -C build --print-errorlogs --num-processes 2 || status=$?
+
+# One closing line for whoever reads only the end.
+/usr/bin/python3 - <<'PY'
+import json
+counts = {"OK": 0, "FAIL": 0, "SKIP": 0}
+with open("build/meson-logs/testlog.json") as f:
+    for line in f:
+        result = json.loads(line)["result"]
+        key = result if result in counts else "FAIL"
+        counts[key] += 1
+print("%d passed, %d failed, %d skipped" % (counts["OK"], counts["FAIL"], counts["SKIP"]))
+PY
+exit $status

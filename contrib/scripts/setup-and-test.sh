@@ -6,7 +6,8 @@ cd "$(dirname "$0")/../.."
 . contrib/scripts/deps.sh
 cgprocfs_install "${cgprocfs_build_deps[@]}" "${cgprocfs_test_deps[@]}"
 cgprocfs_build
-CC=clang meson setup --wipe build-clang >/dev/null
+rm -rf build-clang
+CC=clang meson setup build-clang >/dev/null
 ninja -C build-clang >/dev/null
 echo "clang build: clean"
 

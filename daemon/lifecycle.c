@@ -46,7 +46,7 @@ static gpointer loop_thread(gpointer data)
 static gboolean loop_wait_done(struct loop *l, gint64 timeout_us)
 {
 	gint64 deadline = g_get_monotonic_time() + timeout_us;
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
 
 	while (!l->done)
 		if (!g_cond_wait_until(&l->cond, &l->lock, deadline))

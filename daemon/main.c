@@ -32,6 +32,7 @@ static GLogWriterOutput log_writer(GLogLevelFlags level, const GLogField *fields
 }
 
 /* libfuse's own messages go to the same log. */
+G_GNUC_PRINTF(2, 0)
 static void fuse_log_to_glib(enum fuse_log_level level, const char *fmt, va_list ap)
 {
 	g_autofree char *text = g_strdup_vprintf(fmt, ap);

@@ -73,7 +73,7 @@ static gboolean pidfd_exited(int pidfd)
 
 void pidwatch_adopt(struct pidwatch *w, pid_t pid, int pidfd)
 {
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&w->lock);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&w->lock);
 	gpointer old;
 
 	if (g_hash_table_lookup_extended(w->by_pid, GINT_TO_POINTER(pid), NULL, &old)) {
@@ -99,14 +99,14 @@ void pidwatch_adopt(struct pidwatch *w, pid_t pid, int pidfd)
 
 unsigned pidwatch_count(struct pidwatch *w)
 {
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&w->lock);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&w->lock);
 	return g_hash_table_size(w->by_pid);
 }
 
 /* Forget the watch behind an event; FALSE if the event is stale. */
 static gboolean forget(struct pidwatch *w, uint64_t key)
 {
-	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&w->lock);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&w->lock);
 	pid_t pid = (pid_t)(uint32_t)key;
 	int fd = (int)(key >> 32);
 	gpointer cur;

@@ -80,6 +80,18 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_readlink(req, target);
 }
 
+/* access(2) by the mode bits the view reports; nothing in it is writable. */
+static gboolean access_allowed(const struct caller *c, const struct stat *attr, int mask)
+{
+	if (mask & W_OK)
+		return FALSE;
+	if (c->uid == 0) /* root may search directories and run what has an x bit */
+		return !(mask & X_OK) || S_ISDIR(attr->st_mode) || (attr->st_mode & 0111);
+	mode_t bits = c->uid == attr->st_uid ? attr->st_mode >> 6 :
+		      c->gid == attr->st_gid ? attr->st_mode >> 3 : attr->st_mode;
+	return (mask & ~(int)(bits & 07)) == 0;
+}
+
 static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
 	struct caller c = req_caller(req);
@@ -90,15 +102,7 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 		reply_err(req, r);
 		return;
 	}
-	if (mask & W_OK) {
-		fuse_reply_err(req, EACCES);
-		return;
-	}
-	mode_t bits = c.uid == 0 ? 07 : c.uid == attr.st_uid ? attr.st_mode >> 6 :
-			  c.gid == attr.st_gid ? attr.st_mode >> 3 : attr.st_mode;
-	if (c.uid == 0 && (mask & X_OK) && !S_ISDIR(attr.st_mode) && !(attr.st_mode & 0111))
-		bits = 06;
-	fuse_reply_err(req, (mask & ~(int)(bits & 07)) ? EACCES : 0);
+	fuse_reply_err(req, access_allowed(&c, &attr, mask) ? 0 : EACCES);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

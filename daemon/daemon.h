@@ -1,6 +1,8 @@
 /* The daemon: options, checks, mount, threads, signals, teardown. */
 #pragma once
 
+#include "cgroup.h"
+
 #include <glib.h>
 
 #define DAEMON_DEFAULT_MOUNTPOINT "/var/lib/cgprocfs"
@@ -9,7 +11,19 @@ struct daemon_config {
 	const char *mountpoint;    /* absolute, canonical */
 	const char *fuse_options;  /* extra -o options for the FUSE mount, or NULL */
 	gboolean debug;
+	gboolean cpu_quota;        /* --cpu-limit=cpuset+quota */
 };
+
+/* The cgroup hierarchies the CPU view reads, and what keeps them open. */
+struct daemon_cgroups {
+	struct cgroup_config config;
+	GPtrArray *roots; /* strings the config points to */
+	GArray *fds;      /* int */
+};
+
+void cgroups_discover(struct daemon_cgroups *out);
+void cgroups_log(const struct daemon_cgroups *c);
+void cgroups_clear(struct daemon_cgroups *c);
 
 /* Mount the view at cfg->mountpoint and serve until SIGINT or SIGTERM,
  * then unmount. Returns the process exit status. Signals must already

@@ -95,6 +95,11 @@ static char *real_proc_options(void)
 	return out->len ? g_string_free(g_steal_pointer(&out), FALSE) : NULL;
 }
 
+static void report_bad_cgroup(void *data, const char *file, int err)
+{
+	g_warning("cannot use %s (%s): callers in that cgroup see the host's CPUs", file, g_strerror(err));
+}
+
 static int wait_for_stop_signal(void)
 {
 	sigset_t set;
@@ -131,6 +136,8 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	_cleanup_close_ int proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	_cleanup_close_ int sys_cpu_fd = open("/sys/devices/system/cpu", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct view *view = NULL;
+	struct cpuview *cpuview = NULL;
+	struct daemon_cgroups cgroups = { 0 };
 	struct pidwatch *watch = NULL;
 	struct ops_state state = { .proc_fd = proc_fd };
 	struct loop loop = { 0 };
@@ -149,7 +156,21 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		return 1;
 	}
 	raise_fd_limit();
-	const struct view_config vcfg = { .proc_fd = proc_fd, .sys_cpu_fd = sys_cpu_fd };
+	cgroups_discover(&cgroups);
+	cgroups_log(&cgroups);
+	const struct cpuview_config ccfg = {
+		.proc_fd = proc_fd,
+		.sys_cpu_fd = sys_cpu_fd,
+		.cgroups = cgroups.config,
+		.use_quota = cfg->cpu_quota,
+		.report = report_bad_cgroup,
+	};
+	r = cpuview_new(&ccfg, &cpuview);
+	if (r < 0) {
+		g_printerr("cgprocfs: cannot set up the CPU view: %s\n", g_strerror(-r));
+		goto out;
+	}
+	const struct view_config vcfg = { .proc_fd = proc_fd, .sys_cpu_fd = sys_cpu_fd, .cpuview = cpuview };
 	r = view_new(&vcfg, &view);
 	if (r < 0) {
 		g_printerr("cgprocfs: cannot read /proc/self: %s\n", g_strerror(-r));
@@ -215,5 +236,7 @@ out_session:
 out:
 	pidwatch_free(watch);
 	view_free(view);
+	cpuview_free(cpuview);
+	cgroups_clear(&cgroups);
 	return status;
 }

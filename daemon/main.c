@@ -48,6 +48,7 @@ static void fuse_log_to_glib(enum fuse_log_level level, const char *fmt, va_list
 int main(int argc, char **argv)
 {
 	gboolean version = FALSE, foreground = FALSE;
+	g_autofree char *cpu_limit = NULL;
 	g_auto(GStrv) fuse_opts = NULL;
 	g_auto(GStrv) rest = NULL;
 	GOptionEntry entries[] = {
@@ -55,6 +56,8 @@ int main(int argc, char **argv)
 		{ "version", 'V', 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
 		{ "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground,
 		  "Stay in the foreground (always the case; accepted for compatibility)", NULL },
+		{ "cpu-limit", 0, 0, G_OPTION_ARG_STRING, &cpu_limit,
+		  "What limits the CPUs a caller sees: cpuset, or cpuset+quota (default)", "cpuset|cpuset+quota" },
 		{ "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &fuse_opts,
 		  "Extra FUSE mount options, comma-separated (e.g. max_read=65536)", "OPT[,OPT...]" },
 		{ G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[MOUNTPOINT]" },
@@ -76,6 +79,10 @@ int main(int argc, char **argv)
 	if (version) {
 		printf("cgprocfs %s (libfuse %s)\n", CGPROCFS_VERSION, fuse_pkgversion());
 		return 0;
+	}
+	if (cpu_limit && strcmp(cpu_limit, "cpuset") != 0 && strcmp(cpu_limit, "cpuset+quota") != 0) {
+		fprintf(stderr, "cgprocfs: --cpu-limit takes cpuset or cpuset+quota, not '%s'\n", cpu_limit);
+		return 2;
 	}
 	if (rest && rest[0] && rest[1]) {
 		fprintf(stderr, "cgprocfs: one mountpoint only, got '%s' and '%s' (see cgprocfs --help)\n",
@@ -109,6 +116,7 @@ int main(int argc, char **argv)
 		.mountpoint = mountpoint,
 		.fuse_options = joined,
 		.debug = debug_enabled,
+		.cpu_quota = !cpu_limit || strcmp(cpu_limit, "cpuset+quota") == 0,
 	};
 	return lifecycle_serve(&cfg);
 }

@@ -1,4 +1,4 @@
-/* The mountpoint: checks before mounting, and the mount table. */
+/* The mountpoint: checks before mounting. */
 #include "daemon.h"
 #include "mountinfo.h"
 
@@ -10,48 +10,6 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-
-static void mount_entry_clear(struct mount_entry *e)
-{
-	g_clear_pointer(&e->mountpoint, g_free);
-	g_clear_pointer(&e->fstype, g_free);
-	g_clear_pointer(&e->super_options, g_free);
-}
-
-gboolean mountinfo_find(const char *path, struct mount_entry *ret)
-{
-	g_autofree char *text = NULL;
-	gboolean found = FALSE;
-
-	if (!g_file_get_contents("/proc/self/mountinfo", &text, NULL, NULL))
-		return FALSE;
-	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-	for (char **line = lines; *line; line++) {
-		/* id parent dev root MOUNTPOINT opts [optional...] - FSTYPE source SUPEROPTS */
-		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
-		guint n = g_strv_length(f), sep = 6;
-		while (sep < n && strcmp(f[sep], "-") != 0)
-			sep++;
-		if (n < 5 || sep + 3 >= n)
-			continue;
-		g_autofree char *mp = g_strcompress(f[4]);
-		if (strcmp(mp, path) != 0)
-			continue;
-		/* The last match is the mount on top. */
-		if (found)
-			mount_entry_clear(ret);
-		ret->mountpoint = g_steal_pointer(&mp);
-		ret->fstype = g_strdup(f[sep + 1]);
-		ret->super_options = g_strdup(f[sep + 3]);
-		found = TRUE;
-	}
-	return found;
-}
-
-void mountinfo_entry_clear(struct mount_entry *e)
-{
-	mount_entry_clear(e);
-}
 
 /* realpath of the parent and the last component as given: works on a
  * stale FUSE mount, where stat of the mountpoint itself fails. */

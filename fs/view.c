@@ -32,6 +32,7 @@ enum node_kind {
 	NODE_PID_MAGIC,  /* proc/<pid>/{exe,cwd,root}: the real link's text */
 	NODE_PID_FILE,   /* proc/<pid>/smaps_rollup: served by the daemon */
 	NODE_SYS_MIRROR, /* sys/devices/system/cpu/<path>: the host's, read-only */
+	NODE_SYS_VCPU,   /* sys/devices/system/cpu/cpu<N>[/<path>]: the caller's CPU N */
 	NODE_KIND_COUNT
 };
 
@@ -41,6 +42,8 @@ enum node_kind {
  *   pid kinds   bits 38-59 pid, 30-37 entry name, 0-29 process tag (the
  *               low bits of its start time; a recycled pid gets other
  *               inodes) or, for magic links, a per-lookup generation
+ *   vcpu kind   bits 25-37 the caller's CPU number, 0-24 the GQuark of
+ *               the path inside its directory (0: the directory)
  *   other kinds bits 0-37 a row of the static table, or the GQuark of a
  *               path (0 stands for the mirror's root)
  * The root row is 1 in a kind-0 node, so the root is inode 1 as FUSE wants. */
@@ -63,16 +66,31 @@ static uint64_t ino_node(enum node_kind kind, uint64_t aux)
 	return (uint64_t)kind << INO_KIND_SHIFT | (aux & INO_AUX_MASK);
 }
 
+#define INO_VCPU_SHIFT 25
+#define INO_VCPU_MASK ((UINT64_C(1) << 13) - 1)
+#define INO_SUB_MASK ((UINT64_C(1) << 25) - 1)
+
+static uint64_t ino_vcpu_node(unsigned cpu, uint64_t sub)
+{
+	return ino_node(NODE_SYS_VCPU, ((uint64_t)cpu & INO_VCPU_MASK) << INO_VCPU_SHIFT | (sub & INO_SUB_MASK));
+}
+
+static unsigned ino_vcpu(uint64_t ino) { return (unsigned)((ino >> INO_VCPU_SHIFT) & INO_VCPU_MASK); }
+static uint64_t ino_sub(uint64_t ino) { return ino & INO_SUB_MASK; }
+
 static enum node_kind ino_kind(uint64_t ino) { return (enum node_kind)(ino >> INO_KIND_SHIFT); }
 static pid_t ino_pid(uint64_t ino) { return (pid_t)((ino >> INO_PID_SHIFT) & INO_PID_MASK); }
 static unsigned ino_name(uint64_t ino) { return (unsigned)((ino >> INO_NAME_SHIFT) & INO_NAME_MASK); }
 static uint64_t ino_low(uint64_t ino) { return ino & INO_LOW_MASK; }
 static uint64_t ino_aux(uint64_t ino) { return ino & INO_AUX_MASK; }
 
-typedef int (*render_fn)(struct view *v, const struct caller *c, GBytes **ret_content);
+/* Renders the file called name for the caller. */
+typedef int (*render_fn)(struct view *v, const struct caller *c, const char *name, GBytes **ret_content);
 
-static int render_host_cpuinfo(struct view *v, const struct caller *c, GBytes **ret);
-static int render_host_stat(struct view *v, const struct caller *c, GBytes **ret);
+static int render_cpuinfo(struct view *v, const struct caller *c, const char *name, GBytes **ret);
+static int render_stat(struct view *v, const struct caller *c, const char *name, GBytes **ret);
+static int render_cpu_range(struct view *v, const struct caller *c, const char *name, GBytes **ret);
+static int render_cpu_offline(struct view *v, const struct caller *c, const char *name, GBytes **ret);
 
 enum row {
 	ROW_NONE,
@@ -85,6 +103,10 @@ enum row {
 	ROW_SYS_DEVICES,
 	ROW_SYS_SYSTEM,
 	ROW_SYS_CPU,
+	ROW_CPU_ONLINE,
+	ROW_CPU_POSSIBLE,
+	ROW_CPU_PRESENT,
+	ROW_CPU_OFFLINE,
 	ROW_COUNT
 };
 
@@ -100,12 +122,22 @@ static const struct row_def {
 	[ROW_ROOT] = { "", ROW_NONE, NODE_STATIC_DIR, FALSE, NULL },
 	[ROW_PROC] = { "proc", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL },
 	[ROW_PROC_REAL] = { DELEGATE_REAL_NAME, ROW_PROC, NODE_REAL_DIR, TRUE, NULL },
-	[ROW_PROC_CPUINFO] = { "cpuinfo", ROW_PROC, NODE_HOST_FILE, FALSE, render_host_cpuinfo },
-	[ROW_PROC_STAT] = { "stat", ROW_PROC, NODE_HOST_FILE, FALSE, render_host_stat },
+	[ROW_PROC_CPUINFO] = { "cpuinfo", ROW_PROC, NODE_HOST_FILE, FALSE, render_cpuinfo },
+	[ROW_PROC_STAT] = { "stat", ROW_PROC, NODE_HOST_FILE, FALSE, render_stat },
 	[ROW_SYS] = { "sys", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL },
 	[ROW_SYS_DEVICES] = { "devices", ROW_SYS, NODE_STATIC_DIR, FALSE, NULL },
 	[ROW_SYS_SYSTEM] = { "system", ROW_SYS_DEVICES, NODE_STATIC_DIR, FALSE, NULL },
 	[ROW_SYS_CPU] = { "cpu", ROW_SYS_SYSTEM, NODE_SYS_MIRROR, FALSE, NULL },
+	[ROW_CPU_ONLINE] = { "online", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_range },
+	[ROW_CPU_POSSIBLE] = { "possible", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_range },
+	[ROW_CPU_PRESENT] = { "present", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_range },
+	[ROW_CPU_OFFLINE] = { "offline", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_offline },
+};
+
+/* Files in a CPU's directory that name CPUs, translated to view numbers. */
+static const char *const cpu_mask_files[] = {
+	"core_cpus", "thread_siblings", "core_siblings", "package_cpus", "die_cpus",
+	"cluster_cpus", "book_siblings", "drawer_siblings", "shared_cpu_map", NULL,
 };
 
 /* Per-pid entries the daemon does not simply delegate. */
@@ -129,6 +161,8 @@ struct view {
 	GPtrArray *pid_entry_names;
 	gint magic_generation; /* atomic */
 };
+
+static int vcpu_host_path(struct view *v, const struct caller *c, uint64_t ino, char **ret);
 
 static uint64_t row_ino(enum row r)
 {
@@ -274,11 +308,12 @@ static int pid_dir_attr(struct view *v, uint64_t ino, struct stat *ret)
 	return 0;
 }
 
-static int mirror_attr(struct view *v, uint64_t ino, struct stat *ret)
+/* Attributes of a node that stands for the host's sys cpu file at path. */
+static int mirror_attr(struct view *v, uint64_t ino, const char *path, struct stat *ret)
 {
 	struct stat real;
 
-	if (fstatat(v->cfg.sys_cpu_fd, mirror_path(ino_aux(ino)), &real, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fstatat(v->cfg.sys_cpu_fd, path, &real, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
 	if (S_ISDIR(real.st_mode))
 		attr_fill(v, ret, ino, S_IFDIR | (real.st_mode & 0555), 0);
@@ -294,10 +329,13 @@ static int mirror_attr(struct view *v, uint64_t ino, struct stat *ret)
 }
 
 /* Attributes of a node already known to exist, and how long they hold. */
-static int node_attr(struct view *v, uint64_t ino, struct stat *ret, double *ret_timeout)
+static int node_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
+		     double *ret_timeout)
 {
 	enum node_kind kind = ino_kind(ino);
 	const char *name;
+	g_autofree char *path = NULL;
+	int r;
 
 	*ret_timeout = TIMEOUT_STABLE;
 	switch (kind) {
@@ -330,7 +368,13 @@ static int node_attr(struct view *v, uint64_t ino, struct stat *ret, double *ret
 		attr_fill(v, ret, ino, S_IFREG | 0444, 0);
 		return 0;
 	case NODE_SYS_MIRROR:
-		return mirror_attr(v, ino, ret);
+		return mirror_attr(v, ino, mirror_path(ino_aux(ino)), ret);
+	case NODE_SYS_VCPU:
+		/* Which host CPU cpu<N> is differs per caller: never cached. */
+		if (ino_sub(ino) == 0)
+			*ret_timeout = 0;
+		r = vcpu_host_path(v, c, ino, &path);
+		return r < 0 ? r : mirror_attr(v, ino, path, ret);
 	case NODE_KIND_COUNT:
 		break;
 	}
@@ -359,6 +403,8 @@ static gboolean ino_valid(const struct view *v, uint64_t ino)
 		       pid_entry_kind(pid_entry_name(v, ino)) == kind;
 	case NODE_SYS_MIRROR:
 		return ino_aux(ino) == 0 || g_quark_to_string((GQuark)ino_aux(ino)) != NULL;
+	case NODE_SYS_VCPU:
+		return ino_sub(ino) == 0 || g_quark_to_string((GQuark)ino_sub(ino)) != NULL;
 	case NODE_KIND_COUNT:
 		break;
 	}
@@ -449,6 +495,47 @@ static int lookup_mirror_entry(struct view *v, uint64_t parent, const char *name
 	return 0;
 }
 
+/* "cpu<N>" as the kernel names CPU directories. */
+static gboolean parse_cpu_dir(const char *name, unsigned *ret)
+{
+	guint64 n;
+	if (!g_str_has_prefix(name, "cpu") || !g_ascii_isdigit(name[3]) || (name[3] == '0' && name[4]) ||
+	    !g_ascii_string_to_unsigned(name + 3, 10, 0, INO_VCPU_MASK, &n, NULL))
+		return FALSE;
+	*ret = (unsigned)n;
+	return TRUE;
+}
+
+/* An entry of sys/devices/system/cpu that no row names. */
+static int lookup_cpu_dir_entry(struct view *v, const char *name, struct view_entry *ret)
+{
+	unsigned cpu;
+	if (parse_cpu_dir(name, &cpu)) {
+		/* Whether it exists for this caller is node_attr's answer. */
+		ret->ino = ino_vcpu_node(cpu, 0);
+		return 0;
+	}
+	return lookup_mirror_entry(v, ino_node(NODE_SYS_MIRROR, 0), name, ret);
+}
+
+static int lookup_vcpu_entry(struct view *v, const struct caller *c, uint64_t parent, const char *name,
+			     struct view_entry *ret)
+{
+	g_autofree char *dir = NULL;
+	struct stat st;
+	int r = vcpu_host_path(v, c, parent, &dir);
+	if (r < 0)
+		return r;
+	g_autofree char *host = g_build_filename(dir, name, NULL);
+	if (fstatat(v->cfg.sys_cpu_fd, host, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	uint64_t sub = ino_sub(parent);
+	g_autofree char *path = sub ? g_build_filename(g_quark_to_string((GQuark)sub), name, NULL)
+				    : g_strdup(name);
+	ret->ino = ino_vcpu_node(ino_vcpu(parent), g_quark_from_string(path));
+	return 0;
+}
+
 static int lookup_row_entry(struct view *v, enum row parent, const char *name, struct view_entry *ret)
 {
 	for (enum row r = ROW_ROOT; r < ROW_COUNT; r++) {
@@ -459,6 +546,8 @@ static int lookup_row_entry(struct view *v, enum row parent, const char *name, s
 	}
 	if (parent == ROW_PROC)
 		return lookup_top_entry(v, name, ret);
+	if (parent == ROW_SYS_CPU)
+		return lookup_cpu_dir_entry(v, name, ret);
 	return -ENOENT;
 }
 
@@ -484,7 +573,11 @@ int view_lookup(struct view *v, const struct caller *c, uint64_t parent, const c
 		r = lookup_pid_entry(v, parent, name, &e);
 		break;
 	case NODE_SYS_MIRROR:
-		r = lookup_mirror_entry(v, parent, name, &e);
+		r = ino_aux(parent) == 0 ? lookup_row_entry(v, ROW_SYS_CPU, name, &e)
+					 : lookup_mirror_entry(v, parent, name, &e);
+		break;
+	case NODE_SYS_VCPU:
+		r = lookup_vcpu_entry(v, c, parent, name, &e);
 		break;
 	case NODE_HOST_FILE:
 	case NODE_TOP_LINK:
@@ -498,7 +591,7 @@ int view_lookup(struct view *v, const struct caller *c, uint64_t parent, const c
 		return r;
 	if (e.ino != 0 && ino_kind(e.ino) != NODE_PID_DIR) {
 		/* pid directories came with their attributes */
-		r = node_attr(v, e.ino, &e.attr, &e.attr_timeout);
+		r = node_attr(v, c, e.ino, &e.attr, &e.attr_timeout);
 		if (r < 0)
 			return r;
 		e.entry_timeout = e.attr_timeout;
@@ -524,14 +617,24 @@ int view_getattr(struct view *v, const struct caller *c, uint64_t ino, struct st
 		if (r < 0)
 			return r;
 	}
-	return node_attr(v, ino, ret_attr, ret_timeout);
+	return node_attr(v, c, ino, ret_attr, ret_timeout);
+}
+
+static int read_host_link(struct view *v, const char *path, char **ret)
+{
+	char buf[4097];
+	ssize_t n = readlinkat(v->cfg.sys_cpu_fd, path, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return -errno;
+	*ret = g_strndup(buf, (gsize)n);
+	return 0;
 }
 
 int view_readlink(struct view *v, const struct caller *c, uint64_t ino, char **ret_target)
 {
 	enum node_kind kind = ino_kind(ino);
-	char buf[4097];
-	ssize_t n;
+	g_autofree char *path = NULL;
+	int r;
 
 	if (!ino_valid(v, ino))
 		return -ESTALE;
@@ -546,11 +649,10 @@ int view_readlink(struct view *v, const struct caller *c, uint64_t ino, char **r
 		return delegate_magic_target(c, v->cfg.proc_fd, ino_pid(ino), pid_entry_name(v, ino),
 					     ret_target);
 	case NODE_SYS_MIRROR:
-		n = readlinkat(v->cfg.sys_cpu_fd, mirror_path(ino_aux(ino)), buf, sizeof(buf) - 1);
-		if (n < 0)
-			return -errno;
-		*ret_target = g_strndup(buf, (gsize)n);
-		return 0;
+		return read_host_link(v, mirror_path(ino_aux(ino)), ret_target);
+	case NODE_SYS_VCPU:
+		r = vcpu_host_path(v, c, ino, &path);
+		return r < 0 ? r : read_host_link(v, path, ret_target);
 	case NODE_STATIC_DIR:
 	case NODE_REAL_DIR:
 	case NODE_HOST_FILE:
@@ -582,16 +684,32 @@ struct listing {
 	struct view *v;
 	GArray *entries;
 	uint64_t parent;
+	const struct cpu_map *map; /* in sys/devices/system/cpu */
 };
+
+static gboolean is_row_name(enum row parent, const char *name)
+{
+	for (enum row r = ROW_ROOT; r < ROW_COUNT; r++)
+		if (rows[r].parent == parent && strcmp(rows[r].name, name) == 0)
+			return TRUE;
+	return FALSE;
+}
+
+static void list_rows(GArray *entries, enum row parent)
+{
+	for (enum row r = ROW_ROOT; r < ROW_COUNT; r++)
+		if (rows[r].parent == parent && !rows[r].hidden)
+			dirent_add(entries, rows[r].name, row_ino(r),
+				   rows[r].kind == NODE_HOST_FILE ? S_IFREG : S_IFDIR);
+}
 
 static void list_top_entry(const struct dirent *de, void *data)
 {
 	struct listing *l = data;
 	pid_t pid;
 
-	for (enum row r = ROW_ROOT; r < ROW_COUNT; r++)
-		if (rows[r].parent == ROW_PROC && strcmp(rows[r].name, de->d_name) == 0)
-			return; /* listed from the table */
+	if (is_row_name(ROW_PROC, de->d_name))
+		return; /* listed from the table */
 	if (parse_pid(de->d_name, &pid))
 		/* d_ino without the tag: reading every process's start time
 		 * would cost a file read per process per listing. */
@@ -616,16 +734,57 @@ static void list_pid_entry(const struct dirent *de, void *data)
 static void list_mirror_entry(const struct dirent *de, void *data)
 {
 	struct listing *l = data;
+	unsigned cpu;
+
+	if (ino_aux(l->parent) == 0) {
+		if (is_row_name(ROW_SYS_CPU, de->d_name))
+			return;
+		if (parse_cpu_dir(de->d_name, &cpu)) {
+			/* the host's CPU directories for a caller with no limit;
+			 * the caller's own are listed after */
+			if (l->map->is_host)
+				dirent_add(l->entries, de->d_name, ino_vcpu_node(cpu, 0), S_IFDIR);
+			return;
+		}
+	}
 	g_autofree char *path = mirror_child_path(ino_aux(l->parent), de->d_name);
 	dirent_add(l->entries, de->d_name, ino_node(NODE_SYS_MIRROR, g_quark_from_string(path)),
 		   dtype_to_mode(de->d_type));
 }
 
+static void list_vcpu_entry(const struct dirent *de, void *data)
+{
+	struct listing *l = data;
+	uint64_t sub = ino_sub(l->parent);
+	g_autofree char *path = sub ? g_build_filename(g_quark_to_string((GQuark)sub), de->d_name, NULL)
+				    : g_strdup(de->d_name);
+	dirent_add(l->entries, de->d_name, ino_vcpu_node(ino_vcpu(l->parent), g_quark_from_string(path)),
+		   dtype_to_mode(de->d_type));
+}
+
+static int list_cpu_dir(struct view *v, const struct caller *c, struct listing *l)
+{
+	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
+
+	l->map = map;
+	list_rows(l->entries, ROW_SYS_CPU);
+	int r = for_each_dirent(v->cfg.sys_cpu_fd, ".", list_mirror_entry, l);
+	if (!map->is_host) {
+		for (unsigned cpu = 0; cpu < map->count; cpu++) {
+			char name[16];
+			snprintf(name, sizeof(name), "cpu%u", cpu);
+			dirent_add(l->entries, name, ino_vcpu_node(cpu, 0), S_IFDIR);
+		}
+	}
+	return r;
+}
+
 int view_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray **ret_entries)
 {
 	g_autoptr(GArray) entries = g_array_new(FALSE, FALSE, sizeof(struct view_dirent));
-	struct listing l = { v, entries, ino };
+	struct listing l = { v, entries, ino, NULL };
 	enum node_kind kind = ino_kind(ino);
+	g_autofree char *host = NULL;
 	char path[16];
 	struct pid_stat st;
 	int r = 0;
@@ -637,10 +796,7 @@ int view_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray **
 	dirent_add(entries, "..", ino, S_IFDIR);
 	switch (kind) {
 	case NODE_STATIC_DIR:
-		for (enum row row = ROW_ROOT; row < ROW_COUNT; row++)
-			if (rows[row].parent == (enum row)ino_aux(ino) && !rows[row].hidden)
-				dirent_add(entries, rows[row].name, row_ino(row),
-					   rows[row].kind == NODE_HOST_FILE ? S_IFREG : S_IFDIR);
+		list_rows(entries, (enum row)ino_aux(ino));
 		if (ino_aux(ino) == ROW_PROC)
 			r = for_each_dirent(v->cfg.proc_fd, ".", list_top_entry, &l);
 		break;
@@ -654,7 +810,15 @@ int view_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray **
 		r = for_each_dirent(v->cfg.proc_fd, path, list_pid_entry, &l);
 		break;
 	case NODE_SYS_MIRROR:
-		r = for_each_dirent(v->cfg.sys_cpu_fd, mirror_path(ino_aux(ino)), list_mirror_entry, &l);
+		r = ino_aux(ino) == 0 ? list_cpu_dir(v, c, &l)
+				      : for_each_dirent(v->cfg.sys_cpu_fd, mirror_path(ino_aux(ino)),
+							list_mirror_entry, &l);
+		break;
+	case NODE_SYS_VCPU:
+		r = vcpu_host_path(v, c, ino, &host);
+		if (r < 0)
+			return r;
+		r = for_each_dirent(v->cfg.sys_cpu_fd, host, list_vcpu_entry, &l);
 		break;
 	case NODE_HOST_FILE:
 	case NODE_TOP_LINK:
@@ -670,14 +834,121 @@ int view_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray **
 	return 0;
 }
 
-static int render_host_cpuinfo(struct view *v, const struct caller *c, GBytes **ret)
+static int read_text(int dirfd, const char *path, char **ret)
 {
-	return procfile_read_at(v->cfg.proc_fd, "cpuinfo", ret);
+	g_autoptr(GBytes) b = NULL;
+	int r = procfile_read_at(dirfd, path, &b);
+	if (r < 0)
+		return r;
+	*ret = g_strndup(g_bytes_get_data(b, NULL), g_bytes_get_size(b));
+	return 0;
 }
 
-static int render_host_stat(struct view *v, const struct caller *c, GBytes **ret)
+/* What a renderer made of the host text, or the host text itself when
+ * the host text was not of the expected shape: never a blank file. */
+static int serve_rendered(int r, GString *out, char *host, GBytes **ret)
 {
-	return procfile_read_at(v->cfg.proc_fd, "stat", ret);
+	if (r < 0) {
+		g_debug("host text not understood (%s): serving it unchanged", g_strerror(-r));
+		*ret = g_bytes_new_take(host, strlen(host));
+		return 0;
+	}
+	g_free(host);
+	*ret = g_string_free_to_bytes(out);
+	return 0;
+}
+
+typedef int (*rewrite_fn)(const char *host, const struct cpu_map *m, GString **ret);
+
+/* Read dirfd/path and rewrite it for the caller's CPUs. */
+static int render_rewritten(struct view *v, const struct caller *c, int dirfd, const char *path,
+			    rewrite_fn rewrite, GBytes **ret)
+{
+	char *host = NULL;
+	GString *out = NULL;
+	int r = read_text(dirfd, path, &host);
+	if (r < 0)
+		return r;
+	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
+	r = rewrite(host, map, &out);
+	return serve_rendered(r, out, host, ret);
+}
+
+static int render_cpuinfo(struct view *v, const struct caller *c, const char *name, GBytes **ret)
+{
+	return render_rewritten(v, c, v->cfg.proc_fd, name, cpuview_render_cpuinfo, ret);
+}
+
+static int render_stat(struct view *v, const struct caller *c, const char *name, GBytes **ret)
+{
+	return render_rewritten(v, c, v->cfg.proc_fd, name, cpuview_render_stat, ret);
+}
+
+/* online, possible, present: the caller's CPUs are 0..N-1. */
+static int render_cpu_range(struct view *v, const struct caller *c, const char *name, GBytes **ret)
+{
+	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
+	if (map->is_host)
+		return procfile_read_at(v->cfg.sys_cpu_fd, name, ret);
+	*ret = g_string_free_to_bytes(cpuview_render_range(map));
+	return 0;
+}
+
+/* offline: possible but not online, which the view makes the same. */
+static int render_cpu_offline(struct view *v, const struct caller *c, const char *name, GBytes **ret)
+{
+	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
+	if (map->is_host)
+		return procfile_read_at(v->cfg.sys_cpu_fd, name, ret);
+	*ret = g_bytes_new_static("\n", 1);
+	return 0;
+}
+
+/* The host file behind a vcpu node for this caller: "cpu<H>[/<path>]". */
+static int vcpu_host_path(struct view *v, const struct caller *c, uint64_t ino, char **ret)
+{
+	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
+	unsigned cpu = ino_vcpu(ino), host;
+	uint64_t sub = ino_sub(ino);
+
+	if (map->is_host)
+		host = cpu; /* every host CPU directory, online or not */
+	else if (cpu < map->count)
+		host = map->host[cpu];
+	else
+		return -ENOENT;
+	*ret = sub ? g_strdup_printf("cpu%u/%s", host, g_quark_to_string((GQuark)sub))
+		   : g_strdup_printf("cpu%u", host);
+	return 0;
+}
+
+static int open_vcpu_file(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret)
+{
+	g_autofree char *path = NULL;
+	g_autoptr(GBytes) content = NULL;
+	_cleanup_close_ int fd = -1;
+	int r = vcpu_host_path(v, c, ino, &path);
+	if (r < 0)
+		return r;
+	r = caller_openat(c, 0, v->cfg.sys_cpu_fd, path, O_RDONLY | O_NOFOLLOW, &fd);
+	if (r < 0)
+		return r;
+	r = procfile_read_fd(fd, &content);
+	if (r < 0)
+		return r;
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	rewrite_fn rewrite = g_str_has_suffix(base, "_list") ? cpuview_render_list
+			     : g_strv_contains((const char *const *)cpu_mask_files, base) ? cpuview_render_mask
+			     : NULL;
+	if (!rewrite) {
+		*ret = g_steal_pointer(&content);
+		return 0;
+	}
+	char *host = g_strndup(g_bytes_get_data(content, NULL), g_bytes_get_size(content));
+	GString *out = NULL;
+	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
+	r = rewrite(host, map, &out);
+	return serve_rendered(r, out, host, ret);
 }
 
 static int open_mirror_file(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret)
@@ -717,6 +988,7 @@ int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, G
 	case NODE_HOST_FILE:
 	case NODE_PID_FILE:
 	case NODE_SYS_MIRROR:
+	case NODE_SYS_VCPU:
 		break;
 	case NODE_KIND_COUNT:
 		return -ESTALE;
@@ -725,7 +997,7 @@ int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, G
 		return -EACCES;
 	switch (kind) {
 	case NODE_HOST_FILE:
-		return rows[ino_aux(ino)].render(v, c, ret_content);
+		return rows[ino_aux(ino)].render(v, c, rows[ino_aux(ino)].name, ret_content);
 	case NODE_PID_FILE:
 		r = pid_node_process(v, ino, &st);
 		if (r < 0)
@@ -733,6 +1005,8 @@ int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, G
 		return smaps_read(c, v->cfg.proc_fd, ino_pid(ino), st.start_time, ret_content);
 	case NODE_SYS_MIRROR:
 		return open_mirror_file(v, c, ino, ret_content);
+	case NODE_SYS_VCPU:
+		return open_vcpu_file(v, c, ino, ret_content);
 	case NODE_STATIC_DIR:
 	case NODE_REAL_DIR:
 	case NODE_PID_DIR:

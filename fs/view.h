@@ -6,16 +6,19 @@
  *   proc/                 whole-/proc view
  *   proc/.real/           mount point of the real procfs (hidden from readdir)
  *   proc/<name>           -> .real/<name>       (delegated)
- *   proc/cpuinfo, stat    served by the daemon
+ *   proc/cpuinfo, stat    the caller's CPUs (fs/cpuview)
  *   proc/<pid>/           one per process
  *   proc/<pid>/<entry>    -> ../.real/<pid>/<entry> (delegated)
  *   proc/<pid>/exe|cwd|root  symlinks carrying the real link's text
  *   proc/<pid>/smaps_rollup  served by the daemon
- *   sys/devices/system/cpu/  read-only mirror of the host directory
+ *   sys/devices/system/cpu/  read-only mirror of the host directory, but
+ *                         online, possible, present, offline and cpu<N>/
+ *                         are the caller's CPUs
  */
 #pragma once
 
 #include "caller.h"
+#include "cpuview.h"
 
 #include <glib.h>
 #include <stdint.h>
@@ -25,6 +28,7 @@
 struct view_config {
 	int proc_fd;    /* the procfs the view reads and delegates to */
 	int sys_cpu_fd; /* the host's /sys/devices/system/cpu */
+	struct cpuview *cpuview; /* which CPUs each caller sees */
 };
 
 struct view;

@@ -15,7 +15,21 @@
 
 static int proc_fd = -1, sys_fd = -1, real_proc = -1;
 static struct view *v;
+static struct cpuview *cv;
 static struct caller me;
+
+/* No cgroup hierarchies: every caller sees the host's CPUs. */
+static struct cpuview *host_cpuview(int sys)
+{
+	struct cpuview *ret;
+	const struct cpuview_config cfg = {
+		.proc_fd = -1,
+		.sys_cpu_fd = sys,
+		.cgroups = { { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL } },
+	};
+	cr_assert_eq(cpuview_new(&cfg, &ret), 0);
+	return ret;
+}
 
 static void setup(void)
 {
@@ -27,7 +41,8 @@ static void setup(void)
 	sys_fd = open(sys, O_RDONLY | O_DIRECTORY);
 	real_proc = open("/proc", O_RDONLY | O_DIRECTORY);
 	cr_assert(proc_fd >= 0 && sys_fd >= 0 && real_proc >= 0);
-	const struct view_config cfg = { .proc_fd = proc_fd, .sys_cpu_fd = sys_fd };
+	cv = host_cpuview(sys_fd);
+	const struct view_config cfg = { .proc_fd = proc_fd, .sys_cpu_fd = sys_fd, .cpuview = cv };
 	cr_assert_eq(view_new(&cfg, &v), 0);
 	me = (struct caller){ .tid = (pid_t)syscall(SYS_gettid), .uid = geteuid(), .gid = getegid(),
 			      .proc_fd = real_proc };
@@ -36,6 +51,7 @@ static void setup(void)
 static void teardown(void)
 {
 	view_free(v);
+	cpuview_free(cv);
 	close(proc_fd);
 	close(sys_fd);
 	close(real_proc);
@@ -287,7 +303,7 @@ Test(view, a_recycled_pid_does_not_answer_for_the_old_process)
 	g_autofree char *proc = copy_fixture_proc();
 	_cleanup_close_ int fd = open(proc, O_RDONLY | O_DIRECTORY);
 	struct view *w;
-	const struct view_config cfg = { .proc_fd = fd, .sys_cpu_fd = sys_fd };
+	const struct view_config cfg = { .proc_fd = fd, .sys_cpu_fd = sys_fd, .cpuview = cv };
 	cr_assert_eq(view_new(&cfg, &w), 0);
 
 	struct view_entry dir, smaps;
@@ -325,7 +341,7 @@ Test(view, a_process_that_is_gone_is_enoent)
 	g_autofree char *proc = copy_fixture_proc();
 	_cleanup_close_ int fd = open(proc, O_RDONLY | O_DIRECTORY);
 	struct view *w;
-	const struct view_config cfg = { .proc_fd = fd, .sys_cpu_fd = sys_fd };
+	const struct view_config cfg = { .proc_fd = fd, .sys_cpu_fd = sys_fd, .cpuview = cv };
 	cr_assert_eq(view_new(&cfg, &w), 0);
 	struct view_entry dir;
 	cr_assert_eq(view_lookup(w, &me, view_proc_ino(), "100", &dir), 0);

@@ -1,0 +1,83 @@
+/* Finding the cgroup hierarchies that hold the cpu and cpuset controllers:
+ * v1 per-controller mounts, the v2 unified mount, or both (hybrid). */
+#include "daemon.h"
+#include "mountinfo.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+static gboolean has_word(const char *list, const char *sep, const char *word)
+{
+	g_auto(GStrv) words = g_strsplit_set(list, sep, -1);
+	return g_strv_contains((const char *const *)words, word);
+}
+
+/* Does the v2 hierarchy at fd offer controller? */
+static gboolean v2_offers(int fd, const char *controller)
+{
+	g_autofree char *text = NULL;
+	g_autofree char *path = g_strdup_printf("/proc/self/fd/%d/cgroup.controllers", fd);
+	return g_file_get_contents(path, &text, NULL, NULL) && has_word(g_strstrip(text), " ", controller);
+}
+
+static void take(struct cgroup_hierarchy *h, enum cgroup_version version, const struct mount_entry *e,
+		 struct daemon_cgroups *out)
+{
+	int fd = open(e->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	g_ptr_array_add(out->roots, g_strdup(e->root));
+	g_array_append_val(out->fds, fd);
+	*h = (struct cgroup_hierarchy){ version, fd, g_ptr_array_index(out->roots, out->roots->len - 1) };
+}
+
+void cgroups_discover(struct daemon_cgroups *out)
+{
+	g_autoptr(GPtrArray) mounts = mountinfo_read();
+	const struct mount_entry *v2 = NULL;
+
+	out->roots = g_ptr_array_new_with_free_func(g_free);
+	out->fds = g_array_new(FALSE, FALSE, sizeof(int));
+	out->config = (struct cgroup_config){ { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL } };
+	for (guint i = 0; i < mounts->len; i++) {
+		const struct mount_entry *e = g_ptr_array_index(mounts, i);
+		if (strcmp(e->fstype, "cgroup2") == 0 && !v2)
+			v2 = e;
+		if (strcmp(e->fstype, "cgroup") != 0)
+			continue;
+		if (has_word(e->super_options, ",", "cpu") && out->config.cpu.version == CGROUP_NONE)
+			take(&out->config.cpu, CGROUP_V1, e, out);
+		if (has_word(e->super_options, ",", "cpuset") && out->config.cpuset.version == CGROUP_NONE)
+			take(&out->config.cpuset, CGROUP_V1, e, out);
+	}
+	if (v2 && (out->config.cpu.version == CGROUP_NONE || out->config.cpuset.version == CGROUP_NONE)) {
+		int fd = open(v2->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		gboolean cpu = fd >= 0 && out->config.cpu.version == CGROUP_NONE && v2_offers(fd, "cpu");
+		gboolean cpuset = fd >= 0 && out->config.cpuset.version == CGROUP_NONE && v2_offers(fd, "cpuset");
+		if (fd >= 0)
+			close(fd);
+		if (cpu)
+			take(&out->config.cpu, CGROUP_V2, v2, out);
+		if (cpuset)
+			take(&out->config.cpuset, CGROUP_V2, v2, out);
+	}
+}
+
+static const char *describe(const struct cgroup_hierarchy *h)
+{
+	return h->version == CGROUP_V1 ? "cgroup v1" : h->version == CGROUP_V2 ? "cgroup v2" : "not available";
+}
+
+void cgroups_log(const struct daemon_cgroups *c)
+{
+	g_message("CPU limits from: cpuset %s, quota %s", describe(&c->config.cpuset), describe(&c->config.cpu));
+}
+
+void cgroups_clear(struct daemon_cgroups *c)
+{
+	for (guint i = 0; c->fds && i < c->fds->len; i++)
+		close(g_array_index(c->fds, int, i));
+	g_clear_pointer(&c->fds, g_array_unref);
+	g_clear_pointer(&c->roots, g_ptr_array_unref);
+}

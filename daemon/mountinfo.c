@@ -1,0 +1,61 @@
+/* The daemon's mount table. */
+#include "mountinfo.h"
+
+#include <string.h>
+
+static void mount_entry_free(gpointer p)
+{
+	struct mount_entry *e = p;
+	mountinfo_entry_clear(e);
+	g_free(e);
+}
+
+void mountinfo_entry_clear(struct mount_entry *e)
+{
+	g_clear_pointer(&e->mountpoint, g_free);
+	g_clear_pointer(&e->root, g_free);
+	g_clear_pointer(&e->fstype, g_free);
+	g_clear_pointer(&e->super_options, g_free);
+}
+
+GPtrArray *mountinfo_read(void)
+{
+	g_autofree char *text = NULL;
+	GPtrArray *mounts = g_ptr_array_new_with_free_func(mount_entry_free);
+
+	if (!g_file_get_contents("/proc/self/mountinfo", &text, NULL, NULL))
+		return mounts;
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	for (char **line = lines; *line; line++) {
+		/* id parent dev ROOT MOUNTPOINT opts [optional...] - FSTYPE source SUPEROPTS */
+		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
+		guint n = g_strv_length(f), sep = 6;
+		while (sep < n && strcmp(f[sep], "-") != 0)
+			sep++;
+		if (n < 5 || sep + 3 >= n)
+			continue;
+		struct mount_entry *e = g_new0(struct mount_entry, 1);
+		e->root = g_strcompress(f[3]);
+		e->mountpoint = g_strcompress(f[4]);
+		e->fstype = g_strdup(f[sep + 1]);
+		e->super_options = g_strdup(f[sep + 3]);
+		g_ptr_array_add(mounts, e);
+	}
+	return mounts;
+}
+
+gboolean mountinfo_find(const char *path, struct mount_entry *ret)
+{
+	g_autoptr(GPtrArray) mounts = mountinfo_read();
+	/* The last match is the mount on top. */
+	for (guint i = mounts->len; i-- > 0;) {
+		struct mount_entry *e = g_ptr_array_index(mounts, i);
+		if (strcmp(e->mountpoint, path) == 0) {
+			*ret = (struct mount_entry){ g_strdup(e->mountpoint), g_strdup(e->root),
+						     g_strdup(e->fstype), g_strdup(e->super_options) };
+			return TRUE;
+		}
+	}
+	return FALSE;
+}
+

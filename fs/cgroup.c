@@ -1,0 +1,246 @@
+#include "cgroup.h"
+
+#include "procfile.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cgroup_paths_clear(struct cgroup_paths *p)
+{
+	g_clear_pointer(&p->cpu, g_free);
+	g_clear_pointer(&p->cpuset, g_free);
+}
+
+static gboolean names_controller(const char *list, const char *controller)
+{
+	g_auto(GStrv) names = g_strsplit(list, ",", -1);
+	return g_strv_contains((const char *const *)names, controller);
+}
+
+int cgroup_parse_membership(const char *text, const struct cgroup_config *cfg,
+			    struct cgroup_paths *ret)
+{
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	struct cgroup_paths p = { 0 };
+
+	for (char **line = lines; *line; line++) {
+		if (**line == '\0')
+			continue;
+		/* hierarchy-id:controller-list:path, path may hold ':' */
+		g_auto(GStrv) f = g_strsplit(*line, ":", 3);
+		if (g_strv_length(f) != 3 || f[2][0] != '/') {
+			cgroup_paths_clear(&p);
+			return -EINVAL;
+		}
+		gboolean v2 = strcmp(f[0], "0") == 0 && f[1][0] == '\0';
+		struct {
+			const struct cgroup_hierarchy *h;
+			const char *controller;
+			char **slot;
+		} wants[] = { { &cfg->cpu, "cpu", &p.cpu }, { &cfg->cpuset, "cpuset", &p.cpuset } };
+		for (size_t i = 0; i < G_N_ELEMENTS(wants); i++) {
+			gboolean match = wants[i].h->version == CGROUP_V2 ? v2
+				       : wants[i].h->version == CGROUP_V1 && !v2 &&
+					 names_controller(f[1], wants[i].controller);
+			if (match && !*wants[i].slot)
+				*wants[i].slot = g_strdup(f[2]);
+		}
+	}
+	*ret = p;
+	return 0;
+}
+
+/* The cgroup's directory relative to the hierarchy's mount: "." for the
+ * mount's own cgroup. NULL if the cgroup is outside what is mounted. */
+static char *relative_dir(const struct cgroup_hierarchy *h, const char *path)
+{
+	const char *root = h->mount_root ? h->mount_root : "/";
+	size_t n = strlen(root);
+
+	if (strcmp(root, "/") != 0) {
+		if (strncmp(path, root, n) != 0 || (path[n] != '/' && path[n] != '\0'))
+			return NULL;
+		path += n;
+	}
+	while (*path == '/')
+		path++;
+	return g_strdup(*path ? path : ".");
+}
+
+/* The parent of a relative dir; FALSE at the top. */
+static gboolean step_up(char *dir)
+{
+	if (strcmp(dir, ".") == 0)
+		return FALSE;
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		strcpy(dir, ".");
+	return TRUE;
+}
+
+/* The text of dir/name; -ENOENT if the file does not exist. */
+static int read_text(const struct cgroup_hierarchy *h, const char *dir, const char *name, char **ret)
+{
+	g_autofree char *path = g_build_filename(dir, name, NULL);
+	g_autoptr(GBytes) b = NULL;
+	int r = procfile_read_at(h->root_fd, path, &b);
+	if (r < 0)
+		return r;
+	gsize len;
+	const char *data = g_bytes_get_data(b, &len);
+	if (memchr(data, '\0', len))
+		return -EINVAL;
+	*ret = g_strstrip(g_strndup(data, len));
+	return 0;
+}
+
+static int bad(const char *dir, const char *name, char **ret_culprit)
+{
+	if (ret_culprit)
+		*ret_culprit = g_build_filename(dir, name, NULL);
+	return -EINVAL;
+}
+
+static gboolean parse_positive(const char *text, uint64_t *ret)
+{
+	guint64 v;
+	if (!g_ascii_string_to_unsigned(text, 10, 1, G_MAXINT64, &v, NULL))
+		return FALSE;
+	*ret = v;
+	return TRUE;
+}
+
+__extension__ typedef unsigned __int128 u128;
+
+/* Keep the smaller ratio quota/period of (q, p) and the limits so far. */
+static void keep_smaller_quota(struct cgroup_limits *l, uint64_t q, uint64_t p)
+{
+	/* q/p < lq/lp  <=>  q*lp < lq*p, in 128 bits */
+	if (!l->has_quota ||
+	    (u128)q * l->period_us < (u128)l->quota_us * p) {
+		l->has_quota = TRUE;
+		l->quota_us = q;
+		l->period_us = p;
+	}
+}
+
+/* One level's quota and period; FALSE for garbage. *ret_limited is FALSE
+ * for "no limit" (v1 quota -1, v2 "max"). */
+static int level_quota(const struct cgroup_hierarchy *h, const char *dir, uint64_t *q, uint64_t *p,
+		       gboolean *ret_limited, char **ret_culprit)
+{
+	g_autofree char *a = NULL, *b = NULL;
+	int r;
+
+	*ret_limited = FALSE;
+	if (h->version == CGROUP_V2) {
+		r = read_text(h, dir, "cpu.max", &a);
+		if (r == -ENOENT)
+			return 0; /* the root cgroup has none */
+		if (r < 0)
+			return r == -EINVAL ? bad(dir, "cpu.max", ret_culprit) : r;
+		g_auto(GStrv) f = g_strsplit(a, " ", -1);
+		if (g_strv_length(f) != 2 || !parse_positive(f[1], p))
+			return bad(dir, "cpu.max", ret_culprit);
+		if (strcmp(f[0], "max") == 0)
+			return 0;
+		if (!parse_positive(f[0], q))
+			return bad(dir, "cpu.max", ret_culprit);
+		*ret_limited = TRUE;
+		return 0;
+	}
+	r = read_text(h, dir, "cpu.cfs_quota_us", &a);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r == -EINVAL ? bad(dir, "cpu.cfs_quota_us", ret_culprit) : r;
+	if (strcmp(a, "-1") == 0)
+		return 0;
+	if (!parse_positive(a, q))
+		return bad(dir, "cpu.cfs_quota_us", ret_culprit);
+	r = read_text(h, dir, "cpu.cfs_period_us", &b);
+	if (r < 0 || !parse_positive(b, p))
+		return r < 0 && r != -EINVAL ? r : bad(dir, "cpu.cfs_period_us", ret_culprit);
+	*ret_limited = TRUE;
+	return 0;
+}
+
+static int read_quota(const struct cgroup_hierarchy *h, const char *path, struct cgroup_limits *l,
+		      char **ret_culprit)
+{
+	g_autofree char *dir = relative_dir(h, path);
+	if (!dir)
+		return -ENOENT;
+	if (strcmp(dir, ".") != 0 && faccessat(h->root_fd, dir, F_OK, 0) < 0)
+		return -ENOENT; /* the cgroup vanished */
+	do {
+		uint64_t q = 0, p = 0;
+		gboolean limited;
+		int r = level_quota(h, dir, &q, &p, &limited, ret_culprit);
+		if (r < 0)
+			return r;
+		if (limited)
+			keep_smaller_quota(l, q, p);
+	} while (step_up(dir));
+	return 0;
+}
+
+static int read_cpuset(const struct cgroup_hierarchy *h, const char *path, struct cgroup_limits *l,
+		       char **ret_culprit)
+{
+	g_autofree char *dir = relative_dir(h, path);
+	/* v2 and newer v1 kernels write the effective set; older v1 leave it
+	 * to be found in cpuset.cpus, walking up while a level is empty. */
+	const char *names[] = { h->version == CGROUP_V2 ? "cpuset.cpus.effective" : "cpuset.effective_cpus",
+				"cpuset.cpus" };
+	if (!dir)
+		return -ENOENT;
+	if (strcmp(dir, ".") != 0 && faccessat(h->root_fd, dir, F_OK, 0) < 0)
+		return -ENOENT;
+	for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+		g_autofree char *walk = g_strdup(dir);
+		do {
+			g_autofree char *text = NULL;
+			int r = read_text(h, walk, names[i], &text);
+			if (r == -ENOENT)
+				continue;
+			if (r < 0 || cpuset_parse_list(text, &l->cpuset) < 0)
+				return r < 0 && r != -EINVAL ? r : bad(walk, names[i], ret_culprit);
+			if (cpuset_count(&l->cpuset) == 0)
+				continue;
+			l->has_cpuset = TRUE;
+			return 0;
+		} while (step_up(walk));
+	}
+	/* The controller is there but no level names a CPU: garbage. */
+	return bad(dir, names[0], ret_culprit);
+}
+
+int cgroup_read_limits(const struct cgroup_config *cfg, const struct cgroup_paths *p,
+		       struct cgroup_limits *ret, char **ret_culprit)
+{
+	struct cgroup_limits l = { 0 };
+	int r;
+
+	if (cfg->cpuset.version != CGROUP_NONE && p->cpuset) {
+		r = read_cpuset(&cfg->cpuset, p->cpuset, &l, ret_culprit);
+		if (r < 0)
+			return r;
+	}
+	if (cfg->cpu.version != CGROUP_NONE && p->cpu) {
+		r = read_quota(&cfg->cpu, p->cpu, &l, ret_culprit);
+		if (r < 0)
+			return r;
+	}
+	*ret = l;
+	return 0;
+}
+
+unsigned cgroup_quota_cpus(uint64_t quota_us, uint64_t period_us)
+{
+	uint64_t n = quota_us / period_us + (quota_us % period_us != 0);
+	return n == 0 ? 1 : n > CPUSET_MAX ? CPUSET_MAX : (unsigned)n;
+}

@@ -1,0 +1,58 @@
+/* Reading a caller's CPU limits from cgroup v1 and v2 hierarchies. The
+ * hierarchies are directory fds handed in by the daemon (or by tests, on
+ * fixture trees), so nothing here knows where cgroupfs is mounted. */
+#pragma once
+
+#include "cpuset.h"
+
+#include <glib.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum cgroup_version {
+	CGROUP_NONE, /* the controller is not available */
+	CGROUP_V1,
+	CGROUP_V2,
+};
+
+/* Where one controller's hierarchy is, as the daemon sees it. */
+struct cgroup_hierarchy {
+	enum cgroup_version version;
+	int root_fd;            /* the mount of the hierarchy, -1 if none */
+	const char *mount_root; /* the cgroup at that mount ("/" unless a subtree is mounted) */
+};
+
+struct cgroup_config {
+	struct cgroup_hierarchy cpu;    /* CFS bandwidth: v1 cpu.cfs_*, v2 cpu.max */
+	struct cgroup_hierarchy cpuset; /* v1 cpuset.*cpus, v2 cpuset.cpus.effective */
+};
+
+/* A process's cgroup in each hierarchy, as /proc/<pid>/cgroup names it. */
+struct cgroup_paths {
+	char *cpu;    /* NULL when the controller is not available */
+	char *cpuset;
+};
+
+void cgroup_paths_clear(struct cgroup_paths *p);
+
+/* Parse the text of /proc/<pid>/cgroup. 0 or -EINVAL. */
+int cgroup_parse_membership(const char *text, const struct cgroup_config *cfg,
+			    struct cgroup_paths *ret);
+
+struct cgroup_limits {
+	gboolean has_cpuset;
+	struct cpuset cpuset; /* effective CPUs of the cgroup */
+	gboolean has_quota;
+	uint64_t quota_us;    /* the smallest quota/period over the cgroup and its ancestors */
+	uint64_t period_us;
+};
+
+/* Read the limits of the cgroups in p. 0, -ENOENT if a hierarchy or
+ * cgroup is gone, or -EINVAL for files the kernel would not write (an
+ * empty cpuset, a zero or negative quota or period, garbage); then
+ * *ret_culprit names the file. */
+int cgroup_read_limits(const struct cgroup_config *cfg, const struct cgroup_paths *p,
+		       struct cgroup_limits *ret, char **ret_culprit);
+
+/* How many CPUs a CFS quota grants: ceil(quota/period), at least 1. */
+unsigned cgroup_quota_cpus(uint64_t quota_us, uint64_t period_us);

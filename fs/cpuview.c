@@ -1,0 +1,411 @@
+#include "cpuview.h"
+
+#include "procfile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How long a caller's map is reused: a process moved to another cgroup
+ * sees the new view within this time. */
+#define MAP_LIFETIME_US G_USEC_PER_SEC
+/* Past this many callers a thread's cache starts over. */
+#define MAP_CACHE_MAX 4096
+
+struct cpuview {
+	struct cpuview_config cfg;
+	guint64 id;        /* tells this view's cached maps from another's */
+	GMutex lock;       /* guards reported */
+	GHashTable *reported; /* files already reported as unusable */
+};
+
+/* ---------------------------------------------------------------- maps -- */
+
+struct cpu_map *cpu_map_new(const struct cpuset *online, const struct cgroup_limits *limits,
+			    gboolean use_quota)
+{
+	struct cpuset visible = *online;
+
+	if (limits && limits->has_cpuset)
+		cpuset_intersect(&visible, &limits->cpuset);
+	if (cpuset_count(&visible) == 0) /* a cpuset of offline CPUs only */
+		visible = *online;
+	unsigned n = cpuset_count(&visible);
+	if (use_quota && limits && limits->has_quota)
+		n = MIN(n, cgroup_quota_cpus(limits->quota_us, limits->period_us));
+	n = MAX(n, 1);
+	struct cpu_map *m = g_atomic_rc_box_alloc0(sizeof(*m) + n * sizeof(m->host[0]));
+	m->count = cpuset_members(&visible, m->host, n);
+	m->is_host = cpuset_equal(&visible, online) && m->count == cpuset_count(online);
+	return m;
+}
+
+struct cpu_map *cpu_map_ref(struct cpu_map *m)
+{
+	return g_atomic_rc_box_acquire(m);
+}
+
+void cpu_map_unref(struct cpu_map *m)
+{
+	if (m)
+		g_atomic_rc_box_release(m);
+}
+
+/* ------------------------------------------------------- per-thread cache -- */
+
+struct cached_map {
+	guint64 view_id;
+	gint64 expires;
+	struct cpu_map *map;
+};
+
+static void cached_map_free(gpointer p)
+{
+	struct cached_map *c = p;
+	cpu_map_unref(c->map);
+	g_free(c);
+}
+
+static void cache_free(gpointer table)
+{
+	g_hash_table_unref(table);
+}
+
+/* Each FUSE worker thread keeps its own cache: no lock on the hot path. */
+static GPrivate thread_cache = G_PRIVATE_INIT(cache_free);
+
+static GHashTable *my_cache(void)
+{
+	GHashTable *t = g_private_get(&thread_cache);
+	if (!t) {
+		t = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, cached_map_free);
+		g_private_set(&thread_cache, t);
+	}
+	return t;
+}
+
+int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret)
+{
+	static guint64 next_id = 1;
+	struct cpuview *cv = g_new0(struct cpuview, 1);
+
+	cv->cfg = *cfg;
+	cv->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+	g_mutex_init(&cv->lock);
+	cv->reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	*ret = cv;
+	return 0;
+}
+
+void cpuview_free(struct cpuview *cv)
+{
+	if (!cv)
+		return;
+	g_hash_table_unref(cv->reported);
+	g_mutex_clear(&cv->lock);
+	g_free(cv);
+}
+
+static void report_once(struct cpuview *cv, const char *file, int err)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cv->lock);
+	if (!cv->cfg.report || !g_hash_table_add(cv->reported, g_strdup(file)))
+		return;
+	cv->cfg.report(cv->cfg.report_data, file, err);
+}
+
+static int read_online(struct cpuview *cv, struct cpuset *ret)
+{
+	g_autoptr(GBytes) text = NULL;
+	int r = procfile_read_at(cv->cfg.sys_cpu_fd, "online", &text);
+	if (r < 0)
+		return r;
+	g_autofree char *s = g_strndup(g_bytes_get_data(text, NULL), g_bytes_get_size(text));
+	return cpuset_parse_list(s, ret);
+}
+
+/* The caller's limits; FALSE (after reporting what was wrong) when its
+ * cgroup files cannot be used. */
+static gboolean caller_limits(struct cpuview *cv, pid_t tid, struct cgroup_limits *ret)
+{
+	char path[32];
+	g_autoptr(GBytes) text = NULL;
+	struct cgroup_paths paths = { 0 };
+	g_autofree char *culprit = NULL;
+
+	snprintf(path, sizeof(path), "%d/cgroup", (int)tid);
+	if (procfile_read_at(cv->cfg.proc_fd, path, &text) < 0)
+		return FALSE; /* the caller is gone */
+	g_autofree char *s = g_strndup(g_bytes_get_data(text, NULL), g_bytes_get_size(text));
+	if (cgroup_parse_membership(s, &cv->cfg.cgroups, &paths) < 0) {
+		report_once(cv, path, EINVAL);
+		return FALSE;
+	}
+	int r = cgroup_read_limits(&cv->cfg.cgroups, &paths, ret, &culprit);
+	if (r == -EINVAL)
+		report_once(cv, culprit ? culprit : path, EINVAL);
+	cgroup_paths_clear(&paths);
+	return r == 0;
+}
+
+static struct cpu_map *compute_map(struct cpuview *cv, pid_t tid)
+{
+	struct cpuset online;
+	struct cgroup_limits limits;
+
+	if (read_online(cv, &online) < 0) {
+		report_once(cv, "online", EINVAL);
+		cpuset_clear(&online);
+		cpuset_add(&online, 0);
+	}
+	gboolean limited = caller_limits(cv, tid, &limits);
+	return cpu_map_new(&online, limited ? &limits : NULL, cv->cfg.use_quota);
+}
+
+struct cpu_map *cpuview_map_for(struct cpuview *cv, pid_t tid)
+{
+	GHashTable *cache = my_cache();
+	gint64 now = g_get_monotonic_time();
+	struct cached_map *c = g_hash_table_lookup(cache, GINT_TO_POINTER(tid));
+
+	if (c && c->view_id == cv->id && c->expires > now)
+		return cpu_map_ref(c->map);
+	if (g_hash_table_size(cache) >= MAP_CACHE_MAX)
+		g_hash_table_remove_all(cache);
+	c = g_new0(struct cached_map, 1);
+	c->view_id = cv->id;
+	c->expires = now + MAP_LIFETIME_US;
+	c->map = compute_map(cv, tid);
+	g_hash_table_replace(cache, GINT_TO_POINTER(tid), c);
+	return cpu_map_ref(c->map);
+}
+
+/* ----------------------------------------------------------- renderers -- */
+
+int cpu_map_view_cpu(const struct cpu_map *m, unsigned host_cpu)
+{
+	for (unsigned i = 0; i < m->count; i++)
+		if (m->host[i] == host_cpu)
+			return (int)i;
+	return -1;
+}
+
+/* "key<tabs>: value" -> the key, and where the value starts. */
+static gboolean split_field(const char *line, char **ret_key, const char **ret_value)
+{
+	const char *colon = strchr(line, ':');
+	if (!colon)
+		return FALSE;
+	*ret_key = g_strstrip(g_strndup(line, (gsize)(colon - line)));
+	*ret_value = colon[1] == ' ' ? colon + 2 : colon + 1;
+	return TRUE;
+}
+
+static const char *block_field(char **lines, const char *key)
+{
+	for (char **l = lines; *l; l++) {
+		g_autofree char *k = NULL;
+		const char *value;
+		if (split_field(*l, &k, &value) && strcmp(k, key) == 0)
+			return value;
+	}
+	return NULL;
+}
+
+struct cpuinfo_block {
+	char **lines;
+	const char *package; /* "physical id", NULL where the shape has none */
+	const char *core;    /* "core id" */
+};
+
+int cpuview_render_cpuinfo(const char *host, const struct cpu_map *m, GString **ret)
+{
+	if (m->is_host) {
+		*ret = g_string_new(host);
+		return 0;
+	}
+	g_auto(GStrv) blocks = g_strsplit(host, "\n\n", -1);
+	guint nblocks = g_strv_length(blocks);
+	g_autofree struct cpuinfo_block *by_view = g_new0(struct cpuinfo_block, m->count);
+	g_autoptr(GPtrArray) to_free = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
+	g_autoptr(GString) tail = g_string_new(NULL); /* blocks that are no CPU's */
+
+	for (guint b = 0; b < nblocks; b++) {
+		if (blocks[b][0] == '\0')
+			continue;
+		char **lines = g_strsplit(blocks[b], "\n", -1);
+		g_ptr_array_add(to_free, lines);
+		const char *proc = block_field(lines, "processor");
+		guint64 cpu;
+		if (!proc || !g_ascii_string_to_unsigned(proc, 10, 0, CPUSET_MAX - 1, &cpu, NULL)) {
+			g_string_append_printf(tail, "%s\n\n", blocks[b]);
+			continue;
+		}
+		int v = cpu_map_view_cpu(m, (unsigned)cpu);
+		if (v >= 0)
+			by_view[v] = (struct cpuinfo_block){ lines, block_field(lines, "physical id"),
+							     block_field(lines, "core id") };
+	}
+	g_autoptr(GString) out = g_string_new(NULL);
+	for (unsigned v = 0; v < m->count; v++) {
+		if (!by_view[v].lines)
+			return -EINVAL; /* a shown CPU without a block */
+		/* CPUs of the same package shown, and their distinct cores */
+		unsigned siblings = 0;
+		g_autoptr(GHashTable) cores = g_hash_table_new(g_str_hash, g_str_equal);
+		for (unsigned w = 0; w < m->count; w++) {
+			if (g_strcmp0(by_view[w].package, by_view[v].package) != 0)
+				continue;
+			siblings++;
+			if (by_view[w].core)
+				g_hash_table_add(cores, (gpointer)by_view[w].core);
+		}
+		for (char **l = by_view[v].lines; *l; l++) {
+			g_autofree char *key = NULL;
+			const char *value;
+			if (!split_field(*l, &key, &value)) {
+				g_string_append_printf(out, "%s\n", *l);
+				continue;
+			}
+			gsize keylen = (gsize)(value - *l);
+			if (strcmp(key, "processor") == 0)
+				g_string_append_printf(out, "%.*s%u\n", (int)keylen, *l, v);
+			else if (strcmp(key, "siblings") == 0)
+				g_string_append_printf(out, "%.*s%u\n", (int)keylen, *l, siblings);
+			else if (strcmp(key, "cpu cores") == 0)
+				g_string_append_printf(out, "%.*s%u\n", (int)keylen, *l,
+						       MAX(g_hash_table_size(cores), 1));
+			else
+				g_string_append_printf(out, "%s\n", *l);
+		}
+		g_string_append_c(out, '\n');
+	}
+	g_string_append_len(out, tail->str, (gssize)tail->len);
+	*ret = g_steal_pointer(&out);
+	return 0;
+}
+
+/* "cpuN" at the start of a /proc/stat line: N, else -1 (-2 for "cpu "). */
+static int stat_cpu_number(const char *line, const char **ret_rest)
+{
+	if (strncmp(line, "cpu", 3) != 0)
+		return -1;
+	if (line[3] == ' ') {
+		*ret_rest = line + 3;
+		return -2;
+	}
+	char *end;
+	if (!g_ascii_isdigit(line[3]))
+		return -1;
+	unsigned long n = strtoul(line + 3, &end, 10);
+	if (*end != ' ' || n >= CPUSET_MAX)
+		return -1;
+	*ret_rest = end;
+	return (int)n;
+}
+
+int cpuview_render_stat(const char *host, const struct cpu_map *m, GString **ret)
+{
+	if (m->is_host) {
+		*ret = g_string_new(host);
+		return 0;
+	}
+	g_auto(GStrv) lines = g_strsplit(host, "\n", -1);
+	g_autofree const char **shown = g_new0(const char *, m->count); /* fields of view CPU i */
+	guint64 sum[16] = { 0 };
+	guint nfields = 0;
+
+	for (char **l = lines; *l; l++) {
+		const char *rest;
+		int cpu = stat_cpu_number(*l, &rest);
+		int v = cpu >= 0 ? cpu_map_view_cpu(m, (unsigned)cpu) : -1;
+		if (v >= 0)
+			shown[v] = rest;
+	}
+	for (unsigned v = 0; v < m->count; v++) {
+		if (!shown[v])
+			return -EINVAL;
+		g_autofree char *fields = g_strstrip(g_strdup(shown[v]));
+		g_auto(GStrv) f = g_strsplit(fields, " ", -1);
+		guint n = g_strv_length(f);
+		if (n == 0 || n > G_N_ELEMENTS(sum) || (nfields && n != nfields))
+			return -EINVAL;
+		nfields = n;
+		for (guint i = 0; i < n; i++) {
+			guint64 x;
+			if (!g_ascii_string_to_unsigned(f[i], 10, 0, G_MAXUINT64, &x, NULL))
+				return -EINVAL;
+			sum[i] += x;
+		}
+	}
+	g_autoptr(GString) out = g_string_new(NULL);
+	gboolean cpus_written = FALSE;
+	for (char **l = lines; *l; l++) {
+		const char *rest;
+		int cpu = stat_cpu_number(*l, &rest);
+		if (cpu == -2) {
+			g_string_append(out, "cpu ");
+			for (guint i = 0; i < nfields; i++)
+				g_string_append_printf(out, " %" G_GUINT64_FORMAT, sum[i]);
+		} else if (cpu >= 0) {
+			if (cpus_written)
+				continue;
+			for (unsigned v = 0; v < m->count; v++)
+				g_string_append_printf(out, "cpu%u%s%s", v, shown[v], v + 1 < m->count ? "\n" : "");
+			cpus_written = TRUE;
+		} else {
+			g_string_append(out, *l);
+		}
+		if (l[1])
+			g_string_append_c(out, '\n');
+	}
+	*ret = g_steal_pointer(&out);
+	return 0;
+}
+
+GString *cpuview_render_range(const struct cpu_map *m)
+{
+	GString *out = g_string_new("0");
+	if (m->count > 1)
+		g_string_append_printf(out, "-%u", m->count - 1);
+	g_string_append_c(out, '\n');
+	return out;
+}
+
+static int host_set(const char *host, gboolean mask, struct cpuset *ret)
+{
+	return mask ? cpuset_parse_mask(host, ret) : cpuset_parse_list(host, ret);
+}
+
+static int render_set(const char *host, const struct cpu_map *m, gboolean mask, GString **ret)
+{
+	struct cpuset in, out;
+	if (m->is_host) {
+		*ret = g_string_new(host);
+		return 0;
+	}
+	if (host_set(host, mask, &in) < 0)
+		return -EINVAL;
+	cpuset_clear(&out);
+	for (unsigned v = 0; v < m->count; v++)
+		if (cpuset_has(&in, m->host[v]))
+			cpuset_add(&out, v);
+	unsigned words = 1;
+	for (const char *p = host; *p; p++)
+		words += *p == ',';
+	g_autofree char *text = mask ? cpuset_format_mask(&out, words) : cpuset_format_list(&out);
+	*ret = g_string_new(text);
+	g_string_append_c(*ret, '\n');
+	return 0;
+}
+
+int cpuview_render_list(const char *host, const struct cpu_map *m, GString **ret)
+{
+	return render_set(host, m, FALSE, ret);
+}
+
+int cpuview_render_mask(const char *host, const struct cpu_map *m, GString **ret)
+{
+	return render_set(host, m, TRUE, ret);
+}

@@ -1,0 +1,61 @@
+/* The CPU view: which host CPUs a caller sees, numbered 0..N-1 the same way
+ * in every file, and the renderers that rewrite host text for it.
+ *
+ * N = min(|effective cpuset ∩ online|, ceil(min quota/period over the
+ * cgroup and its ancestors)), at least 1; the visible CPUs are the first N
+ * of the cpuset. A caller with no limit sees the host's files unchanged. */
+#pragma once
+
+#include "cgroup.h"
+
+#include <glib.h>
+#include <sys/types.h>
+
+/* The CPUs one caller sees. Immutable once made; reference counted. */
+struct cpu_map {
+	gboolean is_host; /* no limit: serve the host's text as it is */
+	unsigned count;   /* CPUs shown */
+	unsigned host[];  /* view CPU i stands for host CPU host[i] */
+};
+
+/* The map for an online set and a cgroup's limits (NULL: none). */
+struct cpu_map *cpu_map_new(const struct cpuset *online, const struct cgroup_limits *limits,
+			    gboolean use_quota);
+struct cpu_map *cpu_map_ref(struct cpu_map *m);
+void cpu_map_unref(struct cpu_map *m);
+typedef struct cpu_map cpu_map;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(cpu_map, cpu_map_unref)
+/* The view number of a host CPU, or -1 if it is not shown. */
+int cpu_map_view_cpu(const struct cpu_map *m, unsigned host_cpu);
+
+/* Called once per cgroup whose files could not be used (the caller then
+ * gets the host's view): data, the file, and the errno. */
+typedef void (*cpuview_report_fn)(void *data, const char *file, int err);
+
+struct cpuview_config {
+	int proc_fd;    /* where callers' /proc/<tid>/cgroup is read */
+	int sys_cpu_fd; /* the host's /sys/devices/system/cpu */
+	struct cgroup_config cgroups;
+	gboolean use_quota; /* --cpu-limit=cpuset+quota (else cpuset only) */
+	cpuview_report_fn report;
+	void *report_data;
+};
+
+struct cpuview;
+
+int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret);
+void cpuview_free(struct cpuview *cv);
+
+/* The map of the caller thread tid; never fails: on any error in the
+ * caller's cgroup files it is the host's. Kept for a second per thread. */
+struct cpu_map *cpuview_map_for(struct cpuview *cv, pid_t tid);
+
+/* Renderers: host text in, the caller's text out. 0 or -EINVAL when the
+ * host text does not have the expected shape. */
+int cpuview_render_cpuinfo(const char *host, const struct cpu_map *m, GString **ret);
+int cpuview_render_stat(const char *host, const struct cpu_map *m, GString **ret);
+/* online, possible, present: "0-(N-1)\n" */
+GString *cpuview_render_range(const struct cpu_map *m);
+/* A CPU list or mask of host numbers, in view numbers. */
+int cpuview_render_list(const char *host, const struct cpu_map *m, GString **ret);
+int cpuview_render_mask(const char *host, const struct cpu_map *m, GString **ret);

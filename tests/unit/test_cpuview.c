@@ -1,0 +1,213 @@
+/* CPU maps and the renderers, on captured host text in
+ * tests/fixtures/cpuinfo (x86 Intel and AMD shapes, arm64, /proc/stat). */
+#include "cpuview.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+static char *fixture(const char *name)
+{
+	g_autofree char *path = g_build_filename(g_getenv("CGPROCFS_FIXTURES"), "cpuinfo", name, NULL);
+	char *text = NULL;
+	cr_assert(g_file_get_contents(path, &text, NULL, NULL), "%s", path);
+	return text;
+}
+
+static struct cpu_map *map_of(const char *online, const char *cpuset, uint64_t quota, uint64_t period)
+{
+	struct cpuset on;
+	struct cgroup_limits l = { 0 };
+	cr_assert_eq(cpuset_parse_list(online, &on), 0);
+	if (cpuset) {
+		l.has_cpuset = TRUE;
+		cr_assert_eq(cpuset_parse_list(cpuset, &l.cpuset), 0);
+	}
+	if (quota) {
+		l.has_quota = TRUE;
+		l.quota_us = quota;
+		l.period_us = period;
+	}
+	return cpu_map_new(&on, &l, TRUE);
+}
+
+/* The values of key in text, one per block, joined with ','. */
+static char *values(const char *text, const char *key)
+{
+	g_autoptr(GString) out = g_string_new(NULL);
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	for (char **l = lines; *l; l++) {
+		if (!g_str_has_prefix(*l, key) || !strchr(*l, ':'))
+			continue;
+		g_autofree char *k = g_strstrip(g_strndup(*l, (gsize)(strchr(*l, ':') - *l)));
+		if (strcmp(k, key) == 0)
+			g_string_append_printf(out, "%s%s", out->len ? "," : "", g_strstrip(strchr(*l, ':') + 1));
+	}
+	return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+Test(cpuview, the_count_is_the_smaller_of_cpuset_and_quota)
+{
+	g_autoptr(cpu_map) a = map_of("0-7", "2-3", 0, 0);
+	cr_assert_eq(a->count, 2);
+	cr_assert(a->host[0] == 2 && a->host[1] == 3);
+	cr_assert_not(a->is_host);
+	g_autoptr(cpu_map) b = map_of("0-7", "2-3", 50000, 100000);
+	cr_assert_eq(b->count, 1);
+	cr_assert_eq(b->host[0], 2, "the first CPUs of the cpuset");
+	g_autoptr(cpu_map) c = map_of("0-7", "0,2-3,7", 150000, 100000);
+	cr_assert_eq(c->count, 2);
+	cr_assert(c->host[0] == 0 && c->host[1] == 2);
+	g_autoptr(cpu_map) d = map_of("0-3", "0-7", 0, 0);
+	cr_assert_eq(d->count, 4, "only online CPUs count");
+	cr_assert(d->is_host);
+	g_autoptr(cpu_map) e = map_of("0-3", NULL, 800000, 100000);
+	cr_assert(e->is_host, "a quota above the CPU count is no limit");
+	g_autoptr(cpu_map) f = map_of("0-3", "6-7", 0, 0);
+	cr_assert(f->is_host, "a cpuset of offline CPUs only shows the host");
+	cr_assert_eq(cpu_map_view_cpu(b, 2), 0);
+	cr_assert_eq(cpu_map_view_cpu(b, 3), -1);
+}
+
+Test(cpuview, a_quota_without_cpuset_limits_the_first_cpus)
+{
+	struct cpuset on;
+	cr_assert_eq(cpuset_parse_list("0-3", &on), 0);
+	struct cgroup_limits l = { .has_quota = TRUE, .quota_us = 200000, .period_us = 100000 };
+	g_autoptr(cpu_map) m = cpu_map_new(&on, &l, TRUE);
+	cr_assert_eq(m->count, 2);
+	g_autoptr(cpu_map) ignored = cpu_map_new(&on, &l, FALSE);
+	cr_assert(ignored->is_host, "--cpu-limit=cpuset ignores the quota");
+}
+
+Test(cpuview, intel_cpuinfo_is_renumbered_and_recounted)
+{
+	g_autofree char *host = fixture("intel-4cpu");
+	g_autoptr(cpu_map) m = map_of("0-3", "1,3", 0, 0);
+	GString *out = NULL;
+	cr_assert_eq(cpuview_render_cpuinfo(host, m, &out), 0);
+	g_autofree char *text = g_string_free(out, FALSE);
+	g_autofree char *procs = values(text, "processor");
+	g_autofree char *siblings = values(text, "siblings");
+	g_autofree char *cores = values(text, "cpu cores");
+	g_autofree char *core_ids = values(text, "core id");
+	g_autofree char *apic = values(text, "apicid");
+	cr_assert_str_eq(procs, "0,1");
+	cr_assert_str_eq(siblings, "2,2");
+	cr_assert_str_eq(core_ids, "1,1", "host core ids kept, as sysfs topology shows them");
+	cr_assert_str_eq(cores, "1,1", "two threads of one core");
+	cr_assert_str_eq(apic, "2,3", "the host CPUs' own blocks");
+	cr_assert(g_str_has_suffix(text, "power management:\n\n"));
+}
+
+Test(cpuview, intel_cpuinfo_two_cores)
+{
+	g_autofree char *host = fixture("intel-4cpu");
+	g_autoptr(cpu_map) m = map_of("0-3", "0-1", 0, 0);
+	GString *out = NULL;
+	cr_assert_eq(cpuview_render_cpuinfo(host, m, &out), 0);
+	g_autofree char *text = g_string_free(out, FALSE);
+	g_autofree char *cores = values(text, "cpu cores");
+	cr_assert_str_eq(cores, "2,2");
+}
+
+Test(cpuview, amd_cpuinfo_keeps_every_other_line)
+{
+	g_autofree char *host = fixture("amd-2cpu");
+	g_autoptr(cpu_map) m = map_of("0-1", "1", 0, 0);
+	GString *out = NULL;
+	cr_assert_eq(cpuview_render_cpuinfo(host, m, &out), 0);
+	g_autofree char *text = g_string_free(out, FALSE);
+	/* The second block of the host, processor renumbered, siblings and
+	 * cpu cores recounted, everything else as it was. */
+	g_auto(GStrv) blocks = g_strsplit(host, "\n\n", -1);
+	g_auto(GStrv) want = g_strsplit(blocks[1], "\n", -1);
+	g_auto(GStrv) got = g_strsplit(text, "\n", -1);
+	for (guint i = 0; want[i]; i++) {
+		if (g_str_has_prefix(want[i], "processor") || g_str_has_prefix(want[i], "siblings") ||
+		    g_str_has_prefix(want[i], "cpu cores"))
+			continue;
+		cr_assert_str_eq(got[i], want[i]);
+	}
+	g_autofree char *procs = values(text, "processor");
+	cr_assert_str_eq(procs, "0");
+}
+
+Test(cpuview, arm64_cpuinfo_is_renumbered)
+{
+	g_autofree char *host = fixture("arm64-4cpu");
+	g_autoptr(cpu_map) m = map_of("0-3", "2-3", 0, 0);
+	GString *out = NULL;
+	cr_assert_eq(cpuview_render_cpuinfo(host, m, &out), 0);
+	g_autofree char *text = g_string_free(out, FALSE);
+	g_autofree char *procs = values(text, "processor");
+	g_autofree char *bogo = values(text, "BogoMIPS");
+	cr_assert_str_eq(procs, "0,1");
+	cr_assert_str_eq(bogo, "50.00,50.00");
+	cr_assert_null(strstr(text, "siblings"));
+}
+
+Test(cpuview, an_unlimited_caller_gets_the_host_text)
+{
+	g_autofree char *host = fixture("intel-4cpu");
+	g_autofree char *stat = fixture("stat-4cpu");
+	g_autoptr(cpu_map) m = map_of("0-3", NULL, 0, 0);
+	GString *a = NULL, *b = NULL;
+	cr_assert_eq(cpuview_render_cpuinfo(host, m, &a), 0);
+	cr_assert_eq(cpuview_render_stat(stat, m, &b), 0);
+	cr_assert_str_eq(a->str, host);
+	cr_assert_str_eq(b->str, stat);
+	g_string_free(a, TRUE);
+	g_string_free(b, TRUE);
+}
+
+Test(cpuview, cpuinfo_without_a_block_for_a_shown_cpu_is_einval)
+{
+	g_autoptr(cpu_map) m = map_of("0-3", "3", 0, 0);
+	GString *out = NULL;
+	cr_assert_eq(cpuview_render_cpuinfo("processor\t: 0\nx\t: y\n\n", m, &out), -EINVAL);
+	cr_assert_null(out);
+}
+
+Test(cpuview, stat_sums_and_renumbers_the_shown_cpus)
+{
+	g_autofree char *host = fixture("stat-4cpu");
+	g_autoptr(cpu_map) m = map_of("0-3", "1,3", 0, 0);
+	GString *out = NULL;
+	cr_assert_eq(cpuview_render_stat(host, m, &out), 0);
+	g_autofree char *text = g_string_free(out, FALSE);
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	cr_assert_str_eq(lines[0], "cpu  198 18 98 1998 2 0 4 0 0 0");
+	cr_assert_str_eq(lines[1], "cpu0 101 11 51 1001 1 0 2 0 0 0");
+	cr_assert_str_eq(lines[2], "cpu1 97 7 47 997 1 0 2 0 0 0");
+	cr_assert_str_eq(lines[3], "intr 12345 0 0");
+	cr_assert(g_str_has_suffix(text, "softirq 555 0 1 2\n"), "other lines as they were");
+}
+
+Test(cpuview, stat_of_odd_shape_is_einval)
+{
+	g_autoptr(cpu_map) m = map_of("0-3", "1", 0, 0);
+	GString *out = NULL;
+	cr_assert_eq(cpuview_render_stat("cpu  1 2\ncpu0 1 2\n", m, &out), -EINVAL, "cpu1 missing");
+	cr_assert_eq(cpuview_render_stat("cpu  1 2\ncpu1 1 x\n", m, &out), -EINVAL);
+}
+
+Test(cpuview, ranges_lists_and_masks)
+{
+	g_autoptr(cpu_map) one = map_of("0-7", "5", 0, 0);
+	g_autoptr(cpu_map) three = map_of("0-7", "2,4,6", 0, 0);
+	GString *s = cpuview_render_range(one);
+	cr_assert_str_eq(s->str, "0\n");
+	g_string_free(s, TRUE);
+	s = cpuview_render_range(three);
+	cr_assert_str_eq(s->str, "0-2\n");
+	g_string_free(s, TRUE);
+
+	cr_assert_eq(cpuview_render_list("4-7\n", three, &s), 0);
+	cr_assert_str_eq(s->str, "1-2\n", "host 4 and 6 are view 1 and 2");
+	g_string_free(s, TRUE);
+	cr_assert_eq(cpuview_render_mask("00000000,000000f0\n", three, &s), 0);
+	cr_assert_str_eq(s->str, "00000000,00000006\n", "same width as the host's");
+	g_string_free(s, TRUE);
+	cr_assert_eq(cpuview_render_list("garbage", three, &s), -EINVAL);
+}

@@ -1,0 +1,354 @@
+#include "memo.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define SHARDS 16
+/* The refresher re-walks an entry once it is this share of max age old,
+ * so that entries being read never get older than max age. */
+#define REFRESH_AT(max_age) ((max_age) * 3 / 4)
+/* The refresher may spend this much CPU time in one burst. */
+#define BUDGET_BURST_US (200 * 1000)
+
+struct entry {
+	struct memo_key key;
+	GBytes *text;          /* NULL until the first walk is done */
+	gboolean walking;      /* a walk of this key is under way */
+	gboolean wanted;       /* read while stale: refresh first */
+	struct memo_signals signals; /* as of the last walk */
+	gint64 walked_at;      /* last walk */
+	gint64 checked_at;     /* last walk, or last probe that found no change */
+	gint64 read_at;        /* last memo_get */
+};
+
+struct shard {
+	GMutex lock;  /* guards entries and every entry in it */
+	GCond walked; /* a walk finished (single flight) */
+	GHashTable *entries; /* struct memo_key* -> struct entry* */
+};
+
+struct memo {
+	struct memo_config cfg;
+	struct memo_ops ops;
+	struct shard shards[SHARDS];
+	gint count; /* entries, all shards (atomic) */
+	/* counters, atomic */
+	guint64 hits, misses, stale_serves, walks, walks_skipped, evictions, budget_overruns, walk_cpu_us;
+	/* touched by the refresher thread only */
+	double tokens_us; /* CPU time the refresher may still spend */
+	gint64 refilled_at;
+};
+
+static void count(guint64 *counter, guint64 n)
+{
+	__atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
+}
+
+static guint key_hash(gconstpointer p)
+{
+	const struct memo_key *k = p;
+	return (guint)(k->ns * 0x9e3779b97f4a7c15ULL ^ (uint64_t)k->pid * 0xff51afd7ed558ccdULL ^ k->start_time);
+}
+
+static gboolean key_equal(gconstpointer a, gconstpointer b)
+{
+	const struct memo_key *x = a, *y = b;
+	return x->ns == y->ns && x->pid == y->pid && x->start_time == y->start_time;
+}
+
+static void entry_free(gpointer p)
+{
+	struct entry *e = p;
+	if (e->text)
+		g_bytes_unref(e->text);
+	g_free(e);
+}
+
+static struct shard *shard_of(struct memo *m, const struct memo_key *k)
+{
+	return &m->shards[key_hash(k) % SHARDS];
+}
+
+struct memo *memo_new(const struct memo_config *cfg, const struct memo_ops *ops)
+{
+	struct memo *m = g_new0(struct memo, 1);
+	m->cfg = *cfg;
+	m->ops = *ops;
+	for (int i = 0; i < SHARDS; i++) {
+		g_mutex_init(&m->shards[i].lock);
+		g_cond_init(&m->shards[i].walked);
+		m->shards[i].entries = g_hash_table_new_full(key_hash, key_equal, NULL, entry_free);
+	}
+	m->refilled_at = ops->now(ops->data);
+	m->tokens_us = BUDGET_BURST_US;
+	return m;
+}
+
+void memo_free(struct memo *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < SHARDS; i++) {
+		g_hash_table_unref(m->shards[i].entries);
+		g_mutex_clear(&m->shards[i].lock);
+		g_cond_clear(&m->shards[i].walked);
+	}
+	g_free(m);
+}
+
+static void remove_locked(struct memo *m, struct shard *s, struct entry *e)
+{
+	g_hash_table_remove(s->entries, &e->key);
+	g_atomic_int_add(&m->count, -1);
+}
+
+/* Drop the least recently read entry of all: shards are locked one at a
+ * time, never two at once. */
+static gboolean evict_oldest(struct memo *m)
+{
+	struct memo_key oldest;
+	gint64 oldest_read = G_MAXINT64;
+	int where = -1;
+
+	for (int i = 0; i < SHARDS; i++) {
+		G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&m->shards[i].lock);
+		GHashTableIter it;
+		gpointer value;
+		g_hash_table_iter_init(&it, m->shards[i].entries);
+		while (g_hash_table_iter_next(&it, NULL, &value)) {
+			struct entry *e = value;
+			if (!e->walking && e->read_at < oldest_read) {
+				oldest_read = e->read_at;
+				oldest = e->key;
+				where = i;
+			}
+		}
+	}
+	if (where < 0)
+		return FALSE;
+	struct shard *s = &m->shards[where];
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
+	struct entry *e = g_hash_table_lookup(s->entries, &oldest);
+	if (!e || e->walking)
+		return TRUE; /* someone else changed it: look again */
+	remove_locked(m, s, e);
+	count(&m->evictions, 1);
+	return TRUE;
+}
+
+/* The walk, timed on this thread's CPU clock, with the signals it saw. */
+static int walk(struct memo *m, const struct memo_key *key, GBytes **ret_text,
+		struct memo_signals *ret_signals)
+{
+	gint64 cpu = m->ops.thread_cpu(m->ops.data);
+	int r = m->ops.probe(m->ops.data, key, ret_signals);
+	if (r == 0)
+		r = m->ops.walk(m->ops.data, key, ret_text);
+	count(&m->walk_cpu_us, (guint64)MAX(m->ops.thread_cpu(m->ops.data) - cpu, 0));
+	if (r == 0)
+		count(&m->walks, 1);
+	return r;
+}
+
+int memo_get(struct memo *m, const struct memo_key *key, GBytes **ret_text)
+{
+	struct shard *s = shard_of(m, key);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
+	gboolean full = TRUE; /* FALSE once nothing could be evicted */
+
+	for (;;) {
+		struct entry *e = g_hash_table_lookup(s->entries, key);
+		gint64 now = m->ops.now(m->ops.data);
+		if (!e && full && (unsigned)g_atomic_int_get(&m->count) >= m->cfg.max_entries) {
+			g_mutex_unlock(&s->lock);
+			full = evict_oldest(m);
+			g_mutex_lock(&s->lock);
+			continue;
+		}
+		if (!e) {
+			/* First reader: walk, while later ones wait for it. */
+			e = g_new0(struct entry, 1);
+			e->key = *key;
+			e->walking = TRUE;
+			e->read_at = now;
+			g_hash_table_insert(s->entries, &e->key, e);
+			g_atomic_int_add(&m->count, 1);
+			count(&m->misses, 1);
+			GBytes *text = NULL;
+			struct memo_signals sig;
+			g_mutex_unlock(&s->lock);
+			int r = walk(m, key, &text, &sig);
+			g_mutex_lock(&s->lock);
+			gint64 done = m->ops.now(m->ops.data);
+			e->walking = FALSE;
+			g_cond_broadcast(&s->walked);
+			if (r < 0) {
+				remove_locked(m, s, e);
+				return r;
+			}
+			e->text = text;
+			e->signals = sig;
+			e->walked_at = e->checked_at = done;
+			*ret_text = g_bytes_ref(text);
+			return 0;
+		}
+		if (!e->text) {
+			/* Someone else's first walk: wait for it, then look again
+			 * (if it failed, the entry is gone and this reader walks). */
+			g_cond_wait(&s->walked, &s->lock);
+			continue;
+		}
+		e->read_at = now;
+		if (now - e->checked_at <= m->cfg.max_age_us) {
+			count(&m->hits, 1);
+		} else {
+			count(&m->stale_serves, 1);
+			if (!e->wanted) {
+				e->wanted = TRUE;
+				m->ops.wake_refresher(m->ops.data);
+			}
+		}
+		*ret_text = g_bytes_ref(e->text);
+		return 0;
+	}
+}
+
+/* The refresher's next job, found under the shard locks one at a time. */
+struct pick {
+	struct memo_key key;
+	gboolean found;
+	gint64 rank;     /* the larger, the sooner it is refreshed */
+	gint64 age;      /* how long since it was last known current */
+	gint64 next_due; /* when the next entry becomes due, if none is */
+	gboolean dropped;
+};
+
+static void scan_shard(struct memo *m, struct shard *s, gint64 now, struct pick *p)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
+	GHashTableIter it;
+	gpointer value;
+	g_hash_table_iter_init(&it, s->entries);
+	while (g_hash_table_iter_next(&it, NULL, &value)) {
+		struct entry *e = value;
+		if (e->walking || !e->text)
+			continue;
+		if (now - e->read_at > m->cfg.forget_after_us) {
+			g_hash_table_iter_remove(&it);
+			g_atomic_int_add(&m->count, -1);
+			count(&m->evictions, 1);
+			p->dropped = TRUE;
+			continue;
+		}
+		gint64 due = e->checked_at + REFRESH_AT(m->cfg.max_age_us);
+		gint64 age = now - e->checked_at;
+		if (due <= now || e->wanted) {
+			/* most overdue first; wanted ones count as the oldest */
+			gint64 rank = e->wanted ? G_MAXINT64 / 2 + age : age;
+			if (!p->found || rank > p->rank) {
+				p->found = TRUE;
+				p->rank = rank;
+				p->age = age;
+				p->key = e->key;
+			}
+		} else if (due < p->next_due) {
+			p->next_due = due;
+		}
+	}
+}
+
+static void refill_budget(struct memo *m, gint64 now)
+{
+	m->tokens_us = MIN(m->tokens_us + (double)(now - m->refilled_at) * m->cfg.budget, BUDGET_BURST_US);
+	m->refilled_at = now;
+}
+
+/* Take the picked entry for refreshing; NULL if it changed meanwhile. */
+static struct entry *claim(struct memo *m, struct shard *s, const struct memo_key *key)
+{
+	struct entry *e = g_hash_table_lookup(s->entries, key);
+	if (!e || e->walking)
+		return NULL;
+	e->walking = TRUE;
+	return e;
+}
+
+gboolean memo_refresh_step(struct memo *m, gint64 *ret_wait_us)
+{
+	gint64 now = m->ops.now(m->ops.data);
+	struct pick p = { .next_due = G_MAXINT64 };
+
+	for (int i = 0; i < SHARDS; i++)
+		scan_shard(m, &m->shards[i], now, &p);
+	if (p.dropped)
+		return TRUE;
+	if (!p.found) {
+		*ret_wait_us = p.next_due == G_MAXINT64 ? m->cfg.max_age_us : p.next_due - now;
+		return FALSE;
+	}
+	refill_budget(m, now);
+	if (m->tokens_us <= 0) {
+		if (p.age > m->cfg.max_age_us)
+			count(&m->budget_overruns, 1);
+		*ret_wait_us = MAX((gint64)(-m->tokens_us / m->cfg.budget), 1000);
+		return FALSE;
+	}
+
+	struct shard *s = shard_of(m, &p.key);
+	struct entry *e;
+	struct memo_signals then, sig;
+	gint64 walked_at;
+	g_mutex_lock(&s->lock);
+	e = claim(m, s, &p.key);
+	if (e) {
+		then = e->signals;
+		walked_at = e->walked_at;
+	}
+	g_mutex_unlock(&s->lock);
+	if (!e)
+		return TRUE;
+
+	gint64 cpu = m->ops.thread_cpu(m->ops.data);
+	GBytes *text = NULL;
+	int r = m->ops.probe(m->ops.data, &p.key, &sig);
+	gboolean skip = r == 0 && memcmp(&sig, &then, sizeof(sig)) == 0 &&
+			now - walked_at < m->cfg.max_age_idle_us;
+	if (r == 0 && !skip)
+		r = walk(m, &p.key, &text, &sig);
+	m->tokens_us -= (double)(m->ops.thread_cpu(m->ops.data) - cpu);
+
+	g_mutex_lock(&s->lock);
+	gint64 done = m->ops.now(m->ops.data);
+	e->walking = FALSE;
+	e->wanted = FALSE;
+	if (r < 0) {
+		/* gone (or unreadable): readers walk afresh and get the error */
+		remove_locked(m, s, e);
+		count(&m->evictions, 1);
+	} else if (skip) {
+		e->checked_at = done;
+		count(&m->walks_skipped, 1);
+	} else {
+		g_bytes_unref(e->text);
+		e->text = text;
+		e->signals = sig;
+		e->walked_at = e->checked_at = done;
+	}
+	g_mutex_unlock(&s->lock);
+	return TRUE;
+}
+
+void memo_get_stats(struct memo *m, struct memo_stats *ret)
+{
+	*ret = (struct memo_stats){
+		.hits = __atomic_load_n(&m->hits, __ATOMIC_RELAXED),
+		.misses = __atomic_load_n(&m->misses, __ATOMIC_RELAXED),
+		.stale_serves = __atomic_load_n(&m->stale_serves, __ATOMIC_RELAXED),
+		.walks = __atomic_load_n(&m->walks, __ATOMIC_RELAXED),
+		.walks_skipped = __atomic_load_n(&m->walks_skipped, __ATOMIC_RELAXED),
+		.evictions = __atomic_load_n(&m->evictions, __ATOMIC_RELAXED),
+		.budget_overruns = __atomic_load_n(&m->budget_overruns, __ATOMIC_RELAXED),
+		.walk_cpu_us = __atomic_load_n(&m->walk_cpu_us, __ATOMIC_RELAXED),
+		.entries = (guint64)g_atomic_int_get(&m->count),
+	};
+}

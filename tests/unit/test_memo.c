@@ -1,0 +1,309 @@
+/* The memo's policy, driven by an injected clock, walker and signals. */
+#include "memo.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define SEC G_USEC_PER_SEC
+
+static struct fake {
+	GMutex lock;          /* guards the fields below */
+	gint64 now;
+	gint64 cpu;           /* the fake CPU clock every thread reads */
+	gint64 walk_cost_us;  /* CPU time a walk takes */
+	gint64 walk_sleep_us; /* real time a walk takes (single flight) */
+	GHashTable *walks;    /* pid -> walks of it */
+	GHashTable *gone;     /* pids whose process is gone */
+	uint64_t minflt;      /* the signal every process shows */
+	int wakes;
+} fake;
+
+static void setup(void)
+{
+	memset(&fake, 0, sizeof(fake));
+	g_mutex_init(&fake.lock);
+	fake.now = 1000 * SEC;
+	fake.walks = g_hash_table_new(g_direct_hash, g_direct_equal);
+	fake.gone = g_hash_table_new(g_direct_hash, g_direct_equal);
+}
+
+static void teardown(void)
+{
+	g_hash_table_unref(fake.walks);
+	g_hash_table_unref(fake.gone);
+}
+
+TestSuite(memo, .init = setup, .fini = teardown);
+
+static int fake_walk(void *data, const struct memo_key *key, GBytes **ret)
+{
+	if (fake.walk_sleep_us)
+		g_usleep((gulong)fake.walk_sleep_us);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) l = g_mutex_locker_new(&fake.lock);
+	if (g_hash_table_contains(fake.gone, GINT_TO_POINTER(key->pid)))
+		return -ENOENT;
+	guint n = GPOINTER_TO_UINT(g_hash_table_lookup(fake.walks, GINT_TO_POINTER(key->pid))) + 1;
+	g_hash_table_insert(fake.walks, GINT_TO_POINTER(key->pid), GUINT_TO_POINTER(n));
+	fake.cpu += fake.walk_cost_us;
+	char *text = g_strdup_printf("pid %d start %" G_GUINT64_FORMAT " walk %u", (int)key->pid,
+				     key->start_time, n);
+	*ret = g_bytes_new_take(text, strlen(text));
+	return 0;
+}
+
+static int fake_probe(void *data, const struct memo_key *key, struct memo_signals *ret)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) l = g_mutex_locker_new(&fake.lock);
+	if (g_hash_table_contains(fake.gone, GINT_TO_POINTER(key->pid)))
+		return -ENOENT;
+	*ret = (struct memo_signals){ .minflt = fake.minflt, .rss = 100 };
+	return 0;
+}
+
+static gint64 fake_now(void *data)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) l = g_mutex_locker_new(&fake.lock);
+	return fake.now;
+}
+
+static gint64 fake_cpu(void *data)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) l = g_mutex_locker_new(&fake.lock);
+	return fake.cpu;
+}
+
+static void fake_wake(void *data)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) l = g_mutex_locker_new(&fake.lock);
+	fake.wakes++;
+}
+
+static void advance(gint64 us)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) l = g_mutex_locker_new(&fake.lock);
+	fake.now += us;
+}
+
+static guint walks_of(pid_t pid)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) l = g_mutex_locker_new(&fake.lock);
+	return GPOINTER_TO_UINT(g_hash_table_lookup(fake.walks, GINT_TO_POINTER(pid)));
+}
+
+static const struct memo_ops ops = { fake_walk, fake_probe, fake_now, fake_cpu, fake_wake, NULL };
+
+static struct memo *make(unsigned max_entries, double budget)
+{
+	const struct memo_config cfg = {
+		.max_age_us = 5 * SEC,
+		.max_age_idle_us = 60 * SEC,
+		.forget_after_us = 120 * SEC,
+		.max_entries = max_entries,
+		.budget = budget,
+	};
+	return memo_new(&cfg, &ops);
+}
+
+static char *get(struct memo *m, pid_t pid, uint64_t start)
+{
+	struct memo_key k = { 1, pid, start };
+	g_autoptr(GBytes) b = NULL;
+	int r = memo_get(m, &k, &b);
+	if (r < 0)
+		return g_strdup_printf("error %d", -r);
+	return g_strndup(g_bytes_get_data(b, NULL), g_bytes_get_size(b));
+}
+
+static struct memo_stats stats(struct memo *m)
+{
+	struct memo_stats s;
+	memo_get_stats(m, &s);
+	return s;
+}
+
+/* Run the refresher until it has nothing to do. */
+static int refresh_all(struct memo *m)
+{
+	int steps = 0;
+	gint64 wait;
+	while (memo_refresh_step(m, &wait) && steps < 1000)
+		steps++;
+	return steps;
+}
+
+Test(memo, a_fresh_entry_is_served_without_a_walk)
+{
+	struct memo *m = make(100, 1.0);
+	g_autofree char *a = get(m, 10, 1);
+	advance(4 * SEC);
+	g_autofree char *b = get(m, 10, 1);
+	cr_assert_str_eq(a, "pid 10 start 1 walk 1");
+	cr_assert_str_eq(b, a);
+	cr_assert_eq(walks_of(10), 1);
+	cr_assert_eq(stats(m).misses, 1);
+	cr_assert_eq(stats(m).hits, 1);
+	memo_free(m);
+}
+
+Test(memo, a_stale_entry_is_served_and_refreshed_in_the_background)
+{
+	struct memo *m = make(100, 1.0);
+	g_autofree char *a = get(m, 10, 1);
+	fake.minflt++; /* the process moved */
+	advance(6 * SEC);
+	g_autofree char *b = get(m, 10, 1);
+	cr_assert_str_eq(b, a, "served at once, not walked on the reader's time");
+	cr_assert_eq(stats(m).stale_serves, 1);
+	cr_assert_eq(fake.wakes, 1, "the refresher is told");
+	cr_assert_eq(walks_of(10), 1);
+	cr_assert_gt(refresh_all(m), 0);
+	g_autofree char *c = get(m, 10, 1);
+	cr_assert_str_eq(c, "pid 10 start 1 walk 2");
+	memo_free(m);
+}
+
+Test(memo, entries_being_read_are_refreshed_before_they_go_stale)
+{
+	struct memo *m = make(100, 1.0);
+	g_autofree char *a = get(m, 10, 1);
+	gint64 wait = 0;
+	cr_assert_not(memo_refresh_step(m, &wait));
+	cr_assert(wait > 0 && wait < 5 * SEC, "due before max age: %" G_GINT64_FORMAT, wait);
+	fake.minflt++;
+	advance(wait);
+	g_autofree char *b = get(m, 10, 1); /* still read */
+	cr_assert(memo_refresh_step(m, &wait));
+	g_autofree char *c = get(m, 10, 1);
+	cr_assert_str_eq(c, "pid 10 start 1 walk 2");
+	cr_assert_eq(stats(m).stale_serves, 0);
+	memo_free(m);
+}
+
+struct racer {
+	struct memo *m;
+	char *got;
+};
+
+static gpointer race(gpointer p)
+{
+	struct racer *r = p;
+	r->got = get(r->m, 42, 7);
+	return NULL;
+}
+
+Test(memo, concurrent_readers_of_a_missing_entry_share_one_walk)
+{
+	struct memo *m = make(100, 1.0);
+	struct racer r[16];
+	GThread *t[16];
+	fake.walk_sleep_us = 50000;
+	for (int i = 0; i < 16; i++) {
+		r[i] = (struct racer){ m, NULL };
+		t[i] = g_thread_new("reader", race, &r[i]);
+	}
+	for (int i = 0; i < 16; i++) {
+		g_thread_join(t[i]);
+		cr_assert_str_eq(r[i].got, "pid 42 start 7 walk 1");
+		g_free(r[i].got);
+	}
+	cr_assert_eq(walks_of(42), 1);
+	cr_assert_eq(stats(m).misses, 1);
+	memo_free(m);
+}
+
+Test(memo, a_recycled_pid_never_gets_the_old_text)
+{
+	struct memo *m = make(100, 1.0);
+	g_autofree char *old = get(m, 10, 1);
+	g_autofree char *recycled = get(m, 10, 2);
+	cr_assert_str_eq(old, "pid 10 start 1 walk 1");
+	cr_assert_str_eq(recycled, "pid 10 start 2 walk 2");
+	memo_free(m);
+}
+
+Test(memo, entries_of_dead_processes_are_dropped)
+{
+	struct memo *m = make(100, 1.0);
+	g_autofree char *a = get(m, 10, 1);
+	g_hash_table_add(fake.gone, GINT_TO_POINTER(10));
+	advance(5 * SEC);
+	get(m, 10, 1); /* a reader keeps it wanted */
+	refresh_all(m);
+	cr_assert_eq(stats(m).entries, 0);
+	cr_assert_eq(stats(m).evictions, 1);
+	g_autofree char *b = get(m, 10, 1);
+	cr_assert_str_eq(b, "error 2", "ENOENT once the process is gone");
+	memo_free(m);
+}
+
+Test(memo, the_table_is_bounded)
+{
+	struct memo *m = make(3, 1.0);
+	for (pid_t pid = 1; pid <= 5; pid++) {
+		g_free(get(m, pid, 1));
+		advance(1000);
+	}
+	cr_assert_leq(stats(m).entries, 3);
+	cr_assert_geq(stats(m).evictions, 2);
+	memo_free(m);
+}
+
+Test(memo, unchanged_signals_skip_the_walk_until_the_idle_maximum)
+{
+	struct memo *m = make(100, 1.0);
+	g_free(get(m, 10, 1));
+	for (int i = 0; i < 11; i++) { /* 55 s of polling, nothing moves */
+		advance(5 * SEC);
+		g_free(get(m, 10, 1));
+		refresh_all(m);
+	}
+	cr_assert_eq(walks_of(10), 1);
+	cr_assert_geq(stats(m).walks_skipped, 10);
+	advance(6 * SEC); /* past 60 s since the walk: PSS may have moved */
+	g_free(get(m, 10, 1));
+	refresh_all(m);
+	cr_assert_eq(walks_of(10), 2);
+	memo_free(m);
+}
+
+Test(memo, the_refresher_keeps_to_its_cpu_budget)
+{
+	struct memo *m = make(100, 0.05);
+	fake.walk_cost_us = 100000; /* 100 ms of CPU per walk */
+	for (pid_t pid = 1; pid <= 10; pid++)
+		g_free(get(m, pid, 1));
+	fake.minflt++;
+	advance(6 * SEC);
+	for (pid_t pid = 1; pid <= 10; pid++)
+		g_free(get(m, pid, 1)); /* all stale and wanted */
+	gint64 cpu_before = fake.cpu, wait = 0;
+	int walked = 0;
+	while (memo_refresh_step(m, &wait))
+		walked++;
+	/* the 200 ms burst allows about 3 walks; then it must wait */
+	cr_assert_leq(walked, 4);
+	cr_assert_lt(walked, 10);
+	cr_assert_gt(wait, 0);
+	cr_assert_geq(stats(m).budget_overruns, 1, "said in the stats");
+	/* after that, it earns 5% of wall time */
+	advance(10 * SEC);
+	int more = 0;
+	while (memo_refresh_step(m, &wait))
+		more++;
+	cr_assert_leq((fake.cpu - cpu_before), (gint64)(0.2 * SEC + 0.05 * 10 * SEC) + 100000);
+	cr_assert_gt(more, 0);
+	memo_free(m);
+}
+
+Test(memo, entries_nobody_reads_are_dropped)
+{
+	struct memo *m = make(100, 1.0);
+	g_free(get(m, 10, 1));
+	advance(121 * SEC);
+	refresh_all(m);
+	cr_assert_eq(stats(m).entries, 0);
+	cr_assert_eq(walks_of(10), 1, "not refreshed for nobody");
+	memo_free(m);
+}

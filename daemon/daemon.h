@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cgroup.h"
+#include "smaps.h"
 
 #include <glib.h>
 
@@ -12,7 +13,15 @@ struct daemon_config {
 	const char *fuse_options;  /* extra -o options for the FUSE mount, or NULL */
 	gboolean debug;
 	gboolean cpu_quota;        /* --cpu-limit=cpuset+quota */
+	struct memo_config smaps;  /* --smaps-max-age, --refresh-budget, ... */
 };
+
+/* The background refresher of the smaps_rollup memo. */
+struct refresher;
+struct refresher *refresher_new(void);
+void refresher_start(struct refresher *r, struct smaps *smaps);
+void refresher_wake(void *data); /* data: the refresher */
+void refresher_free(struct refresher *r); /* stops it at once */
 
 /* The cgroup hierarchies the CPU view reads, and what keeps them open. */
 struct daemon_cgroups {

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* How long teardown waits for the FUSE loop once the mount is gone. */
@@ -137,6 +138,8 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	_cleanup_close_ int sys_cpu_fd = open("/sys/devices/system/cpu", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct view *view = NULL;
 	struct cpuview *cpuview = NULL;
+	struct smaps *smaps = NULL;
+	struct refresher *refresher = refresher_new();
 	struct daemon_cgroups cgroups = { 0 };
 	struct pidwatch *watch = NULL;
 	struct ops_state state = { .proc_fd = proc_fd };
@@ -170,7 +173,18 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		g_printerr("cgprocfs: cannot set up the CPU view: %s\n", g_strerror(-r));
 		goto out;
 	}
-	const struct view_config vcfg = { .proc_fd = proc_fd, .sys_cpu_fd = sys_cpu_fd, .cpuview = cpuview };
+	struct stat pidns;
+	const struct smaps_config scfg = {
+		.proc_fd = proc_fd,
+		.ns = fstatat(proc_fd, "self/ns/pid", &pidns, 0) == 0 ? pidns.st_ino : 0,
+		.memo = cfg->smaps,
+		.wake_refresher = refresher_wake,
+		.wake_data = refresher,
+	};
+	smaps = smaps_new(&scfg);
+	const struct view_config vcfg = {
+		.proc_fd = proc_fd, .sys_cpu_fd = sys_cpu_fd, .cpuview = cpuview, .smaps = smaps,
+	};
 	r = view_new(&vcfg, &view);
 	if (r < 0) {
 		g_printerr("cgprocfs: cannot read /proc/self: %s\n", g_strerror(-r));
@@ -199,6 +213,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	g_mutex_init(&loop.lock);
 	g_cond_init(&loop.cond);
 	watch_th = g_thread_new("pidwatch", pidwatch_thread, watch);
+	refresher_start(refresher, smaps);
 	loop_th = g_thread_new("fuse", loop_thread, &loop);
 
 	/* The mount's own path walk is answered by the loop just started. */
@@ -214,6 +229,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	status = 0;
 
 out_unmount:
+	refresher_free(g_steal_pointer(&refresher));
 	if (real_mounted && umount2(real_path, MNT_DETACH) < 0)
 		g_warning("cannot unmount %s: %s", real_path, g_strerror(errno));
 	fuse_session_exit(loop.session);
@@ -234,8 +250,10 @@ out_unmount:
 out_session:
 	fuse_session_destroy(loop.session);
 out:
+	refresher_free(refresher);
 	pidwatch_free(watch);
 	view_free(view);
+	smaps_free(smaps);
 	cpuview_free(cpuview);
 	cgroups_clear(&cgroups);
 	return status;

@@ -49,6 +49,8 @@ int main(int argc, char **argv)
 {
 	gboolean version = FALSE, foreground = FALSE;
 	g_autofree char *cpu_limit = NULL;
+	double max_age = 5, max_age_idle = 60, budget_percent = 5;
+	gint max_entries = 8192;
 	g_auto(GStrv) fuse_opts = NULL;
 	g_auto(GStrv) rest = NULL;
 	GOptionEntry entries[] = {
@@ -58,6 +60,14 @@ int main(int argc, char **argv)
 		  "Stay in the foreground (always the case; accepted for compatibility)", NULL },
 		{ "cpu-limit", 0, 0, G_OPTION_ARG_STRING, &cpu_limit,
 		  "What limits the CPUs a caller sees: cpuset, or cpuset+quota (default)", "cpuset|cpuset+quota" },
+		{ "smaps-max-age", 0, 0, G_OPTION_ARG_DOUBLE, &max_age,
+		  "Keep smaps_rollup entries that are read at most this old (default 5)", "SECONDS" },
+		{ "smaps-max-age-idle", 0, 0, G_OPTION_ARG_DOUBLE, &max_age_idle,
+		  "... and at most this old when the process shows no change (default 60)", "SECONDS" },
+		{ "refresh-budget", 0, 0, G_OPTION_ARG_DOUBLE, &budget_percent,
+		  "CPU time the refresher may use, in percent of one core (default 5)", "PERCENT" },
+		{ "smaps-max-entries", 0, 0, G_OPTION_ARG_INT, &max_entries,
+		  "Processes the smaps_rollup memo keeps at most (default 8192)", "N" },
 		{ "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &fuse_opts,
 		  "Extra FUSE mount options, comma-separated (e.g. max_read=65536)", "OPT[,OPT...]" },
 		{ G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[MOUNTPOINT]" },
@@ -82,6 +92,12 @@ int main(int argc, char **argv)
 	}
 	if (cpu_limit && strcmp(cpu_limit, "cpuset") != 0 && strcmp(cpu_limit, "cpuset+quota") != 0) {
 		fprintf(stderr, "cgprocfs: --cpu-limit takes cpuset or cpuset+quota, not '%s'\n", cpu_limit);
+		return 2;
+	}
+	if (!(max_age > 0) || !(max_age_idle >= max_age) || !(budget_percent > 0 && budget_percent <= 100) ||
+	    max_entries < 1) {
+		fprintf(stderr, "cgprocfs: need --smaps-max-age > 0, --smaps-max-age-idle >= --smaps-max-age, "
+			"0 < --refresh-budget <= 100 and --smaps-max-entries >= 1\n");
 		return 2;
 	}
 	if (rest && rest[0] && rest[1]) {
@@ -117,6 +133,13 @@ int main(int argc, char **argv)
 		.fuse_options = joined,
 		.debug = debug_enabled,
 		.cpu_quota = !cpu_limit || strcmp(cpu_limit, "cpuset+quota") == 0,
+		.smaps = {
+			.max_age_us = (gint64)(max_age * G_USEC_PER_SEC),
+			.max_age_idle_us = (gint64)(max_age_idle * G_USEC_PER_SEC),
+			.forget_after_us = (gint64)(max_age_idle * G_USEC_PER_SEC),
+			.max_entries = (unsigned)max_entries,
+			.budget = budget_percent / 100,
+		},
 	};
 	return lifecycle_serve(&cfg);
 }

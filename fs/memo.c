@@ -7,6 +7,9 @@
 /* The refresher re-walks an entry once it is this share of max age old,
  * so that entries being read never get older than max age. */
 #define REFRESH_AT(max_age) ((max_age) * 3 / 4)
+/* Entries read within this many max ages count as still read: the
+ * refresher keeps those fresh and lets the others age until forgotten. */
+#define STILL_READ(max_age) ((max_age) * 4)
 /* The refresher may spend this much CPU time in one burst. */
 #define BUDGET_BURST_US (200 * 1000)
 
@@ -240,6 +243,8 @@ static void scan_shard(struct memo *m, struct shard *s, gint64 now, struct pick 
 			p->dropped = TRUE;
 			continue;
 		}
+		if (!e->wanted && now - e->read_at > STILL_READ(m->cfg.max_age_us))
+			continue;
 		gint64 due = e->checked_at + REFRESH_AT(m->cfg.max_age_us);
 		gint64 age = now - e->checked_at;
 		if (due <= now || e->wanted) {

@@ -7,7 +7,7 @@
  * - a missing one is walked once, concurrent readers waiting for that walk
  *   (single flight);
  * - the refresher (memo_refresh_step, run by a daemon thread) re-walks
- *   entries that readers still read, most overdue first, within a CPU
+ *   entries that readers still read (within four max ages), most overdue first, within a CPU
  *   budget, skipping the walk while the process's cheap signals are
  *   unchanged but never beyond the idle maximum age; it drops entries of
  *   dead processes and entries nobody reads; the table has a size bound. */

@@ -49,24 +49,29 @@ int procfile_parse_pid_stat(const char *text, size_t len, struct pid_stat *ret)
 	if (!p || p[1] != ' ' || p[2] == '\0')
 		return -EINVAL;
 	struct pid_stat st = { .state = p[2] };
+	struct {
+		int field;
+		uint64_t *slot;
+	} wanted[] = { { 10, &st.minflt }, { 12, &st.majflt }, { 22, &st.start_time },
+		       { 23, &st.vsize }, { 24, &st.rss } };
+	size_t next = 0;
 	p += 3;
-	/* state is field 3; starttime is field 22, i.e. 19 fields further. */
-	for (int field = 4; field <= 22; field++) {
+	/* state is field 3; the numbers wanted follow. */
+	for (int field = 4; next < G_N_ELEMENTS(wanted); field++) {
 		while (*p == ' ')
 			p++;
 		if (*p == '\0')
 			return -EINVAL;
-		if (field == 22) {
+		if (field == wanted[next].field) {
 			char *end;
 			errno = 0;
 			unsigned long long v = strtoull(p, &end, 10);
-			if (errno || end == p)
+			if (errno || end == p || (*end != ' ' && *end != '\n' && *end != '\0'))
 				return -EINVAL;
-			st.start_time = v;
-			break;
+			*wanted[next++].slot = v;
 		}
-		p = strchr(p, ' ');
-		if (!p)
+		p = strpbrk(p, " ");
+		if (!p && next < G_N_ELEMENTS(wanted))
 			return -EINVAL;
 	}
 	*ret = st;

@@ -16,6 +16,9 @@ int procfile_read_at(int dirfd, const char *path, GBytes **ret_content);
 struct pid_stat {
 	char state;          /* 'R', 'S', 'Z', ... */
 	uint64_t start_time; /* clock ticks after boot: with the pid, names a process */
+	uint64_t minflt, majflt; /* page faults, minor and major */
+	uint64_t vsize;      /* bytes of address space */
+	uint64_t rss;        /* resident pages */
 };
 
 /* Parse the text of /proc/<pid>/stat. 0 or -EINVAL. */

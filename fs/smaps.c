@@ -6,31 +6,137 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <time.h>
 
-/* Has pid stood for the process started at start_time all along? */
-static gboolean same_process(int proc_fd, pid_t pid, uint64_t start_time)
+struct smaps {
+	struct smaps_config cfg;
+	struct memo *memo;
+};
+
+/* The process behind key, if pid still stands for it. */
+static int key_process(int proc_fd, const struct memo_key *key, struct pid_stat *ret)
 {
-	struct pid_stat st;
-	return procfile_pid_stat(proc_fd, pid, &st) == 0 && st.start_time == start_time;
+	int r = procfile_pid_stat(proc_fd, key->pid, ret);
+	if (r < 0)
+		return r;
+	return ret->start_time == key->start_time ? 0 : -ENOENT;
 }
 
-int smaps_read(const struct caller *c, int proc_fd, pid_t pid, uint64_t start_time,
+/* The walk: the kernel's text, read with the daemon's rights (callers are
+ * checked separately, on every read). */
+static int walk(void *data, const struct memo_key *key, GBytes **ret_text)
+{
+	struct smaps *s = data;
+	struct pid_stat st;
+	char path[48];
+	g_autoptr(GBytes) text = NULL;
+
+	snprintf(path, sizeof(path), "%d/smaps_rollup", (int)key->pid);
+	int r = procfile_read_at(s->cfg.proc_fd, path, &text);
+	if (r < 0)
+		return r == -ESRCH ? -ENOENT : r;
+	/* The pid may have been recycled while it was read. */
+	r = key_process(s->cfg.proc_fd, key, &st);
+	if (r < 0)
+		return r;
+	*ret_text = g_steal_pointer(&text);
+	return 0;
+}
+
+static int probe(void *data, const struct memo_key *key, struct memo_signals *ret)
+{
+	struct smaps *s = data;
+	struct pid_stat st;
+	int r = key_process(s->cfg.proc_fd, key, &st);
+	if (r < 0)
+		return r;
+	*ret = (struct memo_signals){ st.minflt, st.majflt, st.rss, st.vsize };
+	return 0;
+}
+
+static gint64 now(void *data)
+{
+	return g_get_monotonic_time();
+}
+
+static gint64 thread_cpu(void *data)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (gint64)ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
+}
+
+static void wake(void *data)
+{
+	struct smaps *s = data;
+	if (s->cfg.wake_refresher)
+		s->cfg.wake_refresher(s->cfg.wake_data);
+}
+
+struct smaps *smaps_new(const struct smaps_config *cfg)
+{
+	struct smaps *s = g_new0(struct smaps, 1);
+	const struct memo_ops ops = { walk, probe, now, thread_cpu, wake, s };
+	s->cfg = *cfg;
+	s->memo = memo_new(&cfg->memo, &ops);
+	return s;
+}
+
+void smaps_free(struct smaps *s)
+{
+	if (!s)
+		return;
+	memo_free(s->memo);
+	g_free(s);
+}
+
+int smaps_read(struct smaps *s, const struct caller *c, pid_t pid, uint64_t start_time,
 	       GBytes **ret_content)
 {
 	char path[48];
 	_cleanup_close_ int fd = -1;
-	g_autoptr(GBytes) text = NULL;
 
+	/* The kernel checks access when the file is opened; opening costs no
+	 * walk, so the caller's right is asked of the kernel every time. */
 	snprintf(path, sizeof(path), "%d/smaps_rollup", (int)pid);
-	int r = caller_openat(c, pid, proc_fd, path, O_RDONLY, &fd);
+	int r = caller_openat(c, pid, s->cfg.proc_fd, path, O_RDONLY, &fd);
 	if (r < 0)
 		return r == -ESRCH ? -ENOENT : r;
-	r = procfile_read_fd(fd, &text);
-	if (r < 0)
-		return r == -ESRCH ? -ENOENT : r;
-	/* The caller checked the process; the pid may have been recycled since. */
-	if (!same_process(proc_fd, pid, start_time))
-		return -ENOENT;
-	*ret_content = g_steal_pointer(&text);
-	return 0;
+	const struct memo_key key = { s->cfg.ns, pid, start_time };
+	return memo_get(s->memo, &key, ret_content);
+}
+
+gboolean smaps_refresh_step(struct smaps *s, gint64 *ret_wait_us)
+{
+	return memo_refresh_step(s->memo, ret_wait_us);
+}
+
+GString *smaps_render_stats(struct smaps *s)
+{
+	struct memo_stats st;
+	GString *out = g_string_new(NULL);
+	const struct {
+		const char *name, *type, *help;
+	} rows[] = {
+		{ "hits_total", "counter", "Reads served from a fresh memo entry." },
+		{ "misses_total", "counter", "Reads that found no entry and walked the process." },
+		{ "stale_serves_total", "counter", "Reads served from an entry older than the maximum age." },
+		{ "walks_total", "counter", "Walks of a process (reads of the kernel's smaps_rollup)." },
+		{ "walks_skipped_total", "counter", "Refreshes skipped because the process had not changed." },
+		{ "evictions_total", "counter", "Entries dropped: dead process, unread, or table full." },
+		{ "budget_overruns_total", "counter", "Times the CPU budget let an entry get older than the maximum age." },
+		{ "entries", "gauge", "Entries in the memo." },
+	};
+	memo_get_stats(s->memo, &st);
+	guint64 values[] = { st.hits, st.misses, st.stale_serves, st.walks, st.walks_skipped,
+			     st.evictions, st.budget_overruns, st.entries };
+	for (size_t i = 0; i < G_N_ELEMENTS(rows); i++)
+		g_string_append_printf(out, "# HELP cgprocfs_smaps_%s %s\n# TYPE cgprocfs_smaps_%s %s\ncgprocfs_smaps_%s %" G_GUINT64_FORMAT "\n",
+				       rows[i].name, rows[i].help, rows[i].name, rows[i].type, rows[i].name, values[i]);
+	g_string_append_printf(out,
+			       "# HELP cgprocfs_smaps_walk_cpu_seconds_total CPU time spent walking processes.\n"
+			       "# TYPE cgprocfs_smaps_walk_cpu_seconds_total counter\n"
+			       "cgprocfs_smaps_walk_cpu_seconds_total %.6f\n",
+			       (double)st.walk_cpu_us / G_USEC_PER_SEC);
+	return out;
 }

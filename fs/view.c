@@ -91,6 +91,7 @@ static int render_cpuinfo(struct view *v, const struct caller *c, const char *na
 static int render_stat(struct view *v, const struct caller *c, const char *name, GBytes **ret);
 static int render_cpu_range(struct view *v, const struct caller *c, const char *name, GBytes **ret);
 static int render_cpu_offline(struct view *v, const struct caller *c, const char *name, GBytes **ret);
+static int render_stats(struct view *v, const struct caller *c, const char *name, GBytes **ret);
 
 enum row {
 	ROW_NONE,
@@ -107,6 +108,8 @@ enum row {
 	ROW_CPU_POSSIBLE,
 	ROW_CPU_PRESENT,
 	ROW_CPU_OFFLINE,
+	ROW_META,
+	ROW_META_STATS,
 	ROW_COUNT
 };
 
@@ -132,6 +135,8 @@ static const struct row_def {
 	[ROW_CPU_POSSIBLE] = { "possible", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_range },
 	[ROW_CPU_PRESENT] = { "present", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_range },
 	[ROW_CPU_OFFLINE] = { "offline", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_offline },
+	[ROW_META] = { ".cgprocfs", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL },
+	[ROW_META_STATS] = { "stats", ROW_META, NODE_HOST_FILE, FALSE, render_stats },
 };
 
 /* Files in a CPU's directory that name CPUs, translated to view numbers. */
@@ -904,6 +909,12 @@ static int render_cpu_offline(struct view *v, const struct caller *c, const char
 	return 0;
 }
 
+static int render_stats(struct view *v, const struct caller *c, const char *name, GBytes **ret)
+{
+	*ret = g_string_free_to_bytes(smaps_render_stats(v->cfg.smaps));
+	return 0;
+}
+
 /* The host file behind a vcpu node for this caller: "cpu<H>[/<path>]". */
 static int vcpu_host_path(struct view *v, const struct caller *c, uint64_t ino, char **ret)
 {
@@ -1002,7 +1013,7 @@ int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, G
 		r = pid_node_process(v, ino, &st);
 		if (r < 0)
 			return r;
-		return smaps_read(c, v->cfg.proc_fd, ino_pid(ino), st.start_time, ret_content);
+		return smaps_read(v->cfg.smaps, c, ino_pid(ino), st.start_time, ret_content);
 	case NODE_SYS_MIRROR:
 		return open_mirror_file(v, c, ino, ret_content);
 	case NODE_SYS_VCPU:

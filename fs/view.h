@@ -10,7 +10,8 @@
  *   proc/<pid>/           one per process
  *   proc/<pid>/<entry>    -> ../.real/<pid>/<entry> (delegated)
  *   proc/<pid>/exe|cwd|root  symlinks carrying the real link's text
- *   proc/<pid>/smaps_rollup  served by the daemon
+ *   proc/<pid>/smaps_rollup  served by the daemon from a memo
+ *   .cgprocfs/stats       the daemon's counters (Prometheus text)
  *   sys/devices/system/cpu/  read-only mirror of the host directory, but
  *                         online, possible, present, offline and cpu<N>/
  *                         are the caller's CPUs
@@ -19,6 +20,7 @@
 
 #include "caller.h"
 #include "cpuview.h"
+#include "smaps.h"
 
 #include <glib.h>
 #include <stdint.h>
@@ -29,6 +31,7 @@ struct view_config {
 	int proc_fd;    /* the procfs the view reads and delegates to */
 	int sys_cpu_fd; /* the host's /sys/devices/system/cpu */
 	struct cpuview *cpuview; /* which CPUs each caller sees */
+	struct smaps *smaps;     /* the smaps_rollup memo */
 };
 
 struct view;

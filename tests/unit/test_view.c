@@ -16,6 +16,7 @@
 static int proc_fd = -1, sys_fd = -1, real_proc = -1;
 static struct view *v;
 static struct cpuview *cv;
+static struct smaps *sm;
 static struct caller me;
 
 /* No cgroup hierarchies: every caller sees the host's CPUs. */
@@ -42,7 +43,13 @@ static void setup(void)
 	real_proc = open("/proc", O_RDONLY | O_DIRECTORY);
 	cr_assert(proc_fd >= 0 && sys_fd >= 0 && real_proc >= 0);
 	cv = host_cpuview(sys_fd);
-	const struct view_config cfg = { .proc_fd = proc_fd, .sys_cpu_fd = sys_fd, .cpuview = cv };
+	const struct smaps_config scfg = {
+		.proc_fd = proc_fd,
+		.memo = { .max_age_us = G_USEC_PER_SEC, .max_age_idle_us = G_USEC_PER_SEC,
+			  .forget_after_us = G_USEC_PER_SEC, .max_entries = 16, .budget = 1 },
+	};
+	sm = smaps_new(&scfg);
+	const struct view_config cfg = { .proc_fd = proc_fd, .sys_cpu_fd = sys_fd, .cpuview = cv, .smaps = sm };
 	cr_assert_eq(view_new(&cfg, &v), 0);
 	me = (struct caller){ .tid = (pid_t)syscall(SYS_gettid), .uid = geteuid(), .gid = getegid(),
 			      .proc_fd = real_proc };
@@ -52,6 +59,7 @@ static void teardown(void)
 {
 	view_free(v);
 	cpuview_free(cv);
+	smaps_free(sm);
 	close(proc_fd);
 	close(sys_fd);
 	close(real_proc);
@@ -303,7 +311,7 @@ Test(view, a_recycled_pid_does_not_answer_for_the_old_process)
 	g_autofree char *proc = copy_fixture_proc();
 	_cleanup_close_ int fd = open(proc, O_RDONLY | O_DIRECTORY);
 	struct view *w;
-	const struct view_config cfg = { .proc_fd = fd, .sys_cpu_fd = sys_fd, .cpuview = cv };
+	const struct view_config cfg = { .proc_fd = fd, .sys_cpu_fd = sys_fd, .cpuview = cv, .smaps = sm };
 	cr_assert_eq(view_new(&cfg, &w), 0);
 
 	struct view_entry dir, smaps;
@@ -341,7 +349,7 @@ Test(view, a_process_that_is_gone_is_enoent)
 	g_autofree char *proc = copy_fixture_proc();
 	_cleanup_close_ int fd = open(proc, O_RDONLY | O_DIRECTORY);
 	struct view *w;
-	const struct view_config cfg = { .proc_fd = fd, .sys_cpu_fd = sys_fd, .cpuview = cv };
+	const struct view_config cfg = { .proc_fd = fd, .sys_cpu_fd = sys_fd, .cpuview = cv, .smaps = sm };
 	cr_assert_eq(view_new(&cfg, &w), 0);
 	struct view_entry dir;
 	cr_assert_eq(view_lookup(w, &me, view_proc_ino(), "100", &dir), 0);

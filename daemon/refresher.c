@@ -1,0 +1,73 @@
+/* The background thread that keeps the smaps_rollup memo fresh. */
+#include "daemon.h"
+
+struct refresher {
+	struct smaps *smaps;
+	GMutex lock; /* guards stop and woken */
+	GCond cond;
+	gboolean stop;
+	gboolean woken; /* a reader found a stale entry */
+	GThread *thread;
+};
+
+void refresher_wake(void *data)
+{
+	struct refresher *r = data;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&r->lock);
+	r->woken = TRUE;
+	g_cond_signal(&r->cond);
+}
+
+static gboolean stopped(struct refresher *r)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&r->lock);
+	return r->stop;
+}
+
+static gpointer refresher_thread(gpointer data)
+{
+	struct refresher *r = data;
+
+	while (!stopped(r)) {
+		gint64 wait_us;
+		if (smaps_refresh_step(r->smaps, &wait_us))
+			continue;
+		G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&r->lock);
+		gint64 until = g_get_monotonic_time() + wait_us;
+		while (!r->stop && !r->woken)
+			if (!g_cond_wait_until(&r->cond, &r->lock, until))
+				break;
+		r->woken = FALSE;
+	}
+	return NULL;
+}
+
+struct refresher *refresher_new(void)
+{
+	struct refresher *r = g_new0(struct refresher, 1);
+	g_mutex_init(&r->lock);
+	g_cond_init(&r->cond);
+	return r;
+}
+
+void refresher_start(struct refresher *r, struct smaps *smaps)
+{
+	r->smaps = smaps;
+	r->thread = g_thread_new("refresher", refresher_thread, r);
+}
+
+void refresher_free(struct refresher *r)
+{
+	if (!r)
+		return;
+	if (r->thread) {
+		g_mutex_lock(&r->lock);
+		r->stop = TRUE;
+		g_cond_signal(&r->cond);
+		g_mutex_unlock(&r->lock);
+		g_thread_join(r->thread);
+	}
+	g_mutex_clear(&r->lock);
+	g_cond_clear(&r->cond);
+	g_free(r);
+}

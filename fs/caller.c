@@ -96,7 +96,7 @@ static gboolean same_ns(const struct stat *a, const struct stat *b)
  * more than in a child namespace: a caller in another user namespace keeps
  * its capabilities only towards a process of its own namespace, is refused
  * processes outside it (-EACCES), and keeps none for plain files. */
-static int usable_caps(const struct caller *c, pid_t owner, uint64_t caps, uint64_t *ret)
+static int usable_caps(const struct caller *c, int owner_proc_fd, pid_t owner, uint64_t caps, uint64_t *ret)
 {
 	struct stat mine, theirs, target;
 	char tid[16], pid[16];
@@ -113,7 +113,7 @@ static int usable_caps(const struct caller *c, pid_t owner, uint64_t caps, uint6
 		return 0;
 	}
 	snprintf(pid, sizeof(pid), "%d", (int)owner);
-	if (!user_ns_of(c->proc_fd, pid, &target))
+	if (!user_ns_of(owner_proc_fd, pid, &target))
 		return -ENOENT;
 	if (!same_ns(&theirs, &target))
 		return -EACCES;
@@ -124,7 +124,7 @@ static int usable_caps(const struct caller *c, pid_t owner, uint64_t caps, uint6
 /* Narrow this thread's credentials to the caller's. Per-thread raw syscalls:
  * glibc's setgroups would change every thread of the daemon. Whatever it
  * returns, the caller runs creds_restore(s) when its scope ends. */
-static int creds_assume(const struct caller *c, pid_t owner, struct saved_creds *s)
+static int creds_assume(const struct caller *c, int owner_proc_fd, pid_t owner, struct saved_creds *s)
 {
 	char path[48];
 	g_autoptr(GBytes) text = NULL;
@@ -139,7 +139,7 @@ static int creds_assume(const struct caller *c, pid_t owner, struct saved_creds 
 		return -EACCES;
 	g_autoptr(GArray) caller_groups = st.groups;
 	uint64_t caller_caps;
-	int r = usable_caps(c, owner, st.cap_effective, &caller_caps);
+	int r = usable_caps(c, owner_proc_fd, owner, st.cap_effective, &caller_caps);
 	if (r < 0)
 		return r;
 
@@ -182,7 +182,7 @@ int caller_openat(const struct caller *c, pid_t owner, int dirfd, const char *pa
 		  int *ret_fd)
 {
 	struct saved_creds saved __attribute__((cleanup(creds_restore))) = { 0 };
-	int r = creds_assume(c, owner, &saved);
+	int r = creds_assume(c, dirfd, owner, &saved);
 	if (r < 0)
 		return r;
 	int fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOCTTY);
@@ -197,7 +197,7 @@ int caller_readlinkat(const struct caller *c, pid_t owner, int dirfd, const char
 {
 	struct saved_creds saved __attribute__((cleanup(creds_restore))) = { 0 };
 	char buf[4097];
-	int r = creds_assume(c, owner, &saved);
+	int r = creds_assume(c, dirfd, owner, &saved);
 	if (r < 0)
 		return r;
 	ssize_t n = readlinkat(dirfd, path, buf, sizeof(buf) - 1);

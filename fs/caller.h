@@ -29,8 +29,8 @@ struct caller_status {
 int caller_parse_status(const char *text, size_t len, struct caller_status *ret);
 
 /* openat(dirfd, path, flags) as the caller. owner is the process whose
- * file path is (in c->proc_fd's numbering), or 0 for a plain file: access
- * to a process depends on the user namespaces of both. 0 or -errno
+ * file path is, numbered as in the procfs dirfd, or 0 for a plain file:
+ * access to a process depends on the user namespaces of both. 0 or -errno
  * (EACCES where the caller may not open it, as the kernel would answer). */
 int caller_openat(const struct caller *c, pid_t owner, int dirfd, const char *path, int flags,
 		  int *ret_fd);

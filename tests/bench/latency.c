@@ -3,7 +3,7 @@
  * cache warmth) affects every file alike.
  *
  *   cgprocfs-bench-latency [--iterations N] [--warmup W] [--ref LABEL]
- *                          LABEL=PATH [LABEL=PATH...]
+ *                          [--vs PREFIX]... LABEL=PATH [LABEL=PATH...]
  *
  * Each iteration times one open+read+close of every path, in a new random
  * order each time (fixed seed, so runs are repeatable): a fixed or merely
@@ -16,6 +16,10 @@
  *   - with --ref LABEL, every row is compared with row LABEL;
  *   - without it, a row labelled "view:X" is compared with the row
  *     labelled "real:X", if there is one. Other rows get no ratio.
+ * Each --vs PREFIX adds a second table after the first: every "view:X"
+ * row over the "PREFIX:X" row, for the rows that have one (e.g. --vs lxcfs
+ * with lxcfs:X rows, to compare the view with another implementation as
+ * well as with the real file).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +42,16 @@ struct target {
 	guint64 *samples_ns; /* one per recorded iteration */
 	double p50_us, p99_us, mean_us;
 	int ref;             /* index of the row compared against, or -1 */
+};
+
+/* One --vs PREFIX: the pairs (view:X, PREFIX:X) it compares. */
+struct versus {
+	char *prefix;        /* without the colon */
+	GArray *pairs;       /* of struct pair */
+};
+
+struct pair {
+	int row, ref;
 };
 
 static guint64 now_ns(void)
@@ -116,13 +130,16 @@ static int find_label(const struct target *targets, size_t count, const char *la
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: cgprocfs-bench-latency [--iterations N] [--warmup W] [--ref LABEL] LABEL=PATH...\n"
+		"usage: cgprocfs-bench-latency [--iterations N] [--warmup W] [--ref LABEL]\n"
+		"                              [--vs PREFIX]... LABEL=PATH...\n"
 		"  Times open + read to EOF (64 KiB reads) + close of each PATH, interleaved,\n"
 		"  and prints p50, p99 and mean in microseconds per LABEL.\n"
 		"  --iterations N  recorded rounds over all paths (default 10000)\n"
 		"  --warmup W      unrecorded rounds first (default 1000)\n"
 		"  --ref LABEL     compare every row with row LABEL; without it, each\n"
-		"                  'view:X' row is compared with the 'real:X' row\n");
+		"                  'view:X' row is compared with the 'real:X' row\n"
+		"  --vs PREFIX     also print each 'view:X' row over the 'PREFIX:X' row,\n"
+		"                  in a table of its own (repeatable)\n");
 }
 
 static gboolean parse_count(const char *option, const char *text, guint64 min, guint64 *ret)
@@ -166,6 +183,39 @@ static gboolean resolve_refs(struct target *tv, size_t count, const char *ref_la
 	return TRUE;
 }
 
+static void versus_clear(gpointer p)
+{
+	struct versus *v = p;
+	g_free(v->prefix);
+	if (v->pairs)
+		g_array_unref(v->pairs);
+}
+
+/* Pairs each view:X row with the PREFIX:X row of every --vs. FALSE if a
+ * PREFIX pairs with no row at all (most likely a typo). */
+static gboolean resolve_versus(const struct target *tv, size_t count, GArray *versus)
+{
+	for (guint k = 0; k < versus->len; k++) {
+		struct versus *v = &g_array_index(versus, struct versus, k);
+		v->pairs = g_array_new(FALSE, FALSE, sizeof(struct pair));
+		for (size_t i = 0; i < count; i++) {
+			if (!g_str_has_prefix(tv[i].label, VIEW_PREFIX))
+				continue;
+			g_autofree char *other =
+				g_strconcat(v->prefix, ":", tv[i].label + strlen(VIEW_PREFIX), NULL);
+			int ref = find_label(tv, count, other);
+			if (ref >= 0)
+				g_array_append_val(v->pairs, ((struct pair){ .row = (int)i, .ref = ref }));
+		}
+		if (v->pairs->len == 0) {
+			fprintf(stderr, "cgprocfs-bench-latency: --vs %s: no 'view:X' row has a '%s:X' row\n",
+				v->prefix, v->prefix);
+			return FALSE;
+		}
+	}
+	return TRUE;
+}
+
 /* Runs all rounds and records the samples. FALSE (with a message) if a
  * path could not be read. */
 static gboolean measure(struct target *tv, size_t count, guint64 warmup, guint64 iterations)
@@ -204,12 +254,37 @@ static gboolean measure(struct target *tv, size_t count, guint64 warmup, guint64
 	return TRUE;
 }
 
-static void print_table(const struct target *tv, size_t count, guint64 warmup, guint64 iterations)
+static int label_width(const struct target *tv, size_t count)
 {
 	int width = 5;
 
 	for (size_t i = 0; i < count; i++)
 		width = MAX(width, (int)strlen(tv[i].label));
+	return width;
+}
+
+/* One table per --vs: "ratios vs PREFIX:", then a row per pair. */
+static void print_versus(const struct target *tv, size_t count, const GArray *versus)
+{
+	int width = label_width(tv, count);
+
+	for (guint k = 0; k < versus->len; k++) {
+		const struct versus *v = &g_array_index(versus, struct versus, k);
+		printf("ratios vs %s: (view:X p50 and p99 over those of %s:X)\n", v->prefix, v->prefix);
+		printf("%-*s %10s %10s  %s\n", width, "label", "p50_ratio", "p99_ratio", "ratio_vs");
+		for (guint j = 0; j < v->pairs->len; j++) {
+			const struct pair *p = &g_array_index(v->pairs, struct pair, j);
+			printf("%-*s %9.2fx %9.2fx  %s\n", width, tv[p->row].label,
+			       tv[p->row].p50_us / tv[p->ref].p50_us, tv[p->row].p99_us / tv[p->ref].p99_us,
+			       tv[p->ref].label);
+		}
+	}
+}
+
+static void print_table(const struct target *tv, size_t count)
+{
+	int width = label_width(tv, count);
+
 	printf("%-*s %10s %10s %10s %10s %10s  %s\n", width, "label", "p50_us", "p99_us", "mean_us",
 	       "p50_ratio", "p99_ratio", "ratio_vs");
 	for (size_t i = 0; i < count; i++) {
@@ -221,6 +296,10 @@ static void print_table(const struct target *tv, size_t count, guint64 warmup, g
 		else
 			printf(" %10s %10s  %s\n", "-", "-", "-");
 	}
+}
+
+static void print_footer(guint64 warmup, guint64 iterations)
+{
 	printf("(%" G_GUINT64_FORMAT " iterations after %" G_GUINT64_FORMAT
 	       " warm-up, interleaved in random order; open + read to EOF + close)\n",
 	       iterations, warmup);
@@ -231,8 +310,10 @@ int main(int argc, char **argv)
 	guint64 iterations = 10000, warmup = 1000;
 	const char *ref_label = NULL;
 	g_autoptr(GArray) targets = g_array_new(FALSE, TRUE, sizeof(struct target));
+	g_autoptr(GArray) versus = g_array_new(FALSE, TRUE, sizeof(struct versus));
 
 	g_array_set_clear_func(targets, target_clear);
+	g_array_set_clear_func(versus, versus_clear);
 	for (int i = 1; i < argc; i++) {
 		const char *arg = argv[i];
 		if (strcmp(arg, "--iterations") == 0) {
@@ -247,6 +328,17 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			ref_label = argv[++i];
+		} else if (strcmp(arg, "--vs") == 0) {
+			const char *prefix = i + 1 < argc ? argv[++i] : "";
+			size_t len = strlen(prefix);
+			if (len > 0 && prefix[len - 1] == ':') /* "lxcfs:" as well as "lxcfs" */
+				len--;
+			if (len == 0 || memchr(prefix, ':', len)) {
+				fprintf(stderr, "cgprocfs-bench-latency: --vs needs a label prefix, like 'lxcfs'\n");
+				return 2;
+			}
+			struct versus v = { .prefix = g_strndup(prefix, len) };
+			g_array_append_val(versus, v);
 		} else if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
 			usage(stdout);
 			return 0;
@@ -280,12 +372,14 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!resolve_refs(tv, count, ref_label))
+	if (!resolve_refs(tv, count, ref_label) || !resolve_versus(tv, count, versus))
 		return 2;
 	if (!measure(tv, count, warmup, iterations))
 		return 1;
 	for (size_t i = 0; i < count; i++)
 		summarize(&tv[i], (size_t)iterations);
-	print_table(tv, count, warmup, iterations);
+	print_table(tv, count);
+	print_versus(tv, count, versus);
+	print_footer(warmup, iterations);
 	return 0;
 }

@@ -6,6 +6,10 @@
 #include "pidwatch.h"
 #include "view.h"
 
+#ifdef HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -264,10 +268,16 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		goto out_unmount;
 	}
 	real_mounted = TRUE;
+#ifdef HAVE_LIBSYSTEMD
+	sd_notify(0, "READY=1");
+#endif
 	announce(cfg->mountpoint);
 
 	int sig = wait_for_stop_signal();
 	g_message("%s: unmounting %s", strsignal(sig), cfg->mountpoint);
+#ifdef HAVE_LIBSYSTEMD
+	sd_notify(0, "STOPPING=1");
+#endif
 	status = 0;
 
 out_unmount:

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 cgprocfs_build_deps=(build-essential clang meson ninja-build pkg-config
-	libfuse3-dev fuse3 libglib2.0-dev libcriterion-dev)
+	libfuse3-dev fuse3 libglib2.0-dev libcriterion-dev libsystemd-dev)
 # what the tests run: psutil and its suite for /usr/bin/python3, ps/top/free,
 # unshare/nsenter/setpriv, and LXCFS for the side-by-side benchmarks
 cgprocfs_test_deps=(python3 python3-psutil procps util-linux lxcfs)

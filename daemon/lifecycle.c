@@ -100,37 +100,6 @@ static char *real_proc_options(void)
 	return out->len ? g_string_free(g_steal_pointer(&out), FALSE) : NULL;
 }
 
-/* Mount a FUSE filesystem for the view at mountpoint: the /dev/fuse fd,
- * served through passthrough_io (fuse_session_mount knows no custom I/O). */
-static int mount_view(const char *mountpoint, const char *extra_options, int *ret_fd)
-{
-	_cleanup_close_ int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	g_autofree char *data = g_strdup_printf("fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other%s%s", fd,
-						extra_options ? "," : "", extra_options ? extra_options : "");
-	if (mount("cgprocfs", mountpoint, "fuse.cgprocfs", MS_NOSUID | MS_NODEV, data) < 0)
-		return -errno;
-	*ret_fd = steal_fd(&fd);
-	return 0;
-}
-
-/* -o options: libfuse's own ("debug") for the session, the rest for mount(2). */
-static void split_options(const char *options, GPtrArray *session_args, GString *mount_options)
-{
-	g_auto(GStrv) opts = g_strsplit(options ? options : "", ",", -1);
-	for (char **o = opts; *o; o++) {
-		if (**o == '\0')
-			continue;
-		if (strcmp(*o, "debug") == 0) {
-			g_ptr_array_add(session_args, g_strdup("-o"));
-			g_ptr_array_add(session_args, g_strdup(*o));
-		} else {
-			g_string_append_printf(mount_options, "%s%s", mount_options->len ? "," : "", *o);
-		}
-	}
-}
-
 static void report_bad_cgroup(void *data, const char *file, int err)
 {
 	g_warning("cannot use %s (%s): callers in that cgroup see the host's CPUs", file, g_strerror(err));
@@ -182,9 +151,9 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	GThread *loop_th = NULL, *watch_th = NULL;
 	g_autofree char *real_path = g_build_filename(cfg->mountpoint, "proc", ".real", NULL);
 	g_autofree char *real_opts = real_proc_options();
-	g_autoptr(GPtrArray) session_args = g_ptr_array_new_with_free_func(g_free);
-	g_autoptr(GString) mount_options = g_string_new(NULL);
-	int dev_fd = -1;
+	g_autofree char *opts = g_strdup_printf("allow_other,fsname=cgprocfs,subtype=cgprocfs%s%s",
+						cfg->fuse_options ? "," : "",
+						cfg->fuse_options ? cfg->fuse_options : "");
 	gboolean real_mounted = FALSE;
 	int r;
 
@@ -233,27 +202,16 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	state.view = view;
 	state.watch = watch;
 
-	g_ptr_array_add(session_args, g_strdup("cgprocfs"));
-	split_options(cfg->fuse_options, session_args, mount_options);
-	struct fuse_args args = FUSE_ARGS_INIT((int)session_args->len, (char **)session_args->pdata);
+	char *argv[] = { "cgprocfs", "-o", opts, NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	loop.session = fuse_session_new(&args, &ops_table, sizeof(ops_table), &state);
-	fuse_opt_free_args(&args);
 	if (!loop.session) {
 		g_printerr("cgprocfs: cannot start the FUSE session (check the -o options)\n");
 		goto out;
 	}
 	state.session = loop.session;
-	r = mount_view(cfg->mountpoint, mount_options->len ? mount_options->str : NULL, &dev_fd);
-	if (r < 0) {
-		g_printerr("cgprocfs: cannot mount on %s: %s\n", cfg->mountpoint, g_strerror(-r));
-		goto out_session;
-	}
-	state.pt.dev_fd = dev_fd;
-	/* From here the session owns dev_fd. */
-	if (fuse_session_custom_io(loop.session, &passthrough_io, dev_fd) < 0) {
-		close(dev_fd);
-		umount2(cfg->mountpoint, MNT_DETACH);
-		g_printerr("cgprocfs: cannot attach the FUSE session\n");
+	if (fuse_session_mount(loop.session, cfg->mountpoint) != 0) {
+		g_printerr("cgprocfs: cannot mount on %s (see the fuse message above)\n", cfg->mountpoint);
 		goto out_session;
 	}
 	g_mutex_init(&loop.lock);
@@ -285,8 +243,7 @@ out_unmount:
 	if (real_mounted && umount2(real_path, MNT_DETACH) < 0)
 		g_warning("cannot unmount %s: %s", real_path, g_strerror(errno));
 	fuse_session_exit(loop.session);
-	if (umount2(cfg->mountpoint, MNT_DETACH) < 0)
-		g_warning("cannot unmount %s: %s", cfg->mountpoint, g_strerror(errno));
+	fuse_session_unmount(loop.session);
 	if (!loop_wait_done(&loop, LOOP_EXIT_WAIT_US)) {
 		/* Binds of the view elsewhere keep the FUSE connection up; they
 		 * fail with ENOTCONN once this process is gone. */

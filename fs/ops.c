@@ -143,61 +143,36 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_err(req, 0);
 }
 
-/* An open daemon-served file: its snapshot, and where reads go. */
-struct served_file {
-	GBytes *content;
-	int backing_id; /* >= 0: reads pass through to a memfd of content */
-};
-
-static void served_file_free(struct ops_state *s, struct served_file *f)
-{
-	if (f->backing_id >= 0)
-		passthrough_backing_close(&s->pt, f->backing_id);
-	g_bytes_unref(f->content);
-	g_free(f);
-}
-
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct ops_state *s = state(req);
 	struct caller c = req_caller(req);
 	GBytes *content = NULL;
-	int r = view_open(s->view, &c, ino, fi->flags, &content);
+	int r = view_open(state(req)->view, &c, ino, fi->flags, &content);
 	if (r < 0) {
 		reply_err(req, r);
 		return;
 	}
-	struct served_file *f = g_new0(struct served_file, 1);
-	f->content = content;
-	f->backing_id = -1;
-	/* Content can differ per caller and per open: never page-cached.
-	 * Passed through to a snapshot where the kernel can, else direct. */
-	if (passthrough_backing_open(&s->pt, content, &f->backing_id) == 0)
-		passthrough_reply_with(f->backing_id);
-	else
-		fi->direct_io = 1;
+	/* Content can differ per caller and per open: never page-cached. */
+	fi->direct_io = 1;
 	fi->noflush = 1;
-	fi->fh = (uintptr_t)f;
-	if (fuse_reply_open(req, fi) < 0) {
-		passthrough_reply_with(-1);
-		served_file_free(s, f);
-	}
+	fi->fh = (uintptr_t)content;
+	if (fuse_reply_open(req, fi) < 0)
+		g_bytes_unref(content);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	const struct served_file *f = (const struct served_file *)(uintptr_t)fi->fh;
 	const char *data;
 	size_t len;
 
-	snapshot_slice(f->content, off, size, &data, &len);
+	snapshot_slice((GBytes *)(uintptr_t)fi->fh, off, size, &data, &len);
 	fuse_reply_buf(req, data, len);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	served_file_free(state(req), (struct served_file *)(uintptr_t)fi->fh);
+	g_bytes_unref((GBytes *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 

@@ -2,14 +2,12 @@
  * Only these functions call fuse_reply_*. */
 #pragma once
 
-#include "passthrough.h"
 #include "pidwatch.h"
 #include "view.h"
 
 #include <fuse_lowlevel.h>
 
 struct ops_state {
-	struct passthrough pt; /* first: the session I/O's userdata */
 	struct view *view;
 	struct pidwatch *watch;
 	struct fuse_session *session; /* set once the session exists */

@@ -143,6 +143,27 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_err(req, 0);
 }
 
+/* An open daemon-served file. It reads as one consistent snapshot, taken
+ * when it is opened, at any offset and in any chunk size; once a reader has
+ * read it from offset 0 to the end, a read that starts over at offset 0
+ * takes a new one, as procfs would give it (procps keeps /proc/stat open
+ * and re-reads it that way). */
+struct served_file {
+	GMutex lock; /* guards content, from_zero and at_end */
+	GBytes *content;
+	gboolean from_zero; /* a read of this snapshot started at offset 0 */
+	gboolean at_end;    /* ... and a read of it reached the end */
+	uint64_t ino;
+	int flags;
+};
+
+static void served_file_free(struct served_file *f)
+{
+	g_bytes_unref(f->content);
+	g_mutex_clear(&f->lock);
+	g_free(f);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct caller c = req_caller(req);
@@ -152,27 +173,57 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		reply_err(req, r);
 		return;
 	}
-	/* Content can differ per caller and per open: never page-cached. */
+	struct served_file *f = g_new0(struct served_file, 1);
+	g_mutex_init(&f->lock);
+	f->content = content;
+	f->ino = ino;
+	f->flags = fi->flags;
+	/* Content can differ per caller and per read pass: never page-cached. */
 	fi->direct_io = 1;
 	fi->noflush = 1;
-	fi->fh = (uintptr_t)content;
+	fi->fh = (uintptr_t)f;
 	if (fuse_reply_open(req, fi) < 0)
-		g_bytes_unref(content);
+		served_file_free(f);
+}
+
+/* The snapshot a read at off gets: a new one for a read that starts over. */
+static GBytes *snapshot_for_read(fuse_req_t req, struct served_file *f, off_t off, size_t size)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&f->lock);
+
+	if (off == 0 && f->at_end) {
+		struct caller c = req_caller(req);
+		GBytes *fresh = NULL;
+		/* On failure the reader gets the previous pass again, not an error. */
+		if (view_open(state(req)->view, &c, f->ino, f->flags, &fresh) == 0) {
+			g_bytes_unref(f->content);
+			f->content = fresh;
+		}
+		f->at_end = FALSE;
+		f->from_zero = FALSE;
+	}
+	if (off == 0)
+		f->from_zero = TRUE;
+	if (f->from_zero && off >= 0 && (guint64)off + size >= g_bytes_get_size(f->content))
+		f->at_end = TRUE;
+	return g_bytes_ref(f->content);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
+	/* Unlocked before the reply: once it is sent, RELEASE may free f. */
+	g_autoptr(GBytes) content = snapshot_for_read(req, (struct served_file *)(uintptr_t)fi->fh, off, size);
 	const char *data;
 	size_t len;
 
-	snapshot_slice((GBytes *)(uintptr_t)fi->fh, off, size, &data, &len);
+	snapshot_slice(content, off, size, &data, &len);
 	fuse_reply_buf(req, data, len);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	g_bytes_unref((GBytes *)(uintptr_t)fi->fh);
+	served_file_free((struct served_file *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 

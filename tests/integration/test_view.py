@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
@@ -401,6 +402,29 @@ def make_tests(d):
             parts.append(chunk)
             offset += len(chunk)
 
+    @test("a kept-open proc/stat read to the end and re-read from offset 0 shows new counters, as top's is")
+    def _():
+        path = os.path.join(d.proc, "stat")
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            first = read_to_eof(fd)
+            # burn some CPU so the counters must move
+            end = time.monotonic() + 0.3
+            while time.monotonic() < end:
+                pass
+            os.lseek(fd, 0, os.SEEK_SET)
+            second = b""
+            while True:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                second += chunk
+        finally:
+            os.close(fd)
+        check(first.split(b"\n")[0] != second.split(b"\n")[0],
+              "the cpu line did not move: a reader that keeps the file open sees frozen counters",
+              first.split(b"\n")[0], second.split(b"\n")[0])
+
     @test("reads at odd offsets and 1-byte reads reassemble the bytes of one big read of the same open file")
     def _():
         bad = []
@@ -418,6 +442,9 @@ def make_tests(d):
                     bad.append("%s: pread(3, %d) differs from the big read" % (label, odd))
                 if os.pread(fd, 4096, len(whole)) != b"":
                     bad.append("%s: a read at the end is not empty" % label)
+                # Starting over at offset 0 takes a new snapshot, as procfs
+                # does (procps re-reads a kept /proc/stat this way): a file
+                # whose content moves (stat's counters) keeps its shape.
                 os.lseek(fd, 0, os.SEEK_SET)
                 ones = []
                 while True:
@@ -425,9 +452,17 @@ def make_tests(d):
                     if not b:
                         break
                     ones.append(b)
-                if b"".join(ones) != whole:
+                again = b"".join(ones)
+                if label == "proc/stat":
+                    heads = lambda text: [line.split(b" ")[0] for line in text.splitlines()]
+                    if heads(again) != heads(whole):
+                        bad.append("proc/stat: 1-byte reads give other lines than the big read")
+                elif label == "proc/cpuinfo":
+                    if shape(label, again.decode()) != shape(label, whole.decode()):
+                        bad.append("proc/cpuinfo: 1-byte reads differ from the big read")
+                elif again != whole:
                     bad.append("%s: 1-byte reads give %d bytes, not the big read's %d"
-                               % (label, len(b"".join(ones)), len(whole)))
+                               % (label, len(again), len(whole)))
             finally:
                 os.close(fd)
             # A snapshot taken by a first read at an odd offset.

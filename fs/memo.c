@@ -50,13 +50,15 @@ static void count(guint64 *counter, guint64 n)
 static guint key_hash(gconstpointer p)
 {
 	const struct memo_key *k = p;
-	return (guint)(k->ns * 0x9e3779b97f4a7c15ULL ^ (uint64_t)k->pid * 0xff51afd7ed558ccdULL ^ k->start_time);
+	return (guint)(k->ns * 0x9e3779b97f4a7c15ULL ^ (uint64_t)k->pid * 0xff51afd7ed558ccdULL ^ k->start_time ^
+		       k->pidfd_ino * 0xc4ceb9fe1a85ec53ULL);
 }
 
 static gboolean key_equal(gconstpointer a, gconstpointer b)
 {
 	const struct memo_key *x = a, *y = b;
-	return x->ns == y->ns && x->pid == y->pid && x->start_time == y->start_time;
+	return x->ns == y->ns && x->pid == y->pid && x->start_time == y->start_time &&
+	       x->pidfd_ino == y->pidfd_ino;
 }
 
 static void entry_free(gpointer p)

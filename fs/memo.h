@@ -17,11 +17,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* One process: a pid is only a process together with its start time. */
+/* One process: a pid is only a process together with its start time, and
+ * two processes can get one pid within one clock tick: the pidfd's inode
+ * (unique per process since boot where pidfds live in pidfs) tells them
+ * apart. */
 struct memo_key {
 	uint64_t ns; /* the pid namespace the pid is a number in */
 	pid_t pid;
 	uint64_t start_time;
+	uint64_t pidfd_ino; /* 0 where pidfds have no inode of their own */
 };
 
 /* What is cheap to read and moves when the memory does. */

@@ -5,21 +5,65 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 struct smaps {
 	struct smaps_config cfg;
 	struct memo *memo;
 };
 
-/* The process behind key, if pid still stands for it. */
-static int key_process(int proc_fd, const struct memo_key *key, struct pid_stat *ret)
+#define PIDFS_MAGIC 0x50494446
+
+/* A pidfd of pid, and its inode where pidfds have one each (pidfs). */
+static int open_process(pid_t pid, int *ret_pidfd, uint64_t *ret_ino)
 {
-	int r = procfile_pid_stat(proc_fd, key->pid, ret);
+	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct statfs sfs;
+	struct stat st;
+
+	if (pidfd < 0)
+		return errno == ESRCH ? -ENOENT : -errno;
+	*ret_ino = fstatfs(pidfd, &sfs) == 0 && sfs.f_type == PIDFS_MAGIC && fstat(pidfd, &st) == 0
+			   ? st.st_ino : 0;
+	*ret_pidfd = steal_fd(&pidfd);
+	return 0;
+}
+
+static gboolean exited(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	return poll(&p, 1, 0) != 0;
+}
+
+/* The process behind key, if pid still stands for it; with its pidfd,
+ * which tells whether it was the one all along (see holds_key). */
+static int key_process(int proc_fd, const struct memo_key *key, struct pid_stat *ret, int *ret_pidfd)
+{
+	uint64_t ino;
+	int r = open_process(key->pid, ret_pidfd, &ino);
 	if (r < 0)
 		return r;
-	return ret->start_time == key->start_time ? 0 : -ENOENT;
+	r = procfile_pid_stat(proc_fd, key->pid, ret);
+	if (r == 0 && (ret->start_time != key->start_time || ino != key->pidfd_ino))
+		r = -ENOENT;
+	if (r < 0)
+		close(*ret_pidfd);
+	return r;
+}
+
+/* Still the process of key: it has not exited since its pidfd was opened,
+ * so its pid has named it all along. Closes the pidfd. */
+static gboolean holds_key(int pidfd)
+{
+	gboolean alive = !exited(pidfd);
+	close(pidfd);
+	return alive;
 }
 
 /* The walk: the kernel's text, read with the daemon's rights (callers are
@@ -30,15 +74,18 @@ static int walk(void *data, const struct memo_key *key, GBytes **ret_text)
 	struct pid_stat st;
 	char path[48];
 	g_autoptr(GBytes) text = NULL;
+	int pidfd;
 
-	snprintf(path, sizeof(path), "%d/smaps_rollup", (int)key->pid);
-	int r = procfile_read_at(s->cfg.proc_fd, path, &text);
-	if (r < 0)
-		return r == -ESRCH ? -ENOENT : r;
-	/* The pid may have been recycled while it was read. */
-	r = key_process(s->cfg.proc_fd, key, &st);
+	int r = key_process(s->cfg.proc_fd, key, &st, &pidfd);
 	if (r < 0)
 		return r;
+	snprintf(path, sizeof(path), "%d/smaps_rollup", (int)key->pid);
+	r = procfile_read_at(s->cfg.proc_fd, path, &text);
+	/* If the process exited meanwhile, the pid may name another by now. */
+	if (!holds_key(pidfd))
+		return -ENOENT;
+	if (r < 0)
+		return r == -ESRCH ? -ENOENT : r;
 	*ret_text = g_steal_pointer(&text);
 	return 0;
 }
@@ -47,9 +94,12 @@ static int probe(void *data, const struct memo_key *key, struct memo_signals *re
 {
 	struct smaps *s = data;
 	struct pid_stat st;
-	int r = key_process(s->cfg.proc_fd, key, &st);
+	int pidfd;
+	int r = key_process(s->cfg.proc_fd, key, &st, &pidfd);
 	if (r < 0)
 		return r;
+	if (!holds_key(pidfd))
+		return -ENOENT;
 	*ret = (struct memo_signals){ st.minflt, st.majflt, st.rss, st.vsize };
 	return 0;
 }
@@ -98,11 +148,19 @@ int smaps_read(struct smaps *s, const struct caller *c, pid_t pid, uint64_t star
 
 	/* The kernel checks access when the file is opened; opening costs no
 	 * walk, so the caller's right is asked of the kernel every time. */
+	_cleanup_close_ int pidfd = -1;
+	uint64_t ino;
+	int r = open_process(pid, &pidfd, &ino);
+	if (r < 0)
+		return r;
 	snprintf(path, sizeof(path), "%d/smaps_rollup", (int)pid);
-	int r = caller_openat(c, pid, s->cfg.proc_fd, path, O_RDONLY, &fd);
+	r = caller_openat(c, pid, s->cfg.proc_fd, path, O_RDONLY, &fd);
 	if (r < 0)
 		return r == -ESRCH ? -ENOENT : r;
-	const struct memo_key key = { s->cfg.ns, pid, start_time };
+	/* The check was made on the process of the pidfd if it is still alive. */
+	if (exited(pidfd))
+		return -ENOENT;
+	const struct memo_key key = { s->cfg.ns, pid, start_time, ino };
 	return memo_get(s->memo, &key, ret_content);
 }
 

@@ -106,14 +106,19 @@ static struct memo *make(unsigned max_entries, double budget)
 	return memo_new(&cfg, &ops);
 }
 
-static char *get(struct memo *m, pid_t pid, uint64_t start)
+static char *get_id(struct memo *m, pid_t pid, uint64_t start, uint64_t pidfd_ino)
 {
-	struct memo_key k = { 1, pid, start };
+	struct memo_key k = { 1, pid, start, pidfd_ino };
 	g_autoptr(GBytes) b = NULL;
 	int r = memo_get(m, &k, &b);
 	if (r < 0)
 		return g_strdup_printf("error %d", -r);
 	return g_strndup(g_bytes_get_data(b, NULL), g_bytes_get_size(b));
+}
+
+static char *get(struct memo *m, pid_t pid, uint64_t start)
+{
+	return get_id(m, pid, start, 0);
 }
 
 static struct memo_stats stats(struct memo *m)
@@ -220,6 +225,16 @@ Test(memo, a_recycled_pid_never_gets_the_old_text)
 	g_autofree char *recycled = get(m, 10, 2);
 	cr_assert_str_eq(old, "pid 10 start 1 walk 1");
 	cr_assert_str_eq(recycled, "pid 10 start 2 walk 2");
+	memo_free(m);
+}
+
+Test(memo, a_pid_recycled_within_one_tick_is_told_apart_by_its_pidfd)
+{
+	struct memo *m = make(100, 1.0);
+	g_autofree char *old = get_id(m, 10, 1, 501);
+	g_autofree char *recycled = get_id(m, 10, 1, 502);
+	cr_assert_str_eq(old, "pid 10 start 1 walk 1");
+	cr_assert_str_eq(recycled, "pid 10 start 1 walk 2");
 	memo_free(m);
 }
 

@@ -8,7 +8,7 @@ cgprocfs_install "${cgprocfs_build_deps[@]}" "${cgprocfs_test_deps[@]}"
 cgprocfs_build
 rm -rf build-clang
 CC=clang meson setup build-clang >/dev/null
-ninja -C build-clang >/dev/null
+ninja -C build-clang >build-clang/build.log || { cat build-clang/build.log; exit 1; }
 echo "clang build: clean"
 
 status=0

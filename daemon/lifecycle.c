@@ -188,6 +188,8 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	smaps = smaps_new(&scfg);
 	const struct view_config vcfg = {
 		.proc_fd = proc_fd, .sys_cpu_fd = sys_cpu_fd, .cpuview = cpuview, .smaps = smaps,
+		.own_pid_ns = TRUE,
+		.pid_ns = scfg.ns,
 	};
 	r = view_new(&vcfg, &view);
 	if (r < 0) {

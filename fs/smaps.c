@@ -16,17 +16,53 @@
 struct smaps {
 	struct smaps_config cfg;
 	struct memo *memo;
+	GRWLock lock;            /* guards namespaces */
+	GHashTable *namespaces;  /* ns -> procfs fd, other than the daemon's */
 };
+
+/* Where the processes of ns are read; FALSE for an unknown namespace. */
+static gboolean procfs_of(struct smaps *s, uint64_t ns, int *ret_proc_fd, gboolean *ret_own)
+{
+	if (ns == s->cfg.ns) {
+		*ret_proc_fd = s->cfg.proc_fd;
+		*ret_own = TRUE;
+		return TRUE;
+	}
+	g_rw_lock_reader_lock(&s->lock);
+	gpointer fd;
+	gboolean found = g_hash_table_lookup_extended(s->namespaces, &ns, NULL, &fd);
+	g_rw_lock_reader_unlock(&s->lock);
+	*ret_proc_fd = GPOINTER_TO_INT(fd);
+	*ret_own = FALSE;
+	return found;
+}
 
 #define PIDFS_MAGIC 0x50494446
 
-/* A pidfd of pid, and its inode where pidfds have one each (pidfs). */
-static int open_process(pid_t pid, int *ret_pidfd, uint64_t *ret_ino)
+/* A pidfd of pid, and its inode where pidfds have one each (pidfs). In
+ * another pid namespace, whose pids a pidfd cannot be opened for, -1 and
+ * 0: processes are then told apart by start time alone. */
+static int open_process(gboolean own_pid_ns, pid_t pid, int *ret_pidfd, uint64_t *ret_ino)
 {
+	if (!own_pid_ns) {
+		*ret_pidfd = -1;
+		*ret_ino = 0;
+		return 0;
+	}
 	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	struct statfs sfs;
 	struct stat st;
 
+	/* A thread that is not its group's leader (ENOENT, or EINVAL before
+	 * Linux 6.9): PIDFD_THREAD (O_EXCL, 6.9), or no identity beyond the
+	 * start time before that. */
+	if (pidfd < 0 && (errno == ENOENT || errno == EINVAL))
+		pidfd = (int)syscall(SYS_pidfd_open, pid, O_EXCL);
+	if (pidfd < 0 && errno == EINVAL) {
+		*ret_pidfd = -1;
+		*ret_ino = 0;
+		return 0;
+	}
 	if (pidfd < 0)
 		return errno == ESRCH ? -ENOENT : -errno;
 	*ret_ino = fstatfs(pidfd, &sfs) == 0 && sfs.f_type == PIDFS_MAGIC && fstat(pidfd, &st) == 0
@@ -38,21 +74,25 @@ static int open_process(pid_t pid, int *ret_pidfd, uint64_t *ret_ino)
 static gboolean exited(int pidfd)
 {
 	struct pollfd p = { .fd = pidfd, .events = POLLIN };
-	return poll(&p, 1, 0) != 0;
+	return pidfd >= 0 && poll(&p, 1, 0) != 0;
 }
 
 /* The process behind key, if pid still stands for it; with its pidfd,
  * which tells whether it was the one all along (see holds_key). */
-static int key_process(int proc_fd, const struct memo_key *key, struct pid_stat *ret, int *ret_pidfd)
+static int key_process(struct smaps *s, const struct memo_key *key, struct pid_stat *ret,
+		       int *ret_pidfd, int *ret_proc_fd)
 {
 	uint64_t ino;
-	int r = open_process(key->pid, ret_pidfd, &ino);
+	gboolean own;
+	if (!procfs_of(s, key->ns, ret_proc_fd, &own))
+		return -ENOENT; /* the namespace is gone */
+	int r = open_process(own, key->pid, ret_pidfd, &ino);
 	if (r < 0)
 		return r;
-	r = procfile_pid_stat(proc_fd, key->pid, ret);
+	r = procfile_pid_stat(*ret_proc_fd, key->pid, ret);
 	if (r == 0 && (ret->start_time != key->start_time || ino != key->pidfd_ino))
 		r = -ENOENT;
-	if (r < 0)
+	if (r < 0 && *ret_pidfd >= 0)
 		close(*ret_pidfd);
 	return r;
 }
@@ -62,7 +102,8 @@ static int key_process(int proc_fd, const struct memo_key *key, struct pid_stat 
 static gboolean holds_key(int pidfd)
 {
 	gboolean alive = !exited(pidfd);
-	close(pidfd);
+	if (pidfd >= 0)
+		close(pidfd);
 	return alive;
 }
 
@@ -74,13 +115,13 @@ static int walk(void *data, const struct memo_key *key, GBytes **ret_text)
 	struct pid_stat st;
 	char path[48];
 	g_autoptr(GBytes) text = NULL;
-	int pidfd;
+	int pidfd, proc_fd;
 
-	int r = key_process(s->cfg.proc_fd, key, &st, &pidfd);
+	int r = key_process(s, key, &st, &pidfd, &proc_fd);
 	if (r < 0)
 		return r;
 	snprintf(path, sizeof(path), "%d/smaps_rollup", (int)key->pid);
-	r = procfile_read_at(s->cfg.proc_fd, path, &text);
+	r = procfile_read_at(proc_fd, path, &text);
 	/* If the process exited meanwhile, the pid may name another by now. */
 	if (!holds_key(pidfd))
 		return -ENOENT;
@@ -94,8 +135,8 @@ static int probe(void *data, const struct memo_key *key, struct memo_signals *re
 {
 	struct smaps *s = data;
 	struct pid_stat st;
-	int pidfd;
-	int r = key_process(s->cfg.proc_fd, key, &st, &pidfd);
+	int pidfd, proc_fd;
+	int r = key_process(s, key, &st, &pidfd, &proc_fd);
 	if (r < 0)
 		return r;
 	if (!holds_key(pidfd))
@@ -129,7 +170,23 @@ struct smaps *smaps_new(const struct smaps_config *cfg)
 	const struct memo_ops ops = { walk, probe, now, thread_cpu, wake, s };
 	s->cfg = *cfg;
 	s->memo = memo_new(&cfg->memo, &ops);
+	g_rw_lock_init(&s->lock);
+	s->namespaces = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	return s;
+}
+
+void smaps_add_namespace(struct smaps *s, uint64_t ns, int proc_fd)
+{
+	g_rw_lock_writer_lock(&s->lock);
+	g_hash_table_insert(s->namespaces, g_memdup2(&ns, sizeof(ns)), GINT_TO_POINTER(proc_fd));
+	g_rw_lock_writer_unlock(&s->lock);
+}
+
+void smaps_remove_namespace(struct smaps *s, uint64_t ns)
+{
+	g_rw_lock_writer_lock(&s->lock);
+	g_hash_table_remove(s->namespaces, &ns);
+	g_rw_lock_writer_unlock(&s->lock);
 }
 
 void smaps_free(struct smaps *s)
@@ -137,30 +194,36 @@ void smaps_free(struct smaps *s)
 	if (!s)
 		return;
 	memo_free(s->memo);
+	g_hash_table_unref(s->namespaces);
+	g_rw_lock_clear(&s->lock);
 	g_free(s);
 }
 
-int smaps_read(struct smaps *s, const struct caller *c, pid_t pid, uint64_t start_time,
+int smaps_read(struct smaps *s, const struct caller *c, uint64_t ns, pid_t pid, uint64_t start_time,
 	       GBytes **ret_content)
 {
 	char path[48];
 	_cleanup_close_ int fd = -1;
+	int proc_fd;
+	gboolean own;
 
+	if (!procfs_of(s, ns, &proc_fd, &own))
+		return -ENOENT;
 	/* The kernel checks access when the file is opened; opening costs no
 	 * walk, so the caller's right is asked of the kernel every time. */
 	_cleanup_close_ int pidfd = -1;
 	uint64_t ino;
-	int r = open_process(pid, &pidfd, &ino);
+	int r = open_process(own, pid, &pidfd, &ino);
 	if (r < 0)
 		return r;
 	snprintf(path, sizeof(path), "%d/smaps_rollup", (int)pid);
-	r = caller_openat(c, pid, s->cfg.proc_fd, path, O_RDONLY, &fd);
+	r = caller_openat(c, pid, proc_fd, path, O_RDONLY, &fd);
 	if (r < 0)
 		return r == -ESRCH ? -ENOENT : r;
 	/* The check was made on the process of the pidfd if it is still alive. */
 	if (exited(pidfd))
 		return -ENOENT;
-	const struct memo_key key = { s->cfg.ns, pid, start_time, ino };
+	const struct memo_key key = { ns, pid, start_time, ino };
 	return memo_get(s->memo, &key, ret_content);
 }
 

@@ -11,8 +11,8 @@
 #include <sys/types.h>
 
 struct smaps_config {
-	int proc_fd;     /* the procfs whose processes are served */
-	uint64_t ns;     /* its pid namespace (the memo key's first part) */
+	int proc_fd;     /* a procfs of the daemon's own pid namespace */
+	uint64_t ns;     /* that namespace (the memo key's first part) */
 	struct memo_config memo;
 	void (*wake_refresher)(void *data); /* a stale entry wants a refresh */
 	void *wake_data;
@@ -23,11 +23,16 @@ struct smaps;
 struct smaps *smaps_new(const struct smaps_config *cfg);
 void smaps_free(struct smaps *s);
 
-/* The smaps_rollup text of the process (pid, start_time), which the
- * function's caller has found alive, if the requesting caller may read it
- * (the kernel's own check, made with the caller's credentials). -EACCES if
- * it may not, -ENOENT if that process is gone, else 0. */
-int smaps_read(struct smaps *s, const struct caller *c, pid_t pid, uint64_t start_time,
+/* Serve the processes of another pid namespace ns too, read in proc_fd (a
+ * procfs of it, borrowed until smaps_remove_namespace). */
+void smaps_add_namespace(struct smaps *s, uint64_t ns, int proc_fd);
+void smaps_remove_namespace(struct smaps *s, uint64_t ns);
+
+/* The smaps_rollup text of the process (pid, start_time) of pid namespace
+ * ns, which the function's caller has found alive, if the requesting
+ * caller may read it (the kernel's own check, made with the caller's
+ * credentials). -EACCES if it may not, -ENOENT if that process is gone. */
+int smaps_read(struct smaps *s, const struct caller *c, uint64_t ns, pid_t pid, uint64_t start_time,
 	       GBytes **ret_content);
 
 /* One step of the background refresher (see memo_refresh_step). */

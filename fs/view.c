@@ -431,7 +431,7 @@ static int lookup_pid_dir(struct view *v, pid_t pid, struct view_entry *ret)
 {
 	/* The pidfd is taken before the process is checked: if it exits
 	 * after the check, the pidfd reports it and the entry is dropped. */
-	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	_cleanup_close_ int pidfd = v->cfg.own_pid_ns ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
 	struct pid_stat st;
 	int r = procfile_pid_stat(v->cfg.proc_fd, pid, &st);
 	if (r < 0)
@@ -1013,7 +1013,7 @@ int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, G
 		r = pid_node_process(v, ino, &st);
 		if (r < 0)
 			return r;
-		return smaps_read(v->cfg.smaps, c, ino_pid(ino), st.start_time, ret_content);
+		return smaps_read(v->cfg.smaps, c, v->cfg.pid_ns, ino_pid(ino), st.start_time, ret_content);
 	case NODE_SYS_MIRROR:
 		return open_mirror_file(v, c, ino, ret_content);
 	case NODE_SYS_VCPU:

@@ -32,6 +32,11 @@ struct view_config {
 	int sys_cpu_fd; /* the host's /sys/devices/system/cpu */
 	struct cpuview *cpuview; /* which CPUs each caller sees */
 	struct smaps *smaps;     /* the smaps_rollup memo */
+	/* proc_fd's pids are the daemon's: pid directories can be watched
+	 * with pidfds and cached until their process exits. Otherwise (a
+	 * container's view) every walk through one asks the daemon. */
+	gboolean own_pid_ns;
+	uint64_t pid_ns; /* proc_fd's pid namespace, as the smaps memo knows it */
 };
 
 struct view;

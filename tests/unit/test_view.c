@@ -43,13 +43,18 @@ static void setup(void)
 	real_proc = open("/proc", O_RDONLY | O_DIRECTORY);
 	cr_assert(proc_fd >= 0 && sys_fd >= 0 && real_proc >= 0);
 	cv = host_cpuview(sys_fd);
+	/* The fixture's pids are not this machine's: another pid namespace. */
 	const struct smaps_config scfg = {
-		.proc_fd = proc_fd,
+		.proc_fd = -1,
+		.ns = 1,
 		.memo = { .max_age_us = G_USEC_PER_SEC, .max_age_idle_us = G_USEC_PER_SEC,
 			  .forget_after_us = G_USEC_PER_SEC, .max_entries = 16, .budget = 1 },
 	};
 	sm = smaps_new(&scfg);
-	const struct view_config cfg = { .proc_fd = proc_fd, .sys_cpu_fd = sys_fd, .cpuview = cv, .smaps = sm };
+	smaps_add_namespace(sm, 2, proc_fd);
+	const struct view_config cfg = {
+		.proc_fd = proc_fd, .sys_cpu_fd = sys_fd, .cpuview = cv, .smaps = sm, .pid_ns = 2,
+	};
 	cr_assert_eq(view_new(&cfg, &v), 0);
 	me = (struct caller){ .tid = (pid_t)syscall(SYS_gettid), .uid = geteuid(), .gid = getegid(),
 			      .proc_fd = real_proc };

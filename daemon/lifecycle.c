@@ -151,7 +151,10 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	GThread *loop_th = NULL, *watch_th = NULL;
 	g_autofree char *real_path = g_build_filename(cfg->mountpoint, "proc", ".real", NULL);
 	g_autofree char *real_opts = real_proc_options();
-	g_autofree char *opts = g_strdup_printf("allow_other,fsname=cgprocfs,subtype=cgprocfs%s%s",
+	/* Read-only: nothing in the view is written through FUSE (writes go to
+	 * the real procfs behind the symlinks), and the kernel then keeps no
+	 * access times to refresh with a GETATTR after each read. */
+	g_autofree char *opts = g_strdup_printf("ro,allow_other,fsname=cgprocfs,subtype=cgprocfs%s%s",
 						cfg->fuse_options ? "," : "",
 						cfg->fuse_options ? cfg->fuse_options : "");
 	gboolean real_mounted = FALSE;

@@ -2,11 +2,13 @@
 #pragma once
 
 #include "cgroup.h"
+#include "cpuview.h"
 #include "smaps.h"
 
 #include <glib.h>
 
 #define DAEMON_DEFAULT_MOUNTPOINT "/var/lib/cgprocfs"
+#define DAEMON_CONTROL_DIR "/run/cgprocfs"
 
 struct daemon_config {
 	const char *mountpoint;    /* absolute, canonical */
@@ -14,7 +16,21 @@ struct daemon_config {
 	gboolean debug;
 	gboolean cpu_quota;        /* --cpu-limit=cpuset+quota */
 	struct memo_config smaps;  /* --smaps-max-age, --refresh-budget, ... */
+	const char *control_socket; /* --control-socket */
 };
+
+/* Containers: views of other pid namespaces, attached by the OCI hook
+ * over a control socket. */
+struct containers_config {
+	const char *socket_path;
+	int host_proc_fd;  /* the daemon's procfs: where callers are found */
+	int sys_cpu_fd;
+	struct cpuview *cpuview;
+	struct smaps *smaps;
+};
+struct containers;
+int containers_start(const struct containers_config *cfg, struct containers **ret);
+void containers_stop(struct containers *cs);
 
 /* The background refresher of the smaps_rollup memo. */
 struct refresher;

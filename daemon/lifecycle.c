@@ -144,6 +144,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	struct cpuview *cpuview = NULL;
 	struct smaps *smaps = NULL;
 	struct refresher *refresher = refresher_new();
+	struct containers *containers = NULL;
 	struct daemon_cgroups cgroups = { 0 };
 	struct pidwatch *watch = NULL;
 	struct ops_state state = { .proc_fd = proc_fd };
@@ -193,6 +194,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		.proc_fd = proc_fd, .sys_cpu_fd = sys_cpu_fd, .cpuview = cpuview, .smaps = smaps,
 		.own_pid_ns = TRUE,
 		.pid_ns = scfg.ns,
+		.control_socket = cfg->control_socket,
 	};
 	r = view_new(&vcfg, &view);
 	if (r < 0) {
@@ -231,6 +233,16 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		goto out_unmount;
 	}
 	real_mounted = TRUE;
+	const struct containers_config ccfg_containers = {
+		.socket_path = cfg->control_socket,
+		.host_proc_fd = proc_fd,
+		.sys_cpu_fd = sys_cpu_fd,
+		.cpuview = cpuview,
+		.smaps = smaps,
+	};
+	r = containers_start(&ccfg_containers, &containers);
+	if (r < 0)
+		g_warning("cannot listen on %s (%s): containers cannot attach", cfg->control_socket, g_strerror(-r));
 #ifdef HAVE_LIBSYSTEMD
 	sd_notify(0, "READY=1");
 #endif
@@ -244,6 +256,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	status = 0;
 
 out_unmount:
+	containers_stop(containers);
 	refresher_free(g_steal_pointer(&refresher));
 	if (real_mounted && umount2(real_path, MNT_DETACH) < 0)
 		g_warning("cannot unmount %s: %s", real_path, g_strerror(errno));

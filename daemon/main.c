@@ -51,6 +51,7 @@ int main(int argc, char **argv)
 	g_autofree char *cpu_limit = NULL;
 	double max_age = 5, max_age_idle = 60, budget_percent = 5;
 	gint max_entries = 8192;
+	g_autofree char *control_socket = NULL;
 	g_auto(GStrv) fuse_opts = NULL;
 	g_auto(GStrv) rest = NULL;
 	GOptionEntry entries[] = {
@@ -68,6 +69,8 @@ int main(int argc, char **argv)
 		  "CPU time the refresher may use, in percent of one core (default 5)", "PERCENT" },
 		{ "smaps-max-entries", 0, 0, G_OPTION_ARG_INT, &max_entries,
 		  "Processes the smaps_rollup memo keeps at most (default 8192)", "N" },
+		{ "control-socket", 0, 0, G_OPTION_ARG_FILENAME, &control_socket,
+		  "Where OCI hooks attach containers (default /run/cgprocfs/<mountpoint, / as ->.sock)", "PATH" },
 		{ "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &fuse_opts,
 		  "Extra FUSE mount options, comma-separated (e.g. max_read=65536)", "OPT[,OPT...]" },
 		{ G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[MOUNTPOINT]" },
@@ -128,10 +131,14 @@ int main(int argc, char **argv)
 	if (!mountpoint_prepare(rest && rest[0] ? rest[0] : DAEMON_DEFAULT_MOUNTPOINT, &mountpoint))
 		return 1;
 	g_autofree char *joined = fuse_opts ? g_strjoinv(",", fuse_opts) : NULL;
+	/* One socket per mountpoint: /var/lib/cgprocfs -> /run/cgprocfs/var-lib-cgprocfs.sock */
+	g_autofree char *escaped = g_strdelimit(g_strdup(mountpoint + 1), "/", '-');
+	g_autofree char *default_socket = g_strdup_printf("%s/%s.sock", DAEMON_CONTROL_DIR, escaped);
 	const struct daemon_config cfg = {
 		.mountpoint = mountpoint,
 		.fuse_options = joined,
 		.debug = debug_enabled,
+		.control_socket = control_socket ? control_socket : default_socket,
 		.cpu_quota = !cpu_limit || strcmp(cpu_limit, "cpuset+quota") == 0,
 		.smaps = {
 			.max_age_us = (gint64)(max_age * G_USEC_PER_SEC),

@@ -92,6 +92,7 @@ static int render_stat(struct view *v, const struct caller *c, const char *name,
 static int render_cpu_range(struct view *v, const struct caller *c, const char *name, GBytes **ret);
 static int render_cpu_offline(struct view *v, const struct caller *c, const char *name, GBytes **ret);
 static int render_stats(struct view *v, const struct caller *c, const char *name, GBytes **ret);
+static int render_control(struct view *v, const struct caller *c, const char *name, GBytes **ret);
 
 enum row {
 	ROW_NONE,
@@ -110,6 +111,7 @@ enum row {
 	ROW_CPU_OFFLINE,
 	ROW_META,
 	ROW_META_STATS,
+	ROW_META_CONTROL,
 	ROW_COUNT
 };
 
@@ -137,6 +139,7 @@ static const struct row_def {
 	[ROW_CPU_OFFLINE] = { "offline", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_offline },
 	[ROW_META] = { ".cgprocfs", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL },
 	[ROW_META_STATS] = { "stats", ROW_META, NODE_HOST_FILE, FALSE, render_stats },
+	[ROW_META_CONTROL] = { "control", ROW_META, NODE_HOST_FILE, FALSE, render_control },
 };
 
 /* Files in a CPU's directory that name CPUs, translated to view numbers. */
@@ -912,6 +915,14 @@ static int render_cpu_offline(struct view *v, const struct caller *c, const char
 static int render_stats(struct view *v, const struct caller *c, const char *name, GBytes **ret)
 {
 	*ret = g_string_free_to_bytes(smaps_render_stats(v->cfg.smaps));
+	return 0;
+}
+
+static int render_control(struct view *v, const struct caller *c, const char *name, GBytes **ret)
+{
+	if (!v->cfg.control_socket)
+		return -ENOENT;
+	*ret = g_bytes_new_take(g_strconcat(v->cfg.control_socket, "\n", NULL), strlen(v->cfg.control_socket) + 1);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
  *   proc/<pid>/exe|cwd|root  symlinks carrying the real link's text
  *   proc/<pid>/smaps_rollup  served by the daemon from a memo
  *   .cgprocfs/stats       the daemon's counters (Prometheus text)
+ *   .cgprocfs/control     the path of the daemon's control socket (OCI hook)
  *   sys/devices/system/cpu/  read-only mirror of the host directory, but
  *                         online, possible, present, offline and cpu<N>/
  *                         are the caller's CPUs
@@ -37,6 +38,7 @@ struct view_config {
 	 * container's view) every walk through one asks the daemon. */
 	gboolean own_pid_ns;
 	uint64_t pid_ns; /* proc_fd's pid namespace, as the smaps memo knows it */
+	const char *control_socket; /* shown in .cgprocfs/control, or NULL */
 };
 
 struct view;

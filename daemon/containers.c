@@ -1,0 +1,254 @@
+/* Containers: one FUSE session per container, on the /dev/fuse fd its OCI
+ * hook mounted over the container's /proc, and one view per pid namespace.
+ *
+ * The hook connects to the control socket and sends "attach <pid>" with
+ * two fds: the /dev/fuse fd of the mount it made, and a procfs of the
+ * container's pid namespace (the container's own, opened before the view
+ * covers it). The daemon checks both, serves the session from its own
+ * thread, and drops it when the container's mount goes away. */
+#include "cleanup.h"
+#include "daemon.h"
+#include "ops.h"
+#include "view.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define PROC_SUPER_MAGIC 0x9fa0
+
+struct ns_view {
+	uint64_t ns;
+	int proc_fd;
+	struct view *view;
+	unsigned sessions;
+};
+
+struct containers {
+	struct containers_config cfg;
+	char *socket_path;
+	int listen_fd;
+	GThread *acceptor;
+	GMutex lock;       /* guards by_ns and every ns_view in it */
+	GHashTable *by_ns; /* ns -> struct ns_view* */
+};
+
+struct session {
+	struct containers *owner;
+	struct ns_view *nsv;
+	struct ops_state state;
+	struct fuse_session *se;
+};
+
+static void ns_view_release(struct containers *cs, struct ns_view *nsv)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
+	if (--nsv->sessions > 0)
+		return;
+	g_hash_table_remove(cs->by_ns, &nsv->ns);
+	smaps_remove_namespace(cs->cfg.smaps, nsv->ns);
+	view_free(nsv->view);
+	close(nsv->proc_fd);
+	g_free(nsv);
+}
+
+/* The view of namespace ns, made from proc_fd (taken) if there is none. */
+static int ns_view_get(struct containers *cs, uint64_t ns, int proc_fd, struct ns_view **ret)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
+	struct ns_view *nsv = g_hash_table_lookup(cs->by_ns, &ns);
+
+	if (nsv) {
+		close(proc_fd);
+	} else {
+		const struct view_config vcfg = {
+			.proc_fd = proc_fd,
+			.sys_cpu_fd = cs->cfg.sys_cpu_fd,
+			.cpuview = cs->cfg.cpuview,
+			.smaps = cs->cfg.smaps,
+			.own_pid_ns = FALSE,
+			.pid_ns = ns,
+		};
+		nsv = g_new0(struct ns_view, 1);
+		nsv->ns = ns;
+		nsv->proc_fd = proc_fd;
+		int r = view_new(&vcfg, &nsv->view);
+		if (r < 0) {
+			close(proc_fd);
+			g_free(nsv);
+			return r;
+		}
+		smaps_add_namespace(cs->cfg.smaps, ns, proc_fd);
+		g_hash_table_insert(cs->by_ns, &nsv->ns, nsv);
+	}
+	nsv->sessions++;
+	*ret = nsv;
+	return 0;
+}
+
+static gpointer session_thread(gpointer data)
+{
+	struct session *s = data;
+	struct fuse_loop_config *config = fuse_loop_cfg_create();
+
+	fuse_loop_cfg_set_clone_fd(config, 0);
+	fuse_session_loop_mt(s->se, config);
+	fuse_loop_cfg_destroy(config);
+	g_message("container view of pid namespace %" G_GUINT64_FORMAT " ended", s->nsv->ns);
+	fuse_session_destroy(s->se);
+	ns_view_release(s->owner, s->nsv);
+	g_free(s);
+	return NULL;
+}
+
+/* Check the hook's fds and start serving. Takes proc_fd; takes fuse_fd
+ * on success. 0 or -errno with *ret_why. */
+static int attach(struct containers *cs, pid_t pid, int fuse_fd, int proc_fd, const char **ret_why)
+{
+	char path[48];
+	struct stat ns_st, init_ns;
+	struct statfs sfs;
+
+	snprintf(path, sizeof(path), "%d/ns/pid", (int)pid);
+	if (fstatat(cs->cfg.host_proc_fd, path, &ns_st, 0) < 0) {
+		close(proc_fd);
+		*ret_why = "no such process";
+		return -ESRCH;
+	}
+	/* A procfs, and of that process's pid namespace (its init is pid 1 there). */
+	if (fstatfs(proc_fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC ||
+	    fstatat(proc_fd, "1/ns/pid", &init_ns, 0) < 0 || init_ns.st_ino != ns_st.st_ino) {
+		close(proc_fd);
+		*ret_why = "the procfs fd is not a procfs of the container's pid namespace";
+		return -EINVAL;
+	}
+	struct session *s = g_new0(struct session, 1);
+	s->owner = cs;
+	int r = ns_view_get(cs, ns_st.st_ino, proc_fd, &s->nsv);
+	if (r < 0) {
+		g_free(s);
+		*ret_why = "cannot read the container's procfs";
+		return r;
+	}
+	s->state = (struct ops_state){ .view = s->nsv->view, .proc_fd = cs->cfg.host_proc_fd };
+	char *argv[] = { "cgprocfs", NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
+	s->se = fuse_session_new(&args, &ops_table, sizeof(ops_table), &s->state);
+	fuse_opt_free_args(&args);
+	char dev[32];
+	snprintf(dev, sizeof(dev), "/dev/fd/%d", fuse_fd);
+	if (!s->se || fuse_session_mount(s->se, dev) != 0) {
+		if (s->se)
+			fuse_session_destroy(s->se);
+		ns_view_release(cs, s->nsv);
+		g_free(s);
+		*ret_why = "cannot start a FUSE session on that fd";
+		return -EINVAL;
+	}
+	s->state.session = s->se;
+	/* The session owns fuse_fd from here; the hook keeps its own copy. */
+	g_thread_unref(g_thread_new("container", session_thread, s));
+	g_message("serving the view of pid namespace %" G_GUINT64_FORMAT " (container init %d)",
+		  (uint64_t)ns_st.st_ino, (int)pid);
+	return 0;
+}
+
+/* One request: "attach <pid>" and two fds; answers "ok" or "error: ...". */
+static void handle(struct containers *cs, int conn)
+{
+	char buf[64] = "";
+	char control[CMSG_SPACE(2 * sizeof(int))];
+	struct iovec iov = { buf, sizeof(buf) - 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+			      .msg_controllen = sizeof(control) };
+	struct ucred peer;
+	socklen_t len = sizeof(peer);
+	int fds[2] = { -1, -1 };
+	const char *why = "bad request";
+
+	ssize_t n = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(2 * sizeof(int)))
+			memcpy(fds, CMSG_DATA(c), sizeof(fds));
+	_cleanup_close_ int fuse_fd = fds[0];
+	_cleanup_close_ int proc_fd = fds[1];
+	pid_t pid = 0;
+	int r = -EINVAL;
+
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || peer.uid != 0)
+		why = "only root may attach containers";
+	else if (n > 0 && fuse_fd >= 0 && proc_fd >= 0 && sscanf(buf, "attach %d", &pid) == 1 && pid > 0) {
+		/* attach takes the fds it keeps */
+		int dup_fuse = dup(fuse_fd);
+		r = dup_fuse < 0 ? -errno : attach(cs, pid, dup_fuse, steal_fd(&proc_fd), &why);
+		if (r < 0 && dup_fuse >= 0)
+			close(dup_fuse);
+	}
+	g_autofree char *reply = r == 0 ? g_strdup("ok") : g_strdup_printf("error: %s", why);
+	if (r < 0)
+		g_warning("refused to attach a container (pid %d): %s", (int)pid, why);
+	(void)!write(conn, reply, strlen(reply));
+}
+
+static gpointer acceptor_thread(gpointer data)
+{
+	struct containers *cs = data;
+	for (;;) {
+		int conn = accept4(cs->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (conn < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return NULL; /* shut down */
+		}
+		handle(cs, conn);
+		close(conn);
+	}
+}
+
+int containers_start(const struct containers_config *cfg, struct containers **ret)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	g_autofree char *dir = g_path_get_dirname(cfg->socket_path);
+
+	if (strlen(cfg->socket_path) >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	if (g_mkdir_with_parents(dir, 0700) < 0)
+		return -errno;
+	strcpy(addr.sun_path, cfg->socket_path);
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(cfg->socket_path);
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || chmod(cfg->socket_path, 0600) < 0 ||
+	    listen(fd, 16) < 0)
+		return -errno;
+	struct containers *cs = g_new0(struct containers, 1);
+	cs->cfg = *cfg;
+	cs->socket_path = g_strdup(cfg->socket_path);
+	cs->cfg.socket_path = cs->socket_path;
+	cs->listen_fd = steal_fd(&fd);
+	g_mutex_init(&cs->lock);
+	cs->by_ns = g_hash_table_new(g_int64_hash, g_int64_equal);
+	cs->acceptor = g_thread_new("control", acceptor_thread, cs);
+	*ret = cs;
+	return 0;
+}
+
+void containers_stop(struct containers *cs)
+{
+	if (!cs)
+		return;
+	/* Containers' sessions live on until the process exits: their views
+	 * then fail with ENOTCONN, as a view does whose daemon is gone. */
+	shutdown(cs->listen_fd, SHUT_RDWR);
+	g_thread_join(cs->acceptor);
+	close(cs->listen_fd);
+	unlink(cs->socket_path);
+}

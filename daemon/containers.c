@@ -1,10 +1,10 @@
 /* Containers: one FUSE session per container, on the /dev/fuse fd its OCI
  * hook mounted over the container's /proc, and one view per pid namespace.
  *
- * The hook connects to the control socket and sends "attach <pid>" with
- * two fds: the /dev/fuse fd of the mount it made, and a procfs of the
- * container's pid namespace (the container's own, opened before the view
- * covers it). The daemon checks both, serves the session from its own
+ * The hook connects to the control socket and sends "attach <pid>" with a
+ * procfs of the container's pid namespace (the container's own, opened
+ * before the view covers it); the daemon answers with a detached mount of
+ * a new FUSE session, which the hook moves over the container's /proc. The daemon checks both, serves the session from its own
  * thread, and drops it when the container's mount goes away. */
 #include "cleanup.h"
 #include "daemon.h"
@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -159,41 +160,99 @@ static int attach(struct containers *cs, pid_t pid, int fuse_fd, int proc_fd, co
 	return 0;
 }
 
-/* One request: "attach <pid>" and two fds; answers "ok" or "error: ...". */
-static void handle(struct containers *cs, int conn)
+/* Receive a message and at most one fd. */
+static ssize_t receive(int conn, char *buf, size_t size, int *ret_fd)
 {
-	char buf[64] = "";
-	char control[CMSG_SPACE(2 * sizeof(int))];
-	struct iovec iov = { buf, sizeof(buf) - 1 };
+	char control[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { buf, size - 1 };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
 			      .msg_controllen = sizeof(control) };
+	ssize_t n = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
+	*ret_fd = -1;
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
+static void send_fd(int conn, const char *text, int fd)
+{
+	char control[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { (void *)text, strlen(text) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+			      .msg_controllen = sizeof(control) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	(void)!sendmsg(conn, &msg, 0);
+}
+
+/* A detached FUSE mount on fuse_fd, made here so that the FUSE connection
+ * numbers callers in the daemon's pid namespace (it takes the mounter's). */
+static int mount_detached(int fuse_fd)
+{
+	char fd_text[16];
+	_cleanup_close_ int fs = fsopen("fuse", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -errno;
+	snprintf(fd_text, sizeof(fd_text), "%d", fuse_fd);
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", "cgprocfs", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "subtype", "cgprocfs", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "fd", fd_text, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "rootmode", "40000", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "user_id", "0", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "group_id", "0", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_FLAG, "allow_other", NULL, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return -errno;
+	int mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_RDONLY);
+	return mnt < 0 ? -errno : mnt;
+}
+
+/* One request from a hook: "attach <pid>" with a procfs of the container
+ * (opened before the view covers it). The answer is "ok" with a detached
+ * mount of the container's view, for the hook to move into place, or
+ * "error: ...". */
+static void handle(struct containers *cs, int conn)
+{
+	char buf[64];
 	struct ucred peer;
 	socklen_t len = sizeof(peer);
-	int fds[2] = { -1, -1 };
 	const char *why = "bad request";
-
-	ssize_t n = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
-	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len == CMSG_LEN(2 * sizeof(int)))
-			memcpy(fds, CMSG_DATA(c), sizeof(fds));
-	_cleanup_close_ int fuse_fd = fds[0];
-	_cleanup_close_ int proc_fd = fds[1];
 	pid_t pid = 0;
-	int r = -EINVAL;
+	int proc_fd = -1;
 
-	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || peer.uid != 0)
-		why = "only root may attach containers";
-	else if (n > 0 && fuse_fd >= 0 && proc_fd >= 0 && sscanf(buf, "attach %d", &pid) == 1 && pid > 0) {
-		/* attach takes the fds it keeps */
-		int dup_fuse = dup(fuse_fd);
-		r = dup_fuse < 0 ? -errno : attach(cs, pid, dup_fuse, steal_fd(&proc_fd), &why);
-		if (r < 0 && dup_fuse >= 0)
-			close(dup_fuse);
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || peer.uid != 0) {
+		(void)!write(conn, "error: only root may attach containers", 38);
+		return;
 	}
-	g_autofree char *reply = r == 0 ? g_strdup("ok") : g_strdup_printf("error: %s", why);
-	if (r < 0)
-		g_warning("refused to attach a container (pid %d): %s", (int)pid, why);
+	if (receive(conn, buf, sizeof(buf), &proc_fd) <= 0 || proc_fd < 0 ||
+	    sscanf(buf, "attach %d", &pid) != 1 || pid <= 0) {
+		if (proc_fd >= 0)
+			close(proc_fd);
+		(void)!write(conn, "error: bad request", 18);
+		return;
+	}
+	_cleanup_close_ int fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	_cleanup_close_ int mnt = fuse_fd < 0 ? -errno : mount_detached(fuse_fd);
+	int r = mnt;
+	if (r < 0) {
+		close(proc_fd);
+		why = "cannot make a FUSE mount";
+	} else {
+		r = attach(cs, pid, fuse_fd, proc_fd, &why);
+		if (r == 0)
+			fuse_fd = -1; /* the session's now */
+	}
+	if (r == 0) {
+		send_fd(conn, "ok", mnt);
+		return;
+	}
+	g_autofree char *reply = g_strdup_printf("error: %s", why);
+	g_warning("refused to attach a container (pid %d): %s", (int)pid, why);
 	(void)!write(conn, reply, strlen(reply));
 }
 

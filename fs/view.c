@@ -163,7 +163,7 @@ struct view {
 	struct view_config cfg;
 	struct timespec born; /* times of the nodes that have no times of their own */
 	/* The names in a /proc/<pid> directory, fixed by the kernel build and
-	 * read once from the procfs at start; frozen after view_new, so read
+	 * read once from the procfs at start (from pid 1's directory); frozen after view_new, so read
 	 * without a lock. name -> index, index -> name; index 0 is unused. */
 	GHashTable *pid_entry_index;
 	GPtrArray *pid_entry_names;
@@ -236,7 +236,11 @@ int view_new(const struct view_config *cfg, struct view **ret_view)
 	v->pid_entry_index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	v->pid_entry_names = g_ptr_array_new_with_free_func(g_free);
 	g_ptr_array_add(v->pid_entry_names, NULL);
-	int r = for_each_dirent(cfg->proc_fd, "self", index_pid_entry, v);
+	/* Pid 1 is in every pid namespace; "self" is not, for a daemon
+	 * outside the one the procfs shows. */
+	int r = for_each_dirent(cfg->proc_fd, "1", index_pid_entry, v);
+	if (r < 0)
+		r = for_each_dirent(cfg->proc_fd, "self", index_pid_entry, v);
 	if (r < 0 || v->pid_entry_names->len < 2) {
 		g_hash_table_unref(v->pid_entry_index);
 		g_ptr_array_unref(v->pid_entry_names);

@@ -1,0 +1,390 @@
+/* cgprocfs-oci-hook: an OCI createContainer hook that puts the cgprocfs
+ * view over a container's /proc and /sys/devices/system/cpu.
+ *
+ * It reads the container's state on stdin, asks the daemon over its control
+ * socket for a view of the container (sending a procfs of the container's
+ * pid namespace), gets back a detached mount of it, moves it over the
+ * container's /proc and puts the
+ * container's own procfs at /proc/.real. It never breaks a container start:
+ * whatever goes wrong, it says so in one line and exits 0, and the container
+ * keeps the real /proc. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <glib.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define PROC_SUPER_MAGIC 0x9fa0
+
+/* ---------------------------------------------------------------- JSON -- */
+/* Just enough JSON to find a value by key in objects: the OCI state and
+ * config are well formed, and what is not found is simply absent. */
+
+static const char *skip_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+/* A string at p (at its opening quote): its text, *end after it. */
+static char *json_string(const char *p, const char **end)
+{
+	GString *out = g_string_new(NULL);
+	if (*p++ != '"') {
+		g_string_free(out, TRUE);
+		return NULL;
+	}
+	for (; *p && *p != '"'; p++) {
+		if (*p != '\\') {
+			g_string_append_c(out, *p);
+			continue;
+		}
+		switch (*++p) {
+		case 'n': g_string_append_c(out, '\n'); break;
+		case 't': g_string_append_c(out, '\t'); break;
+		case 'u': /* not in paths we read: keep it as it is */
+			g_string_append(out, "\\u");
+			break;
+		case '\0':
+			g_string_free(out, TRUE);
+			return NULL;
+		default: g_string_append_c(out, *p); break;
+		}
+	}
+	if (*p != '"') {
+		g_string_free(out, TRUE);
+		return NULL;
+	}
+	*end = p + 1;
+	return g_string_free(out, FALSE);
+}
+
+/* The end of the value at p, or NULL. */
+static const char *json_skip(const char *p)
+{
+	p = skip_ws(p);
+	if (*p == '"') {
+		const char *end;
+		g_autofree char *s = json_string(p, &end);
+		return s ? end : NULL;
+	}
+	if (*p == '{' || *p == '[') {
+		char close = *p == '{' ? '}' : ']';
+		p = skip_ws(p + 1);
+		while (*p && *p != close) {
+			if (close == '}') {
+				p = json_skip(p); /* key */
+				if (!p || *(p = skip_ws(p)) != ':')
+					return NULL;
+				p++;
+			}
+			p = json_skip(p);
+			if (!p)
+				return NULL;
+			p = skip_ws(p);
+			if (*p == ',')
+				p = skip_ws(p + 1);
+		}
+		return *p ? p + 1 : NULL;
+	}
+	while (*p && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n')
+		p++;
+	return p;
+}
+
+/* The value of key in the object at p, or NULL. */
+static const char *json_get(const char *p, const char *key)
+{
+	p = skip_ws(p);
+	if (!p || *p != '{')
+		return NULL;
+	p = skip_ws(p + 1);
+	while (*p == '"') {
+		const char *end;
+		g_autofree char *k = json_string(p, &end);
+		if (!k)
+			return NULL;
+		p = skip_ws(end);
+		if (*p != ':')
+			return NULL;
+		p = skip_ws(p + 1);
+		if (strcmp(k, key) == 0)
+			return p;
+		p = json_skip(p);
+		if (!p)
+			return NULL;
+		p = skip_ws(p);
+		if (*p == ',')
+			p = skip_ws(p + 1);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------ the hook -- */
+
+static const char *mountpoint = "/var/lib/cgprocfs";
+static gboolean files_mode;
+
+G_GNUC_PRINTF(1, 2)
+static int give_up(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	g_autofree char *text = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "cgprocfs-oci-hook: %s; the container keeps the real /proc\n", text);
+	return 0;
+}
+
+/* The conversation with the daemon (see daemon/containers.c). */
+static int daemon_connect(const char *socket_path, char **ret_why)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || strlen(socket_path) >= sizeof(addr.sun_path)) {
+		*ret_why = g_strdup(g_strerror(errno));
+		return -1;
+	}
+	strcpy(addr.sun_path, socket_path);
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		*ret_why = g_strdup_printf("cannot reach the daemon at %s: %s", socket_path, g_strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Send text with fd (or none, -1); receive the answer and an fd if any.
+ * 0 if the answer is "ok". */
+static int exchange(int conn, const char *text, int fd, int *ret_fd, char **ret_why)
+{
+	char control[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { (void *)text, strlen(text) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (fd >= 0) {
+		msg.msg_control = control;
+		msg.msg_controllen = sizeof(control);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	if (sendmsg(conn, &msg, 0) < 0) {
+		*ret_why = g_strdup_printf("cannot talk to the daemon: %s", g_strerror(errno));
+		return -1;
+	}
+	char reply[256] = "";
+	char rcontrol[CMSG_SPACE(sizeof(int))];
+	struct iovec riov = { reply, sizeof(reply) - 1 };
+	struct msghdr rmsg = { .msg_iov = &riov, .msg_iovlen = 1, .msg_control = rcontrol,
+			       .msg_controllen = sizeof(rcontrol) };
+	ssize_t n = recvmsg(conn, &rmsg, MSG_CMSG_CLOEXEC);
+	if (n <= 0) {
+		*ret_why = g_strdup("no answer from the daemon");
+		return -1;
+	}
+	if (ret_fd) {
+		*ret_fd = -1;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&rmsg); c; c = CMSG_NXTHDR(&rmsg, c))
+			if (c->cmsg_type == SCM_RIGHTS)
+				memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+	}
+	if (strcmp(reply, "ok") != 0) {
+		*ret_why = g_strdup(reply);
+		return -1;
+	}
+	return 0;
+}
+
+/* The innermost pid (the last of NSpid) of host process h, and its parent. */
+static gboolean pids_of(long h, long *ret_inner, long *ret_ppid)
+{
+	g_autofree char *path = g_strdup_printf("/proc/%ld/status", h);
+	g_autofree char *text = NULL;
+	if (!g_file_get_contents(path, &text, NULL, NULL))
+		return FALSE;
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	gboolean found = FALSE;
+	for (char **l = lines; *l; l++) {
+		if (g_str_has_prefix(*l, "PPid:"))
+			*ret_ppid = strtol(*l + 5, NULL, 10);
+		if (g_str_has_prefix(*l, "NSpid:")) {
+			const char *last = strrchr(*l, '\t');
+			*ret_inner = strtol(last ? last + 1 : *l + 6, NULL, 10);
+			found = TRUE;
+		}
+	}
+	return found;
+}
+
+/* The container process pid as the host (and the daemon) numbers it.
+ * Some runtimes run the hook in their own namespaces, where the state's
+ * pid is the host's; runc runs createContainer hooks inside the
+ * container's pid and mount namespaces (before pivot_root, /proc still the
+ * host's), where the state's pid is the container's: then it is the hook's
+ * ancestor, found by walking up the host's /proc. */
+static long host_pid(long pid, gboolean *ret_inside)
+{
+	char self[32] = "";
+	ssize_t n = readlink("/proc/self", self, sizeof(self) - 1);
+	long h = n > 0 ? strtol(self, NULL, 10) : 0;
+
+	*ret_inside = h > 0 && h != (long)getpid();
+	if (!*ret_inside)
+		return pid;
+	for (int depth = 0; h > 1 && depth < 16; depth++) {
+		long inner = 0, ppid = 0;
+		if (!pids_of(h, &inner, &ppid))
+			return 0;
+		if (inner == pid)
+			return h;
+		h = ppid;
+	}
+	return 0;
+}
+
+/* Put the view's sub at target: a clone of that part of the mount. */
+static int place(int view, const char *sub, const char *target)
+{
+	int tree = open_tree(view, sub, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0)
+		return -1;
+	int r = move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH);
+	int err = errno;
+	close(tree);
+	errno = err;
+	return r;
+}
+
+static int run(const char *state_text)
+{
+	const char *v = json_get(state_text, "pid");
+	long pid = v ? strtol(v, NULL, 10) : 0;
+	const char *end;
+	g_autofree char *bundle = (v = json_get(state_text, "bundle")) ? json_string(v, &end) : NULL;
+	if (pid <= 0 || !bundle)
+		return give_up("the state on stdin has no pid or bundle");
+
+	g_autofree char *config_path = g_build_filename(bundle, "config.json", NULL);
+	g_autofree char *config = NULL;
+	if (!g_file_get_contents(config_path, &config, NULL, NULL))
+		return give_up("cannot read %s", config_path);
+	const char *root = json_get(config, "root");
+	g_autofree char *root_path = root && (v = json_get(root, "path")) ? json_string(v, &end) : NULL;
+	if (!root_path)
+		return give_up("%s names no root.path", config_path);
+	g_autofree char *rootfs = g_path_is_absolute(root_path) ? g_strdup(root_path)
+							       : g_build_filename(bundle, root_path, NULL);
+
+	g_autofree char *control = g_build_filename(mountpoint, ".cgprocfs", "control", NULL);
+	g_autofree char *socket_path = NULL;
+	if (!g_file_get_contents(control, &socket_path, NULL, NULL))
+		return give_up("no cgprocfs daemon serves %s", mountpoint);
+	g_strchomp(socket_path);
+
+	g_autofree char *why = NULL;
+	int conn = daemon_connect(socket_path, &why);
+	if (conn < 0)
+		return give_up("%s", why);
+	gboolean inside;
+	pid = host_pid(pid, &inside);
+	if (pid <= 0)
+		return give_up("cannot find the container's process on the host");
+	if (!inside) {
+		char ns_path[64];
+		snprintf(ns_path, sizeof(ns_path), "/proc/%ld/ns/mnt", pid);
+		int mnt_ns = open(ns_path, O_RDONLY | O_CLOEXEC);
+		if (mnt_ns < 0 || setns(mnt_ns, CLONE_NEWNS) < 0)
+			return give_up("cannot enter the container's mount namespace: %s", g_strerror(errno));
+	}
+
+	g_autofree char *proc = g_build_filename(rootfs, "proc", NULL);
+	g_autofree char *real = g_build_filename(proc, ".real", NULL);
+	g_autofree char *cpu = g_build_filename(rootfs, "sys", "devices", "system", "cpu", NULL);
+	struct statfs sfs;
+	int proc_fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (proc_fd < 0 || fstatfs(proc_fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)
+		return give_up("%s is not a procfs", proc);
+	/* The container's own procfs, with what the runtime mounted in it. */
+	int real_tree = open_tree(AT_FDCWD, proc, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (real_tree < 0)
+		return give_up("cannot clone %s: %s", proc, g_strerror(errno));
+	/* The daemon makes the FUSE mount (so that it numbers callers as the
+	 * host does, and whatever device cgroup the runtime put this hook in)
+	 * and hands it over, detached. */
+	char attach[32];
+	int view = -1;
+	snprintf(attach, sizeof(attach), "attach %ld", pid);
+	if (exchange(conn, attach, proc_fd, &view, &why) < 0 || view < 0)
+		return give_up("%s", why ? why : "the daemon sent no mount");
+
+	if (files_mode) {
+		const char *files[][2] = { { "proc/cpuinfo", "cpuinfo" }, { "proc/stat", "stat" } };
+		for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
+			g_autofree char *target = g_build_filename(proc, files[i][1], NULL);
+			if (place(view, files[i][0], target) < 0)
+				return give_up("cannot bind %s: %s", target, g_strerror(errno));
+		}
+	} else {
+		if (place(view, "proc", proc) < 0)
+			return give_up("cannot mount the view on %s: %s", proc, g_strerror(errno));
+		if (move_mount(real_tree, "", AT_FDCWD, real, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+			/* a view without its .real would break the container */
+			umount2(proc, MNT_DETACH);
+			return give_up("cannot mount the container's procfs at %s: %s", real, g_strerror(errno));
+		}
+	}
+	if (access(cpu, F_OK) == 0 && place(view, "sys/devices/system/cpu", cpu) < 0)
+		fprintf(stderr, "cgprocfs-oci-hook: cannot mount the CPU view on %s: %s\n", cpu, g_strerror(errno));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "mountpoint", required_argument, NULL, 'm' },
+		{ "mode", required_argument, NULL, 'M' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'm':
+			mountpoint = optarg;
+			break;
+		case 'M':
+			if (strcmp(optarg, "proc") != 0 && strcmp(optarg, "files") != 0) {
+				fprintf(stderr, "cgprocfs-oci-hook: --mode takes proc or files\n");
+				return 2;
+			}
+			files_mode = strcmp(optarg, "files") == 0;
+			break;
+		case 'h':
+			printf("usage: cgprocfs-oci-hook [--mountpoint PATH] [--mode proc|files] < state.json\n"
+			       "OCI createContainer hook: binds the cgprocfs view (default /var/lib/cgprocfs)\n"
+			       "over the container's /proc (proc) or only cpuinfo, stat and the CPU directory\n"
+			       "(files). It never fails a container start.\n");
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	g_autofree char *state = NULL;
+	g_autoptr(GIOChannel) in = g_io_channel_unix_new(0);
+	gsize len;
+	if (g_io_channel_read_to_end(in, &state, &len, NULL) != G_IO_STATUS_NORMAL)
+		return give_up("cannot read the state on stdin");
+	return run(state);
+}

@@ -444,3 +444,15 @@ def smaps_fields(text):
 def read_all(path):
     with open(path, "rb") as f:
         return f.read()
+
+
+def test_registry():
+    """A list of (name, fn) and the decorator that adds a test to it."""
+    tests = []
+
+    def test(name):
+        def register(fn):
+            tests.append((name, fn))
+            return fn
+        return register
+    return tests, test

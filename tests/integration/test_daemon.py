@@ -60,13 +60,7 @@ def serves(d):
 
 def make_tests():
     exe = cgtest.daemon_exe()
-    t = []
-
-    def test(name):
-        def register(fn):
-            t.append((name, fn))
-            return fn
-        return register
+    t, test = cgtest.test_registry()
 
     @test("--version exits 0 and prints the version on one line")
     def _():

@@ -200,13 +200,7 @@ def text_diff(a, b):
 # ------------------------------------------------------------------ tests --
 
 def make_tests():
-    t = []
-
-    def test(name):
-        def register(fn):
-            t.append((name, fn))
-            return fn
-        return register
+    t, test = cgtest.test_registry()
 
     @test("an idle process's smaps_rollup through the view is the real file, byte for byte")
     def _():

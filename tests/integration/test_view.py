@@ -56,13 +56,7 @@ def meminfo_kb(field):
 
 
 def make_tests(d):
-    t = []
-
-    def test(name):
-        def register(fn):
-            t.append((name, fn))
-            return fn
-        return register
+    t, test = cgtest.test_registry()
 
     # ------------------------------------------------ tools in the view --
 

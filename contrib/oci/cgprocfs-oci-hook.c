@@ -243,6 +243,9 @@ static long host_pid(long pid, gboolean *ret_inside)
 	*ret_inside = h > 0 && h != (long)getpid();
 	if (!*ret_inside)
 		return pid;
+	/* crun says pid 0 there: the container's init, 1 in its namespace. */
+	if (pid == 0)
+		pid = 1;
 	for (int depth = 0; h > 1 && depth < 16; depth++) {
 		long inner = 0, ppid = 0;
 		if (!pids_of(h, &inner, &ppid))
@@ -270,10 +273,10 @@ static int place(int view, const char *sub, const char *target)
 static int run(const char *state_text)
 {
 	const char *v = json_get(state_text, "pid");
-	long pid = v ? strtol(v, NULL, 10) : 0;
+	long pid = v ? strtol(v, NULL, 10) : -1;
 	const char *end;
 	g_autofree char *bundle = (v = json_get(state_text, "bundle")) ? json_string(v, &end) : NULL;
-	if (pid <= 0 || !bundle)
+	if (pid < 0 || !bundle)
 		return give_up("the state on stdin has no pid or bundle");
 
 	g_autofree char *config_path = g_build_filename(bundle, "config.json", NULL);
@@ -313,7 +316,10 @@ static int run(const char *state_text)
 	g_autofree char *real = g_build_filename(proc, ".real", NULL);
 	g_autofree char *cpu = g_build_filename(rootfs, "sys", "devices", "system", "cpu", NULL);
 	struct statfs sfs;
-	int proc_fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* For the daemon: a detached clone of the container's procfs, without
+	 * its submounts, so that nothing mounted on /proc later (the view's
+	 * own files, in --mode files) is in the daemon's way. */
+	int proc_fd = open_tree(AT_FDCWD, proc, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (proc_fd < 0 || fstatfs(proc_fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)
 		return give_up("%s is not a procfs", proc);
 	/* The container's own procfs, with what the runtime mounted in it. */

@@ -345,7 +345,8 @@ Test(view, a_recycled_pid_does_not_answer_for_the_old_process)
 		close(again.pidfd);
 	cr_assert_neq(again.ino, dir.ino);
 	view_free(w);
-	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", proc);
+	g_autofree char *tmp = g_path_get_dirname(proc);
+	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", tmp);
 	cr_assert_eq(system(cmd), 0);
 }
 
@@ -366,6 +367,7 @@ Test(view, a_process_that_is_gone_is_enoent)
 	cr_assert_eq(view_readdir(w, &me, dir.ino, &entries), -ENOENT);
 	cr_assert_eq(view_lookup(w, &me, view_proc_ino(), "100", &dir), -ENOENT);
 	view_free(w);
-	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", proc);
+	g_autofree char *tmp = g_path_get_dirname(proc);
+	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", tmp);
 	cr_assert_eq(system(cmd), 0);
 }

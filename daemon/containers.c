@@ -1,10 +1,10 @@
 /* Containers: one FUSE session per container, on the /dev/fuse fd its OCI
  * hook mounted over the container's /proc, and one view per pid namespace.
  *
- * The hook connects to the control socket and sends "attach <pid>" with a
- * procfs of the container's pid namespace (the container's own, opened
- * before the view covers it); the daemon answers with a detached mount of
- * a new FUSE session, which the hook moves over the container's /proc. The daemon checks both, serves the session from its own
+ * The hook connects to the control socket and sends "attach <pid>"; the
+ * daemon mounts a procfs of that process's pid namespace for itself (once
+ * per namespace) and answers with a detached mount of a new FUSE session,
+ * which the hook moves over the container's /proc. The daemon checks both, serves the session from its own
  * thread, and drops it when the container's mount goes away. */
 #include "cleanup.h"
 #include "daemon.h"
@@ -19,7 +19,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define PROC_SUPER_MAGIC 0x9fa0
@@ -59,15 +63,106 @@ static void ns_view_release(struct containers *cs, struct ns_view *nsv)
 	g_free(nsv);
 }
 
-/* The view of namespace ns, made from proc_fd (taken) if there is none. */
-static int ns_view_get(struct containers *cs, uint64_t ns, int proc_fd, struct ns_view **ret)
+/* Receive a message and at most one fd. */
+static ssize_t receive(int conn, char *buf, size_t size, int *ret_fd)
+{
+	char control[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { buf, size - 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+			      .msg_controllen = sizeof(control) };
+	ssize_t n = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
+	*ret_fd = -1;
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
+/* In a child: mount a procfs (detached) and send its fd on sock. Only
+ * async-signal-safe calls: the daemon that forked it has threads. */
+static void send_new_procfs(int sock)
+{
+	int mnt = -1;
+	int fs = fsopen("proc", FSOPEN_CLOEXEC);
+	if (fs >= 0 && fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+		mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	if (mnt < 0)
+		_exit(1);
+	char control[CMSG_SPACE(sizeof(int))];
+	memset(control, 0, sizeof(control));
+	struct iovec iov = { "p", 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+			      .msg_controllen = sizeof(control) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &mnt, sizeof(int));
+	_exit(sendmsg(sock, &msg, 0) == 1 ? 0 : 1);
+}
+
+/* A procfs of the pid namespace of host process pid, the daemon's own:
+ * a child joins the namespace (for its children), and its child, born in
+ * it, mounts a procfs there and sends it back. No mount of the container
+ * is used. 0 or -errno. */
+static int procfs_of_pid_ns(int host_proc_fd, pid_t pid, int *ret_fd)
+{
+	char path[48];
+	int sv[2];
+
+	snprintf(path, sizeof(path), "%d/ns/pid", (int)pid);
+	_cleanup_close_ int ns = openat(host_proc_fd, path, O_RDONLY | O_CLOEXEC);
+	if (ns < 0)
+		return -errno;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid_t child = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+	if (child == 0) {
+		if (setns(ns, CLONE_NEWPID) < 0)
+			_exit(1);
+		pid_t born = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+		if (born == 0)
+			send_new_procfs(sv[1]);
+		int status = 1;
+		if (born > 0)
+			waitpid(born, &status, 0);
+		_exit(born > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+	}
+	close(sv[1]);
+	_cleanup_close_ int sock = sv[0];
+	if (child < 0)
+		return -errno;
+	char buf[4];
+	int fd;
+	int r = receive(sock, buf, sizeof(buf), &fd) > 0 && fd >= 0 ? 0 : -EIO;
+	int status;
+	waitpid(child, &status, 0);
+	if (r == 0)
+		*ret_fd = fd;
+	return r;
+}
+
+/* The view of namespace ns of host process pid, made if there is none. */
+static int ns_view_get(struct containers *cs, uint64_t ns, pid_t pid, struct ns_view **ret)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
 	struct ns_view *nsv = g_hash_table_lookup(cs->by_ns, &ns);
+	struct stat init_ns;
+	struct statfs sfs;
+	int proc_fd = -1;
+	int r;
 
-	if (nsv) {
-		close(proc_fd);
-	} else {
+	if (!nsv) {
+		r = procfs_of_pid_ns(cs->cfg.host_proc_fd, pid, &proc_fd);
+		if (r < 0)
+			return r;
+		/* A procfs, and of that namespace (its init is pid 1 there). */
+		if (fstatfs(proc_fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC ||
+		    fstatat(proc_fd, "1/ns/pid", &init_ns, 0) < 0 || init_ns.st_ino != ns) {
+			close(proc_fd);
+			return -EINVAL;
+		}
 		const struct view_config vcfg = {
 			.proc_fd = proc_fd,
 			.sys_cpu_fd = cs->cfg.sys_cpu_fd,
@@ -79,7 +174,7 @@ static int ns_view_get(struct containers *cs, uint64_t ns, int proc_fd, struct n
 		nsv = g_new0(struct ns_view, 1);
 		nsv->ns = ns;
 		nsv->proc_fd = proc_fd;
-		int r = view_new(&vcfg, &nsv->view);
+		r = view_new(&vcfg, &nsv->view);
 		if (r < 0) {
 			close(proc_fd);
 			g_free(nsv);
@@ -108,33 +203,25 @@ static gpointer session_thread(gpointer data)
 	return NULL;
 }
 
-/* Check the hook's fds and start serving. Takes proc_fd; takes fuse_fd
- * on success. 0 or -errno with *ret_why. */
-static int attach(struct containers *cs, pid_t pid, int fuse_fd, int proc_fd, const char **ret_why)
+/* Start serving a view of the pid namespace of pid on fuse_fd (taken on
+ * success). 0 or -errno with *ret_why. */
+static int attach(struct containers *cs, pid_t pid, int fuse_fd, const char **ret_why)
 {
 	char path[48];
-	struct stat ns_st, init_ns;
-	struct statfs sfs;
+	struct stat ns_st;
 
 	snprintf(path, sizeof(path), "%d/ns/pid", (int)pid);
 	if (fstatat(cs->cfg.host_proc_fd, path, &ns_st, 0) < 0) {
-		close(proc_fd);
 		*ret_why = "no such process";
 		return -ESRCH;
 	}
-	/* A procfs, and of that process's pid namespace (its init is pid 1 there). */
-	if (fstatfs(proc_fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC ||
-	    fstatat(proc_fd, "1/ns/pid", &init_ns, 0) < 0 || init_ns.st_ino != ns_st.st_ino) {
-		close(proc_fd);
-		*ret_why = "the procfs fd is not a procfs of the container's pid namespace";
-		return -EINVAL;
-	}
+	gint64 started = g_get_monotonic_time();
 	struct session *s = g_new0(struct session, 1);
 	s->owner = cs;
-	int r = ns_view_get(cs, ns_st.st_ino, proc_fd, &s->nsv);
+	int r = ns_view_get(cs, ns_st.st_ino, pid, &s->nsv);
 	if (r < 0) {
 		g_free(s);
-		*ret_why = "cannot read the container's procfs";
+		*ret_why = "cannot mount a procfs of the container's pid namespace";
 		return r;
 	}
 	s->state = (struct ops_state){ .view = s->nsv->view, .proc_fd = cs->cfg.host_proc_fd };
@@ -155,25 +242,9 @@ static int attach(struct containers *cs, pid_t pid, int fuse_fd, int proc_fd, co
 	s->state.session = s->se;
 	/* The session owns fuse_fd from here; the hook keeps its own copy. */
 	g_thread_unref(g_thread_new("container", session_thread, s));
-	g_message("serving the view of pid namespace %" G_GUINT64_FORMAT " (container init %d)",
-		  (uint64_t)ns_st.st_ino, (int)pid);
+	g_message("serving the view of pid namespace %" G_GUINT64_FORMAT " (container init %d), set up in %.1f ms",
+		  (uint64_t)ns_st.st_ino, (int)pid, (double)(g_get_monotonic_time() - started) / 1000);
 	return 0;
-}
-
-/* Receive a message and at most one fd. */
-static ssize_t receive(int conn, char *buf, size_t size, int *ret_fd)
-{
-	char control[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { buf, size - 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
-			      .msg_controllen = sizeof(control) };
-	ssize_t n = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
-	*ret_fd = -1;
-	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
-	buf[n > 0 ? n : 0] = '\0';
-	return n;
 }
 
 static void send_fd(int conn, const char *text, int fd)
@@ -212,10 +283,9 @@ static int mount_detached(int fuse_fd)
 	return mnt < 0 ? -errno : mnt;
 }
 
-/* One request from a hook: "attach <pid>" with a procfs of the container
- * (opened before the view covers it). The answer is "ok" with a detached
- * mount of the container's view, for the hook to move into place, or
- * "error: ...". */
+/* One request from a hook: "attach <pid>". The answer is "ok" with a
+ * detached mount of the container's view, for the hook to move into place,
+ * or "error: ...". */
 static void handle(struct containers *cs, int conn)
 {
 	char buf[64];
@@ -229,21 +299,21 @@ static void handle(struct containers *cs, int conn)
 		(void)!write(conn, "error: only root may attach containers", 38);
 		return;
 	}
-	if (receive(conn, buf, sizeof(buf), &proc_fd) <= 0 || proc_fd < 0 ||
-	    sscanf(buf, "attach %d", &pid) != 1 || pid <= 0) {
+	if (receive(conn, buf, sizeof(buf), &proc_fd) <= 0 || sscanf(buf, "attach %d", &pid) != 1 || pid <= 0) {
 		if (proc_fd >= 0)
 			close(proc_fd);
 		(void)!write(conn, "error: bad request", 18);
 		return;
 	}
+	if (proc_fd >= 0)
+		close(proc_fd); /* the daemon mounts its own */
 	_cleanup_close_ int fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
 	_cleanup_close_ int mnt = fuse_fd < 0 ? -errno : mount_detached(fuse_fd);
 	int r = mnt;
 	if (r < 0) {
-		close(proc_fd);
 		why = "cannot make a FUSE mount";
 	} else {
-		r = attach(cs, pid, fuse_fd, proc_fd, &why);
+		r = attach(cs, pid, fuse_fd, &why);
 		if (r == 0)
 			fuse_fd = -1; /* the session's now */
 	}

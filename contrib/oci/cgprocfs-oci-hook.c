@@ -2,8 +2,7 @@
  * view over a container's /proc and /sys/devices/system/cpu.
  *
  * It reads the container's state on stdin, asks the daemon over its control
- * socket for a view of the container (sending a procfs of the container's
- * pid namespace), gets back a detached mount of it, moves it over the
+ * socket for a view of the container, gets back a detached mount of it, moves it over the
  * container's /proc and puts the
  * container's own procfs at /proc/.real. It never breaks a container start:
  * whatever goes wrong, it says so in one line and exits 0, and the container
@@ -316,11 +315,7 @@ static int run(const char *state_text)
 	g_autofree char *real = g_build_filename(proc, ".real", NULL);
 	g_autofree char *cpu = g_build_filename(rootfs, "sys", "devices", "system", "cpu", NULL);
 	struct statfs sfs;
-	/* For the daemon: a detached clone of the container's procfs, without
-	 * its submounts, so that nothing mounted on /proc later (the view's
-	 * own files, in --mode files) is in the daemon's way. */
-	int proc_fd = open_tree(AT_FDCWD, proc, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (proc_fd < 0 || fstatfs(proc_fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)
+	if (statfs(proc, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)
 		return give_up("%s is not a procfs", proc);
 	/* The container's own procfs, with what the runtime mounted in it. */
 	int real_tree = open_tree(AT_FDCWD, proc, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
@@ -332,7 +327,7 @@ static int run(const char *state_text)
 	char attach[32];
 	int view = -1;
 	snprintf(attach, sizeof(attach), "attach %ld", pid);
-	if (exchange(conn, attach, proc_fd, &view, &why) < 0 || view < 0)
+	if (exchange(conn, attach, -1, &view, &why) < 0 || view < 0)
 		return give_up("%s", why ? why : "the daemon sent no mount");
 
 	if (files_mode) {

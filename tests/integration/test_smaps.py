@@ -330,6 +330,9 @@ def make_tests():
                 old = subprocess.Popen(["sleep", "600"], stdin=subprocess.DEVNULL, cwd="/")
                 pid = old.pid
                 try:
+                    # Read once exec is done: a walk during exec is the new
+                    # process's text of that moment, kept for max age.
+                    wait_exec(pid)
                     old_text = view_read(d, pid)
                     old_start = start_time(pid)
                 finally:
@@ -342,6 +345,7 @@ def make_tests():
                     continue
                 try:
                     reused += 1
+                    wait_exec(pid)
                     new_start = start_time(pid)
                     e = cgtest.errno_of(view_read, d, pid)
                     new_text = view_read(d, pid) if e == 0 else b""
@@ -560,6 +564,18 @@ def make_tests():
                         "errno of reading the dead process through the view")
 
     return t
+
+
+def wait_exec(pid, timeout=2.0):
+    """Wait until process pid runs sleep (its fork has exec'd)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            if os.readlink("/proc/%d/exe" % pid).endswith("/sleep"):
+                return
+        except OSError:
+            return
+        time.sleep(0.001)
 
 
 def reuse_pid(pid, spawn, tries=40):

@@ -102,10 +102,11 @@ static void send_new_procfs(int sock)
 	_exit(sendmsg(sock, &msg, 0) == 1 ? 0 : 1);
 }
 
-/* A procfs of the pid namespace of host process pid, the daemon's own:
- * a child joins the namespace (for its children), and its child, born in
- * it, mounts a procfs there and sends it back. No mount of the container
- * is used. 0 or -errno. */
+/* A procfs of the pid namespace of host process pid, the daemon's own: this
+ * thread makes the namespace its children's (setns CLONE_NEWPID changes
+ * only that), forks one child, born in it, which mounts a procfs there and
+ * sends it back, and takes its own namespace back for its children. No
+ * mount of the container is used. 0 or -errno. */
 static int procfs_of_pid_ns(int host_proc_fd, pid_t pid, int *ret_fd)
 {
 	char path[48];
@@ -113,26 +114,24 @@ static int procfs_of_pid_ns(int host_proc_fd, pid_t pid, int *ret_fd)
 
 	snprintf(path, sizeof(path), "%d/ns/pid", (int)pid);
 	_cleanup_close_ int ns = openat(host_proc_fd, path, O_RDONLY | O_CLOEXEC);
-	if (ns < 0)
+	_cleanup_close_ int own = openat(host_proc_fd, "thread-self/ns/pid", O_RDONLY | O_CLOEXEC);
+	if (ns < 0 || own < 0)
 		return -errno;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	pid_t child = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
-	if (child == 0) {
-		if (setns(ns, CLONE_NEWPID) < 0)
-			_exit(1);
-		pid_t born = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
-		if (born == 0)
-			send_new_procfs(sv[1]);
-		int status = 1;
-		if (born > 0)
-			waitpid(born, &status, 0);
-		_exit(born > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 1);
-	}
-	close(sv[1]);
 	_cleanup_close_ int sock = sv[0];
-	if (child < 0)
+	_cleanup_close_ int child_sock = sv[1];
+	if (setns(ns, CLONE_NEWPID) < 0)
 		return -errno;
+	pid_t child = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+	if (child == 0)
+		send_new_procfs(child_sock);
+	int err = errno;
+	if (setns(own, CLONE_NEWPID) < 0)
+		g_error("cannot take the daemon's pid namespace back: %s", g_strerror(errno));
+	if (child < 0)
+		return -err;
+	close(steal_fd(&child_sock));
 	char buf[4];
 	int fd;
 	int r = receive(sock, buf, sizeof(buf), &fd) > 0 && fd >= 0 ? 0 : -EIO;

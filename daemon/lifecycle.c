@@ -131,8 +131,9 @@ static void announce(const char *mnt)
 		  "    unshare --mount --propagation private sh -c 'mount --rbind %s/proc /proc && "
 		  "mount --bind %s/sys/devices/system/cpu /sys/devices/system/cpu && exec bash'\n"
 		  "  or from psutil, with no bind: psutil.PROCFS_PATH = \"%s/proc\"\n"
+		  "  containers: the OCI hook cgprocfs-oci-hook --mountpoint %s (see the README)\n"
 		  "  stop with Ctrl-C or SIGTERM",
-		  mnt, mnt, mnt, mnt, mnt);
+		  mnt, mnt, mnt, mnt, mnt, mnt);
 }
 
 int lifecycle_serve(const struct daemon_config *cfg)

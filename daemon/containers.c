@@ -79,6 +79,21 @@ static ssize_t receive(int conn, char *buf, size_t size, int *ret_fd)
 	return n;
 }
 
+/* Send text with one fd. Async-signal-safe (the forked child uses it). */
+static ssize_t send_fd(int conn, const char *text, int fd)
+{
+	char control[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { (void *)text, strlen(text) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+			      .msg_controllen = sizeof(control) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(conn, &msg, 0);
+}
+
 /* In a child: mount a procfs (detached) and send its fd on sock. Only
  * async-signal-safe calls: the daemon that forked it has threads. */
 static void send_new_procfs(int sock)
@@ -89,17 +104,7 @@ static void send_new_procfs(int sock)
 		mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
 	if (mnt < 0)
 		_exit(1);
-	char control[CMSG_SPACE(sizeof(int))];
-	memset(control, 0, sizeof(control));
-	struct iovec iov = { "p", 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
-			      .msg_controllen = sizeof(control) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &mnt, sizeof(int));
-	_exit(sendmsg(sock, &msg, 0) == 1 ? 0 : 1);
+	_exit(send_fd(sock, "p", mnt) == 1 ? 0 : 1);
 }
 
 /* A procfs of the pid namespace of host process pid, the daemon's own: this
@@ -246,19 +251,6 @@ static int attach(struct containers *cs, pid_t pid, int fuse_fd, const char **re
 	return 0;
 }
 
-static void send_fd(int conn, const char *text, int fd)
-{
-	char control[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { (void *)text, strlen(text) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
-			      .msg_controllen = sizeof(control) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	(void)!sendmsg(conn, &msg, 0);
-}
 
 /* A detached FUSE mount on fuse_fd, made here so that the FUSE connection
  * numbers callers in the daemon's pid namespace (it takes the mounter's). */
@@ -317,7 +309,7 @@ static void handle(struct containers *cs, int conn)
 			fuse_fd = -1; /* the session's now */
 	}
 	if (r == 0) {
-		send_fd(conn, "ok", mnt);
+		(void)!send_fd(conn, "ok", mnt);
 		return;
 	}
 	g_autofree char *reply = g_strdup_printf("error: %s", why);

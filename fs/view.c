@@ -89,8 +89,7 @@ typedef int (*render_fn)(struct view *v, const struct caller *c, const char *nam
 
 static int render_cpuinfo(struct view *v, const struct caller *c, const char *name, GBytes **ret);
 static int render_stat(struct view *v, const struct caller *c, const char *name, GBytes **ret);
-static int render_cpu_range(struct view *v, const struct caller *c, const char *name, GBytes **ret);
-static int render_cpu_offline(struct view *v, const struct caller *c, const char *name, GBytes **ret);
+static int render_cpu_set(struct view *v, const struct caller *c, const char *name, GBytes **ret);
 static int render_stats(struct view *v, const struct caller *c, const char *name, GBytes **ret);
 static int render_control(struct view *v, const struct caller *c, const char *name, GBytes **ret);
 
@@ -133,10 +132,10 @@ static const struct row_def {
 	[ROW_SYS_DEVICES] = { "devices", ROW_SYS, NODE_STATIC_DIR, FALSE, NULL },
 	[ROW_SYS_SYSTEM] = { "system", ROW_SYS_DEVICES, NODE_STATIC_DIR, FALSE, NULL },
 	[ROW_SYS_CPU] = { "cpu", ROW_SYS_SYSTEM, NODE_SYS_MIRROR, FALSE, NULL },
-	[ROW_CPU_ONLINE] = { "online", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_range },
-	[ROW_CPU_POSSIBLE] = { "possible", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_range },
-	[ROW_CPU_PRESENT] = { "present", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_range },
-	[ROW_CPU_OFFLINE] = { "offline", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_offline },
+	[ROW_CPU_ONLINE] = { "online", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set },
+	[ROW_CPU_POSSIBLE] = { "possible", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set },
+	[ROW_CPU_PRESENT] = { "present", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set },
+	[ROW_CPU_OFFLINE] = { "offline", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set },
 	[ROW_META] = { ".cgprocfs", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL },
 	[ROW_META_STATS] = { "stats", ROW_META, NODE_HOST_FILE, FALSE, render_stats },
 	[ROW_META_CONTROL] = { "control", ROW_META, NODE_HOST_FILE, FALSE, render_control },
@@ -846,16 +845,6 @@ int view_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray **
 	return 0;
 }
 
-static int read_text(int dirfd, const char *path, char **ret)
-{
-	g_autoptr(GBytes) b = NULL;
-	int r = procfile_read_at(dirfd, path, &b);
-	if (r < 0)
-		return r;
-	*ret = g_strndup(g_bytes_get_data(b, NULL), g_bytes_get_size(b));
-	return 0;
-}
-
 /* What a renderer made of the host text, or the host text itself when
  * the host text was not of the expected shape: never a blank file. */
 static int serve_rendered(int r, GString *out, char *host, GBytes **ret)
@@ -872,18 +861,25 @@ static int serve_rendered(int r, GString *out, char *host, GBytes **ret)
 
 typedef int (*rewrite_fn)(const char *host, const struct cpu_map *m, GString **ret);
 
+/* Host text, rewritten for the caller's CPUs. */
+static int rewrite_for(const struct cpu_map *map, GBytes *host_bytes, rewrite_fn rewrite, GBytes **ret)
+{
+	char *host = g_strndup(g_bytes_get_data(host_bytes, NULL), g_bytes_get_size(host_bytes));
+	GString *out = NULL;
+	int r = rewrite(host, map, &out);
+	return serve_rendered(r, out, host, ret);
+}
+
 /* Read dirfd/path and rewrite it for the caller's CPUs. */
 static int render_rewritten(struct view *v, const struct caller *c, int dirfd, const char *path,
 			    rewrite_fn rewrite, GBytes **ret)
 {
-	char *host = NULL;
-	GString *out = NULL;
-	int r = read_text(dirfd, path, &host);
+	g_autoptr(GBytes) host = NULL;
+	int r = procfile_read_at(dirfd, path, &host);
 	if (r < 0)
 		return r;
 	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
-	r = rewrite(host, map, &out);
-	return serve_rendered(r, out, host, ret);
+	return rewrite_for(map, host, rewrite, ret);
 }
 
 static int render_cpuinfo(struct view *v, const struct caller *c, const char *name, GBytes **ret)
@@ -896,23 +892,15 @@ static int render_stat(struct view *v, const struct caller *c, const char *name,
 	return render_rewritten(v, c, v->cfg.proc_fd, name, cpuview_render_stat, ret);
 }
 
-/* online, possible, present: the caller's CPUs are 0..N-1. */
-static int render_cpu_range(struct view *v, const struct caller *c, const char *name, GBytes **ret)
+/* online, possible, present: the caller's CPUs are 0..N-1; offline (possible
+ * but not online, which the view makes the same): none. */
+static int render_cpu_set(struct view *v, const struct caller *c, const char *name, GBytes **ret)
 {
 	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
 	if (map->is_host)
 		return procfile_read_at(v->cfg.sys_cpu_fd, name, ret);
-	*ret = g_string_free_to_bytes(cpuview_render_range(map));
-	return 0;
-}
-
-/* offline: possible but not online, which the view makes the same. */
-static int render_cpu_offline(struct view *v, const struct caller *c, const char *name, GBytes **ret)
-{
-	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
-	if (map->is_host)
-		return procfile_read_at(v->cfg.sys_cpu_fd, name, ret);
-	*ret = g_bytes_new_static("\n", 1);
+	*ret = strcmp(name, "offline") == 0 ? g_bytes_new_static("\n", 1)
+					    : g_string_free_to_bytes(cpuview_render_range(map));
 	return 0;
 }
 
@@ -930,10 +918,9 @@ static int render_control(struct view *v, const struct caller *c, const char *na
 	return 0;
 }
 
-/* The host file behind a vcpu node for this caller: "cpu<H>[/<path>]". */
-static int vcpu_host_path(struct view *v, const struct caller *c, uint64_t ino, char **ret)
+/* The host file behind a vcpu node, for a caller with map: "cpu<H>[/<path>]". */
+static int vcpu_map_path(const struct cpu_map *map, uint64_t ino, char **ret)
 {
-	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
 	unsigned cpu = ino_vcpu(ino), host;
 	uint64_t sub = ino_sub(ino);
 
@@ -948,18 +935,31 @@ static int vcpu_host_path(struct view *v, const struct caller *c, uint64_t ino, 
 	return 0;
 }
 
+static int vcpu_host_path(struct view *v, const struct caller *c, uint64_t ino, char **ret)
+{
+	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
+	return vcpu_map_path(map, ino, ret);
+}
+
+/* A sysfs file read as the caller: a root-only file stays root-only. */
+static int read_as_caller(const struct caller *c, int dirfd, const char *path, GBytes **ret)
+{
+	_cleanup_close_ int fd = -1;
+	int r = caller_openat(c, 0, dirfd, path, O_RDONLY | O_NOFOLLOW, &fd);
+	if (r < 0)
+		return r;
+	return procfile_read_fd(fd, ret);
+}
+
 static int open_vcpu_file(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret)
 {
+	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
 	g_autofree char *path = NULL;
 	g_autoptr(GBytes) content = NULL;
-	_cleanup_close_ int fd = -1;
-	int r = vcpu_host_path(v, c, ino, &path);
+	int r = vcpu_map_path(map, ino, &path);
 	if (r < 0)
 		return r;
-	r = caller_openat(c, 0, v->cfg.sys_cpu_fd, path, O_RDONLY | O_NOFOLLOW, &fd);
-	if (r < 0)
-		return r;
-	r = procfile_read_fd(fd, &content);
+	r = read_as_caller(c, v->cfg.sys_cpu_fd, path, &content);
 	if (r < 0)
 		return r;
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
@@ -970,16 +970,11 @@ static int open_vcpu_file(struct view *v, const struct caller *c, uint64_t ino, 
 		*ret = g_steal_pointer(&content);
 		return 0;
 	}
-	char *host = g_strndup(g_bytes_get_data(content, NULL), g_bytes_get_size(content));
-	GString *out = NULL;
-	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
-	r = rewrite(host, map, &out);
-	return serve_rendered(r, out, host, ret);
+	return rewrite_for(map, content, rewrite, ret);
 }
 
 static int open_mirror_file(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret)
 {
-	_cleanup_close_ int fd = -1;
 	struct stat st;
 	const char *path = mirror_path(ino_aux(ino));
 
@@ -987,11 +982,7 @@ static int open_mirror_file(struct view *v, const struct caller *c, uint64_t ino
 		return -errno;
 	if (S_ISDIR(st.st_mode))
 		return -EISDIR;
-	/* Opened as the caller: a root-only sysfs file stays root-only. */
-	int r = caller_openat(c, 0, v->cfg.sys_cpu_fd, path, O_RDONLY, &fd);
-	if (r < 0)
-		return r;
-	return procfile_read_fd(fd, ret);
+	return read_as_caller(c, v->cfg.sys_cpu_fd, path, ret);
 }
 
 int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, GBytes **ret_content)

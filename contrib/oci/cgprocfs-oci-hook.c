@@ -68,44 +68,15 @@ static char *json_string(const char *p, const char **end)
 	return g_string_free(out, FALSE);
 }
 
-/* The end of the value at p, or NULL. */
-static const char *json_skip(const char *p)
-{
-	p = skip_ws(p);
-	if (*p == '"') {
-		const char *end;
-		g_autofree char *s = json_string(p, &end);
-		return s ? end : NULL;
-	}
-	if (*p == '{' || *p == '[') {
-		char close = *p == '{' ? '}' : ']';
-		p = skip_ws(p + 1);
-		while (*p && *p != close) {
-			if (close == '}') {
-				p = json_skip(p); /* key */
-				if (!p || *(p = skip_ws(p)) != ':')
-					return NULL;
-				p++;
-			}
-			p = json_skip(p);
-			if (!p)
-				return NULL;
-			p = skip_ws(p);
-			if (*p == ',')
-				p = skip_ws(p + 1);
-		}
-		return *p ? p + 1 : NULL;
-	}
-	while (*p && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n')
-		p++;
-	return p;
-}
+static const char *json_skip(const char *p);
 
-/* The value of key in the object at p, or NULL. */
-static const char *json_get(const char *p, const char *key)
+/* Walk the object at p: where a member is named key, set *ret_value to its
+ * value and stop there; else return the end of the object. NULL if the
+ * text is not an object. */
+static const char *json_object(const char *p, const char *key, const char **ret_value)
 {
 	p = skip_ws(p);
-	if (!p || *p != '{')
+	if (*p != '{')
 		return NULL;
 	p = skip_ws(p + 1);
 	while (*p == '"') {
@@ -117,8 +88,10 @@ static const char *json_get(const char *p, const char *key)
 		if (*p != ':')
 			return NULL;
 		p = skip_ws(p + 1);
-		if (strcmp(k, key) == 0)
+		if (key && strcmp(k, key) == 0) {
+			*ret_value = p;
 			return p;
+		}
 		p = json_skip(p);
 		if (!p)
 			return NULL;
@@ -126,7 +99,39 @@ static const char *json_get(const char *p, const char *key)
 		if (*p == ',')
 			p = skip_ws(p + 1);
 	}
-	return NULL;
+	return *p == '}' ? p + 1 : NULL;
+}
+
+/* The end of the value at p, or NULL. */
+static const char *json_skip(const char *p)
+{
+	p = skip_ws(p);
+	if (*p == '"') {
+		const char *end;
+		g_autofree char *s = json_string(p, &end);
+		return s ? end : NULL;
+	}
+	if (*p == '{')
+		return json_object(p, NULL, NULL);
+	if (*p == '[') {
+		p = skip_ws(p + 1);
+		while (p && *p && *p != ']') {
+			p = json_skip(p);
+			if (p && *(p = skip_ws(p)) == ',')
+				p = skip_ws(p + 1);
+		}
+		return p && *p ? p + 1 : NULL;
+	}
+	while (*p && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n')
+		p++;
+	return p;
+}
+
+/* The value of key in the object at p, or NULL. */
+static const char *json_get(const char *p, const char *key)
+{
+	const char *value = NULL;
+	return p && json_object(p, key, &value) ? value : NULL;
 }
 
 /* ------------------------------------------------------------ the hook -- */

@@ -195,11 +195,8 @@ static int ns_view_get(struct containers *cs, uint64_t ns, pid_t pid, struct ns_
 static gpointer session_thread(gpointer data)
 {
 	struct session *s = data;
-	struct fuse_loop_config *config = fuse_loop_cfg_create();
 
-	fuse_loop_cfg_set_clone_fd(config, 0);
-	fuse_session_loop_mt(s->se, config);
-	fuse_loop_cfg_destroy(config);
+	session_serve(s->se);
 	g_message("container view of pid namespace %" G_GUINT64_FORMAT " ended", s->nsv->ns);
 	fuse_session_destroy(s->se);
 	ns_view_release(s->owner, s->nsv);

@@ -55,6 +55,10 @@ void cgroups_clear(struct daemon_cgroups *c);
  * be blocked in every thread. */
 int lifecycle_serve(const struct daemon_config *cfg);
 
+/* Serve a FUSE session with libfuse's thread pool until it ends. */
+struct fuse_session;
+int session_serve(struct fuse_session *se);
+
 /* Make dir ready to be mounted on: created if missing, a directory, not a
  * mount point (a stale cgprocfs mount left by a dead daemon is removed).
  * Writes its canonical path to *ret_path. FALSE after printing why not. */

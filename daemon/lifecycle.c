@@ -29,14 +29,20 @@ struct loop {
 	gboolean done;
 };
 
-static gpointer loop_thread(gpointer data)
+int session_serve(struct fuse_session *se)
 {
-	struct loop *l = data;
 	struct fuse_loop_config *config = fuse_loop_cfg_create();
 
 	fuse_loop_cfg_set_clone_fd(config, 0);
-	int r = fuse_session_loop_mt(l->session, config);
+	int r = fuse_session_loop_mt(se, config);
 	fuse_loop_cfg_destroy(config);
+	return r;
+}
+
+static gpointer loop_thread(gpointer data)
+{
+	struct loop *l = data;
+	int r = session_serve(l->session);
 	if (r < 0)
 		g_warning("FUSE session ended: %s", g_strerror(-r));
 	g_mutex_lock(&l->lock);

@@ -97,12 +97,6 @@ void pidwatch_adopt(struct pidwatch *w, pid_t pid, int pidfd)
 	g_hash_table_insert(w->by_pid, GINT_TO_POINTER(pid), GINT_TO_POINTER(pidfd));
 }
 
-unsigned pidwatch_count(struct pidwatch *w)
-{
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&w->lock);
-	return g_hash_table_size(w->by_pid);
-}
-
 /* Forget the watch behind an event; FALSE if the event is stale. */
 static gboolean forget(struct pidwatch *w, uint64_t key)
 {

@@ -17,9 +17,6 @@ void pidwatch_free(struct pidwatch *w);
  * pidfd is kept unless its process has exited (pid recycled). */
 void pidwatch_adopt(struct pidwatch *w, pid_t pid, int pidfd);
 
-/* Number of processes watched now. */
-unsigned pidwatch_count(struct pidwatch *w);
-
 /* Serve until pidwatch_stop: 0, or -errno if watching failed. */
 int pidwatch_run(struct pidwatch *w);
 void pidwatch_stop(struct pidwatch *w);

@@ -56,10 +56,8 @@ declare -A FILE_PATH=(
 	[online]=sys/devices/system/cpu/online
 )
 
-die() {
-	echo "bench-cpuview: $*" >&2
-	exit 1
-}
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 [[ $# -le 1 ]] || die "usage: $0 [BUILD_DIR]"
 [[ $(id -u) -eq 0 ]] || die "needs root (it mounts two filesystems and creates cgroups): sudo $0 ${1:-}"
@@ -99,21 +97,6 @@ daemon_pid='' lxcfs_pid='' caller_pid=''
 # Mounts at or under WORK, deepest first.
 mounts_under_work() { findmnt -rn -o TARGET | awk -v w="$WORK/" 'index($0 "/", w) == 1' | sort -r; }
 
-stop_daemon() { # name pid: SIGTERM it, give it 10 s to unmount, then SIGKILL. 1 if killed.
-	kill -0 "$2" 2>/dev/null || { wait "$2" 2>/dev/null || true; return 0; }
-	kill -TERM "$2" 2>/dev/null || true
-	for _ in $(seq 100); do
-		kill -0 "$2" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$2" 2>/dev/null; then
-		echo "bench-cpuview: $1 did not stop on SIGTERM within 10 s; killing it" >&2
-		kill -KILL "$2" 2>/dev/null || true
-		wait "$2" 2>/dev/null || true
-		return 1
-	fi
-	wait "$2" 2>/dev/null || true
-}
 
 cleanup() {
 	local status=$? target dir

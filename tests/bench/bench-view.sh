@@ -36,10 +36,8 @@ read -r -a DAEMON_ARGS <<<"${BENCH_DAEMON_ARGS:-}"
 AIM_DELEGATED=1.2
 AIM_PS=1.5
 
-die() {
-	echo "bench-view: $*" >&2
-	exit 1
-}
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 [[ $# -le 1 ]] || die "usage: $0 [BUILD_DIR]"
 [[ $(id -u) -eq 0 ]] || die "needs root (it mounts the view and makes mount namespaces): sudo $0 ${1:-}"
@@ -74,19 +72,7 @@ cleanup() {
 	stop_pid "$view_ns_pid"
 	stop_pid "$real_ns_pid"
 	stop_pid "$idle_pid"
-	if [[ -n $daemon_pid ]] && kill -0 "$daemon_pid" 2>/dev/null; then
-		kill -TERM "$daemon_pid"
-		for _ in $(seq 100); do
-			kill -0 "$daemon_pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		if kill -0 "$daemon_pid" 2>/dev/null; then
-			echo "bench-view: daemon did not stop on SIGTERM within 10 s; killing it" >&2
-			kill -KILL "$daemon_pid" 2>/dev/null || true
-			status=1
-		fi
-		wait "$daemon_pid" 2>/dev/null || true
-	fi
+	if [[ -n $daemon_pid ]]; then stop_daemon daemon "$daemon_pid" || status=1; fi
 	if is_mounted; then
 		echo "bench-view: $MNT still mounted after the daemon stopped; unmounting it" >&2
 		umount -l "$MNT" 2>/dev/null || true

@@ -39,9 +39,11 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MADV_POPULATE_WRITE = 23
-READY_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
 RUN_TIMEOUT = 30.0
 HOST_DIRS = ("usr", "etc", "bin", "lib", "lib64", "sbin")
@@ -109,8 +111,7 @@ int main(int argc, char **argv)
 """
 
 
-class BenchError(Exception):
-    pass
+BenchError = benchlib.BenchError
 
 
 def median(xs):
@@ -239,16 +240,7 @@ class Bench:
     def start_daemon(self):
         os.mkdir(self.mnt)
         self.log_path = os.path.join(self.work, "daemon.log")
-        with open(self.log_path, "w") as log:
-            self.daemon = subprocess.Popen([self.daemon_bin, self.mnt], stdin=subprocess.DEVNULL,
-                                           stdout=log, stderr=log, start_new_session=True)
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not os.path.exists(os.path.join(self.mnt, "proc", ".real", "self")):
-            if self.daemon.poll() is not None:
-                raise BenchError("daemon exited at start-up (status %s)" % self.daemon.returncode)
-            if time.monotonic() > deadline:
-                raise BenchError("daemon not ready after %.0f s" % READY_TIMEOUT)
-            time.sleep(0.05)
+        self.daemon = benchlib.start_daemon([self.daemon_bin, self.mnt], self.mnt, self.log_path)
 
     def build_rootfs(self):
         """Mount points, symlinks for merged-/usr dirs, this script and the
@@ -264,6 +256,8 @@ class Bench:
         for d in ("proc", "sys", "dev", "tmp", "bench"):
             os.makedirs(os.path.join(self.rootfs, d), exist_ok=True)
         shutil.copy2(self.script, os.path.join(self.rootfs, "bench", "bench-containers.py"))
+        shutil.copy2(os.path.join(os.path.dirname(self.script), "benchlib.py"),
+                     os.path.join(self.rootfs, "bench", "benchlib.py"))
         src = os.path.join(self.work, "probe.c")
         with open(src, "w") as f:
             f.write(PROBE_C)

@@ -72,6 +72,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+
 # Aims from the issue.
 AIM_HANDLER_RATIO = 50.0     # real / view handler latency (median), at the largest N
 AIM_HANDLER_AT_N = 64
@@ -79,7 +82,6 @@ AIM_DAEMON_CPU_PCT = 1.0     # daemon CPU while the children sleep, % of one cor
 AIM_SINGLE_RATIO = 80.0      # kernel / cached view p50, one 2 GiB process
 AIM_CHEAPEST_RATIO = 1.5     # cached view p50 / cheapest daemon-served file p50
 
-READY_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
 HOLDER_TIMEOUT = 120.0
 MONITOR_TIMEOUT = 120.0
@@ -210,8 +212,7 @@ def role_monitor(args):
 
 # ------------------------------------------------------------ the benchmark --
 
-class BenchError(Exception):
-    pass
+BenchError = benchlib.BenchError
 
 
 def mounted(path):
@@ -312,19 +313,10 @@ class Bench:
         os.mkdir(self.mnt)
         self.log_path = self.args.daemon_log or os.path.join(self.work, "daemon.log")
         cmd = [self.daemon_bin] + shlex.split(self.args.daemon_args) + [self.mnt]
-        with open(self.log_path, "w") as log:
-            # Sessions of their own: a Ctrl-C reaches this script alone,
-            # which then stops everything in order.
-            self.daemon = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                           start_new_session=True,
-                                           preexec_fn=lambda: die_with_parent(signal.SIGTERM))
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not os.path.exists(os.path.join(self.mnt, "proc", ".real", "self")):
-            if self.daemon.poll() is not None:
-                raise BenchError("daemon exited at start-up (status %s)" % self.daemon.returncode)
-            if time.monotonic() > deadline:
-                raise BenchError("daemon not ready after %.0f s" % READY_TIMEOUT)
-            time.sleep(0.05)
+        # A session of its own: a Ctrl-C reaches this script alone, which
+        # then stops everything in order.
+        self.daemon = benchlib.start_daemon(cmd, self.mnt, self.log_path,
+                                            preexec_fn=lambda: die_with_parent(signal.SIGTERM))
 
     def start_monitor(self):
         """The 'bound' monitor: its own mount namespace, the view over /proc."""
@@ -334,7 +326,7 @@ class Bench:
         self.monitor = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         text=True, start_new_session=True,
                                         preexec_fn=die_with_parent)
-        line = read_line(self.monitor, "bound monitor start-up", READY_TIMEOUT)
+        line = read_line(self.monitor, "bound monitor start-up", benchlib.READY_TIMEOUT)
         if not line.startswith("ready "):
             raise BenchError("bound monitor: %s" % line.strip())
         fstype = json.loads(line[6:])["fstype"]

@@ -30,7 +30,8 @@
 
 struct ns_view {
 	uint64_t ns;
-	int proc_fd;
+	int ns_fd;   /* the pid namespace */
+	int proc_fd; /* the daemon's procfs of it */
 	struct view *view;
 	unsigned sessions;
 };
@@ -60,6 +61,7 @@ static void ns_view_release(struct containers *cs, struct ns_view *nsv)
 	smaps_remove_namespace(cs->cfg.smaps, nsv->ns);
 	view_free(nsv->view);
 	close(nsv->proc_fd);
+	close(nsv->ns_fd);
 	g_free(nsv);
 }
 
@@ -107,20 +109,17 @@ static void send_new_procfs(int sock)
 	_exit(send_fd(sock, "p", mnt) == 1 ? 0 : 1);
 }
 
-/* A procfs of the pid namespace of host process pid, the daemon's own: this
- * thread makes the namespace its children's (setns CLONE_NEWPID changes
- * only that), forks one child, born in it, which mounts a procfs there and
- * sends it back, and takes its own namespace back for its children. No
- * mount of the container is used. 0 or -errno. */
-static int procfs_of_pid_ns(int host_proc_fd, pid_t pid, int *ret_fd)
+/* A procfs of the pid namespace ns, the daemon's own: this thread makes
+ * the namespace its children's (setns CLONE_NEWPID changes only that),
+ * forks one child, born in it, which mounts a procfs there and sends it
+ * back, and takes its own namespace back for its children. No mount of
+ * the container is used. 0 or -errno. */
+static int procfs_of_pid_ns(int host_proc_fd, int ns, int *ret_fd)
 {
-	char path[48];
 	int sv[2];
 
-	snprintf(path, sizeof(path), "%d/ns/pid", (int)pid);
-	_cleanup_close_ int ns = openat(host_proc_fd, path, O_RDONLY | O_CLOEXEC);
 	_cleanup_close_ int own = openat(host_proc_fd, "thread-self/ns/pid", O_RDONLY | O_CLOEXEC);
-	if (ns < 0 || own < 0)
+	if (own < 0)
 		return -errno;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
@@ -152,39 +151,43 @@ static int ns_view_get(struct containers *cs, uint64_t ns, pid_t pid, struct ns_
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
 	struct ns_view *nsv = g_hash_table_lookup(cs->by_ns, &ns);
-	struct stat init_ns;
+	struct stat init_ns, ns_st;
 	struct statfs sfs;
-	int proc_fd = -1;
+	char path[48];
+	_cleanup_close_ int proc_fd = -1;
 	int r;
 
 	if (!nsv) {
-		r = procfs_of_pid_ns(cs->cfg.host_proc_fd, pid, &proc_fd);
+		snprintf(path, sizeof(path), "%d/ns/pid", (int)pid);
+		_cleanup_close_ int ns_fd = openat(cs->cfg.host_proc_fd, path, O_RDONLY | O_CLOEXEC);
+		if (ns_fd < 0 || fstat(ns_fd, &ns_st) < 0)
+			return -errno;
+		if (ns_st.st_ino != ns)
+			return -ESRCH; /* pid went to another process */
+		r = procfs_of_pid_ns(cs->cfg.host_proc_fd, ns_fd, &proc_fd);
 		if (r < 0)
 			return r;
 		/* A procfs, and of that namespace (its init is pid 1 there). */
 		if (fstatfs(proc_fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC ||
-		    fstatat(proc_fd, "1/ns/pid", &init_ns, 0) < 0 || init_ns.st_ino != ns) {
-			close(proc_fd);
+		    fstatat(proc_fd, "1/ns/pid", &init_ns, 0) < 0 || init_ns.st_ino != ns)
 			return -EINVAL;
-		}
 		const struct view_config vcfg = {
 			.proc_fd = proc_fd,
 			.sys_cpu_fd = cs->cfg.sys_cpu_fd,
 			.cpuview = cs->cfg.cpuview,
 			.smaps = cs->cfg.smaps,
-			.own_pid_ns = FALSE,
+			.pid_ns_fd = ns_fd,
 			.pid_ns = ns,
 		};
-		nsv = g_new0(struct ns_view, 1);
-		nsv->ns = ns;
-		nsv->proc_fd = proc_fd;
-		r = view_new(&vcfg, &nsv->view);
-		if (r < 0) {
-			close(proc_fd);
-			g_free(nsv);
+		g_autofree struct ns_view *made = g_new0(struct ns_view, 1);
+		r = view_new(&vcfg, &made->view);
+		if (r < 0)
 			return r;
-		}
-		smaps_add_namespace(cs->cfg.smaps, ns, proc_fd);
+		nsv = g_steal_pointer(&made);
+		nsv->ns = ns;
+		nsv->ns_fd = steal_fd(&ns_fd);
+		nsv->proc_fd = steal_fd(&proc_fd);
+		smaps_add_namespace(cs->cfg.smaps, ns, nsv->proc_fd, nsv->ns_fd);
 		g_hash_table_insert(cs->by_ns, &nsv->ns, nsv);
 	}
 	nsv->sessions++;
@@ -197,6 +200,7 @@ static gpointer session_thread(gpointer data)
 	struct session *s = data;
 
 	session_serve(s->se);
+	pidwatch_forget_owner(s->owner->cfg.watch, &s->state);
 	g_message("container view of pid namespace %" G_GUINT64_FORMAT " ended", s->nsv->ns);
 	fuse_session_destroy(s->se);
 	ns_view_release(s->owner, s->nsv);
@@ -225,7 +229,7 @@ static int attach(struct containers *cs, pid_t pid, int fuse_fd, const char **re
 		*ret_why = "cannot mount a procfs of the container's pid namespace";
 		return r;
 	}
-	s->state = (struct ops_state){ .view = s->nsv->view, .proc_fd = cs->cfg.host_proc_fd };
+	s->state = (struct ops_state){ .view = s->nsv->view, .watch = cs->cfg.watch, .proc_fd = cs->cfg.host_proc_fd };
 	char *argv[] = { "cgprocfs", NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
 	s->se = fuse_session_new(&args, &ops_table, sizeof(ops_table), &s->state);
@@ -358,14 +362,16 @@ int containers_start(const struct containers_config *cfg, struct containers **re
 	return 0;
 }
 
-void containers_stop(struct containers *cs)
+gboolean containers_stop(struct containers *cs)
 {
 	if (!cs)
-		return;
+		return FALSE;
 	/* Containers' sessions live on until the process exits: their views
 	 * then fail with ENOTCONN, as a view does whose daemon is gone. */
 	shutdown(cs->listen_fd, SHUT_RDWR);
 	g_thread_join(cs->acceptor);
 	close(cs->listen_fd);
 	unlink(cs->socket_path);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
+	return g_hash_table_size(cs->by_ns) > 0;
 }

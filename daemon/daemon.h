@@ -3,6 +3,7 @@
 
 #include "cgroup.h"
 #include "cpuview.h"
+#include "pidwatch.h"
 #include "smaps.h"
 
 #include <glib.h>
@@ -27,10 +28,13 @@ struct containers_config {
 	int sys_cpu_fd;
 	struct cpuview *cpuview;
 	struct smaps *smaps;
+	struct pidwatch *watch;
 };
 struct containers;
 int containers_start(const struct containers_config *cfg, struct containers **ret);
-void containers_stop(struct containers *cs);
+/* Stop taking new containers. TRUE if containers' views are still served:
+ * what they use (the CPU view, the memo, the watch) must then stay. */
+gboolean containers_stop(struct containers *cs);
 
 /* The background refresher of the smaps_rollup memo. */
 struct refresher;

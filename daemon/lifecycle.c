@@ -165,7 +165,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	g_autofree char *opts = g_strdup_printf("ro,allow_other,fsname=cgprocfs,subtype=cgprocfs%s%s",
 						cfg->fuse_options ? "," : "",
 						cfg->fuse_options ? cfg->fuse_options : "");
-	gboolean real_mounted = FALSE;
+	gboolean real_mounted = FALSE, containers_live = FALSE;
 	int r;
 
 	if (proc_fd < 0 || sys_cpu_fd < 0) {
@@ -199,7 +199,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	smaps = smaps_new(&scfg);
 	const struct view_config vcfg = {
 		.proc_fd = proc_fd, .sys_cpu_fd = sys_cpu_fd, .cpuview = cpuview, .smaps = smaps,
-		.own_pid_ns = TRUE,
+		.pid_ns_fd = -1,
 		.pid_ns = scfg.ns,
 		.control_socket = cfg->control_socket,
 	};
@@ -208,7 +208,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		g_printerr("cgprocfs: cannot read /proc/self: %s\n", g_strerror(-r));
 		goto out;
 	}
-	r = pidwatch_new(ops_forget_pid, &state, &watch);
+	r = pidwatch_new(ops_forget_pid, &watch);
 	if (r < 0) {
 		g_printerr("cgprocfs: cannot watch processes: %s\n", g_strerror(-r));
 		goto out;
@@ -246,6 +246,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		.sys_cpu_fd = sys_cpu_fd,
 		.cpuview = cpuview,
 		.smaps = smaps,
+		.watch = watch,
 	};
 	r = containers_start(&ccfg_containers, &containers);
 	if (r < 0)
@@ -263,7 +264,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	status = 0;
 
 out_unmount:
-	containers_stop(containers);
+	containers_live = containers_stop(containers);
 	refresher_free(g_steal_pointer(&refresher));
 	if (real_mounted && umount2(real_path, MNT_DETACH) < 0)
 		g_warning("cannot unmount %s: %s", real_path, g_strerror(errno));
@@ -286,6 +287,8 @@ out_session:
 	fuse_session_destroy(loop.session);
 out:
 	refresher_free(refresher);
+	if (containers_live)
+		return status; /* their sessions end with the process */
 	pidwatch_free(watch);
 	view_free(view);
 	smaps_free(smaps);

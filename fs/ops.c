@@ -54,7 +54,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_entry(req, &param); /* req is gone from here on */
 	/* After the reply: an exit seen from now on drops the new entry. */
 	if (e.pidfd >= 0)
-		pidwatch_adopt(s->watch, e.pid, e.pidfd);
+		pidwatch_adopt(s->watch, s, e.pid, e.pidfd);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -295,9 +295,9 @@ const struct fuse_lowlevel_ops ops_table = {
 	.create = op_create,
 };
 
-void ops_forget_pid(void *data, pid_t pid)
+void ops_forget_pid(void *owner, pid_t pid)
 {
-	struct ops_state *s = data;
+	struct ops_state *s = owner;
 	char name[16];
 
 	snprintf(name, sizeof(name), "%d", (int)pid);

@@ -9,7 +9,7 @@
 
 struct ops_state {
 	struct view *view;
-	struct pidwatch *watch;
+	struct pidwatch *watch;       /* with this state as the owner */
 	struct fuse_session *session; /* set once the session exists */
 	int proc_fd;                  /* where callers are looked up */
 };
@@ -17,5 +17,5 @@ struct ops_state {
 extern const struct fuse_lowlevel_ops ops_table;
 
 /* pidwatch callback: drop the kernel's cached proc/<pid> of a process
- * that exited. data is the struct ops_state. */
-void ops_forget_pid(void *data, pid_t pid);
+ * that exited. owner is the struct ops_state that cached it. */
+void ops_forget_pid(void *owner, pid_t pid);

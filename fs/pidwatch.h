@@ -1,21 +1,28 @@
-/* Watching processes whose /proc/<pid> entry the kernel keeps cached, so
+/* Watching the processes whose proc/<pid> entries the kernel caches, so
  * the entry can be dropped the moment the process exits. One pidfd per
- * process, one epoll set, one thread (owned by daemon/) in pidwatch_run. */
+ * process and view session (the owner), one epoll set for all, one thread
+ * (owned by daemon/) in pidwatch_run. */
 #pragma once
 
 #include <sys/types.h>
 
 struct pidwatch;
 
-typedef void (*pidwatch_exit_fn)(void *data, pid_t pid);
+/* Called from pidwatch_run when the process an owner cached exited. */
+typedef void (*pidwatch_exit_fn)(void *owner, pid_t pid);
 
-/* on_exit runs on the watching thread, once per watched process that exits. 0 or -errno. */
-int pidwatch_new(pidwatch_exit_fn on_exit, void *data, struct pidwatch **ret);
+/* 0 or -errno. */
+int pidwatch_new(pidwatch_exit_fn on_exit, struct pidwatch **ret);
 void pidwatch_free(struct pidwatch *w);
 
-/* Take over pidfd, a pidfd of pid. If pid is already watched, the older
- * pidfd is kept unless its process has exited (pid recycled). */
-void pidwatch_adopt(struct pidwatch *w, pid_t pid, int pidfd);
+/* Take over pidfd, a pidfd of the process owner calls pid. If owner
+ * already watches pid, the older pidfd is kept unless its process has
+ * exited (pid recycled). */
+void pidwatch_adopt(struct pidwatch *w, void *owner, pid_t pid, int pidfd);
+
+/* Stop watching for owner: once this returns, on_exit is not called,
+ * nor running, for it. */
+void pidwatch_forget_owner(struct pidwatch *w, void *owner);
 
 /* Serve until pidwatch_stop: 0, or -errno if watching failed. */
 int pidwatch_run(struct pidwatch *w);

@@ -1,6 +1,7 @@
 #include "smaps.h"
 
 #include "cleanup.h"
+#include "pidns.h"
 #include "procfile.h"
 
 #include <errno.h>
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,57 +17,55 @@ struct smaps {
 	struct smaps_config cfg;
 	struct memo *memo;
 	GRWLock lock;            /* guards namespaces */
-	GHashTable *namespaces;  /* ns -> procfs fd, other than the daemon's */
+	GHashTable *namespaces;  /* ns -> struct where, other than the daemon's */
 };
 
-/* Where the processes of ns are read; FALSE for an unknown namespace. */
-static gboolean procfs_of(struct smaps *s, uint64_t ns, int *ret_proc_fd, gboolean *ret_own)
+/* Where the processes of a pid namespace are read and found. */
+struct where {
+	int proc_fd; /* a procfs of it */
+	int ns_fd;   /* the namespace itself; -1 for the daemon's own */
+};
+
+/* FALSE for an unknown namespace. */
+static gboolean where_is(struct smaps *s, uint64_t ns, struct where *ret)
 {
 	if (ns == s->cfg.ns) {
-		*ret_proc_fd = s->cfg.proc_fd;
-		*ret_own = TRUE;
+		*ret = (struct where){ s->cfg.proc_fd, -1 };
 		return TRUE;
 	}
 	g_rw_lock_reader_lock(&s->lock);
-	gpointer fd;
-	gboolean found = g_hash_table_lookup_extended(s->namespaces, &ns, NULL, &fd);
+	const struct where *w = g_hash_table_lookup(s->namespaces, &ns);
+	if (w)
+		*ret = *w;
 	g_rw_lock_reader_unlock(&s->lock);
-	*ret_proc_fd = GPOINTER_TO_INT(fd);
-	*ret_own = FALSE;
-	return found;
+	return w != NULL;
 }
 
 #define PIDFS_MAGIC 0x50494446
 
-/* A pidfd of pid, and its inode where pidfds have one each (pidfs). In
- * another pid namespace, whose pids a pidfd cannot be opened for, -1 and
- * 0: processes are then told apart by start time alone. */
-static int open_process(gboolean own_pid_ns, pid_t pid, int *ret_pidfd, uint64_t *ret_ino)
+/* A pidfd of pid, and its inode where pidfds have one each (pidfs).
+ * Without pidfds (another namespace's before Linux 6.9), -1 and 0:
+ * processes are then told apart by start time alone. */
+static int open_process(const struct where *w, pid_t pid, int *ret_pidfd, uint64_t *ret_ino)
 {
-	if (!own_pid_ns) {
-		*ret_pidfd = -1;
-		*ret_ino = 0;
-		return 0;
-	}
-	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	struct statfs sfs;
 	struct stat st;
 
 	/* A thread that is not its group's leader (ENOENT, or EINVAL before
 	 * Linux 6.9): PIDFD_THREAD (O_EXCL, 6.9), or no identity beyond the
 	 * start time before that. */
-	if (pidfd < 0 && (errno == ENOENT || errno == EINVAL))
-		pidfd = (int)syscall(SYS_pidfd_open, pid, O_EXCL);
-	if (pidfd < 0 && errno == EINVAL) {
+	int r = pidns_pidfd_open(w->ns_fd, pid, 0);
+	if (r == -ENOENT || r == -EINVAL)
+		r = pidns_pidfd_open(w->ns_fd, pid, O_EXCL);
+	if (r == -EINVAL || r == -EOPNOTSUPP) {
 		*ret_pidfd = -1;
 		*ret_ino = 0;
 		return 0;
 	}
-	if (pidfd < 0)
-		return errno == ESRCH ? -ENOENT : -errno;
-	*ret_ino = fstatfs(pidfd, &sfs) == 0 && sfs.f_type == PIDFS_MAGIC && fstat(pidfd, &st) == 0
-			   ? st.st_ino : 0;
-	*ret_pidfd = steal_fd(&pidfd);
+	if (r < 0)
+		return r == -ESRCH ? -ENOENT : r;
+	*ret_ino = fstatfs(r, &sfs) == 0 && sfs.f_type == PIDFS_MAGIC && fstat(r, &st) == 0 ? st.st_ino : 0;
+	*ret_pidfd = r;
 	return 0;
 }
 
@@ -83,10 +81,11 @@ static int key_process(struct smaps *s, const struct memo_key *key, struct pid_s
 		       int *ret_pidfd, int *ret_proc_fd)
 {
 	uint64_t ino;
-	gboolean own;
-	if (!procfs_of(s, key->ns, ret_proc_fd, &own))
+	struct where w;
+	if (!where_is(s, key->ns, &w))
 		return -ENOENT; /* the namespace is gone */
-	int r = open_process(own, key->pid, ret_pidfd, &ino);
+	*ret_proc_fd = w.proc_fd;
+	int r = open_process(&w, key->pid, ret_pidfd, &ino);
 	if (r < 0)
 		return r;
 	r = procfile_pid_stat(*ret_proc_fd, key->pid, ret);
@@ -171,14 +170,15 @@ struct smaps *smaps_new(const struct smaps_config *cfg)
 	s->cfg = *cfg;
 	s->memo = memo_new(&cfg->memo, &ops);
 	g_rw_lock_init(&s->lock);
-	s->namespaces = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	s->namespaces = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
 	return s;
 }
 
-void smaps_add_namespace(struct smaps *s, uint64_t ns, int proc_fd)
+void smaps_add_namespace(struct smaps *s, uint64_t ns, int proc_fd, int ns_fd)
 {
+	const struct where w = { proc_fd, ns_fd };
 	g_rw_lock_writer_lock(&s->lock);
-	g_hash_table_insert(s->namespaces, g_memdup2(&ns, sizeof(ns)), GINT_TO_POINTER(proc_fd));
+	g_hash_table_insert(s->namespaces, g_memdup2(&ns, sizeof(ns)), g_memdup2(&w, sizeof(w)));
 	g_rw_lock_writer_unlock(&s->lock);
 }
 
@@ -204,20 +204,19 @@ int smaps_read(struct smaps *s, const struct caller *c, uint64_t ns, pid_t pid, 
 {
 	char path[48];
 	_cleanup_close_ int fd = -1;
-	int proc_fd;
-	gboolean own;
+	struct where w;
 
-	if (!procfs_of(s, ns, &proc_fd, &own))
+	if (!where_is(s, ns, &w))
 		return -ENOENT;
 	/* The kernel checks access when the file is opened; opening costs no
 	 * walk, so the caller's right is asked of the kernel every time. */
 	_cleanup_close_ int pidfd = -1;
 	uint64_t ino;
-	int r = open_process(own, pid, &pidfd, &ino);
+	int r = open_process(&w, pid, &pidfd, &ino);
 	if (r < 0)
 		return r;
 	snprintf(path, sizeof(path), "%d/smaps_rollup", (int)pid);
-	r = caller_openat(c, pid, proc_fd, path, O_RDONLY, &fd);
+	r = caller_openat(c, pid, w.proc_fd, path, O_RDONLY, &fd);
 	if (r < 0)
 		return r == -ESRCH ? -ENOENT : r;
 	/* The check was made on the process of the pidfd if it is still alive. */

@@ -24,8 +24,9 @@ struct smaps *smaps_new(const struct smaps_config *cfg);
 void smaps_free(struct smaps *s);
 
 /* Serve the processes of another pid namespace ns too, read in proc_fd (a
- * procfs of it, borrowed until smaps_remove_namespace). */
-void smaps_add_namespace(struct smaps *s, uint64_t ns, int proc_fd);
+ * procfs of it) and found through ns_fd (the namespace), both borrowed
+ * until smaps_remove_namespace. */
+void smaps_add_namespace(struct smaps *s, uint64_t ns, int proc_fd, int ns_fd);
 void smaps_remove_namespace(struct smaps *s, uint64_t ns);
 
 /* The smaps_rollup text of the process (pid, start_time) of pid namespace

@@ -2,6 +2,7 @@
 
 #include "cleanup.h"
 #include "delegate.h"
+#include "pidns.h"
 #include "procfile.h"
 #include "smaps.h"
 
@@ -10,7 +11,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -437,7 +437,7 @@ static int lookup_pid_dir(struct view *v, pid_t pid, struct view_entry *ret)
 {
 	/* The pidfd is taken before the process is checked: if it exits
 	 * after the check, the pidfd reports it and the entry is dropped. */
-	_cleanup_close_ int pidfd = v->cfg.own_pid_ns ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	_cleanup_close_ int pidfd = MAX(pidns_pidfd_open(v->cfg.pid_ns_fd, pid, 0), -1);
 	struct pid_stat st;
 	int r = procfile_pid_stat(v->cfg.proc_fd, pid, &st);
 	if (r < 0)

@@ -33,10 +33,11 @@ struct view_config {
 	int sys_cpu_fd; /* the host's /sys/devices/system/cpu */
 	struct cpuview *cpuview; /* which CPUs each caller sees */
 	struct smaps *smaps;     /* the smaps_rollup memo */
-	/* proc_fd's pids are the daemon's: pid directories can be watched
-	 * with pidfds and cached until their process exits. Otherwise (a
-	 * container's view) every walk through one asks the daemon. */
-	gboolean own_pid_ns;
+	/* proc_fd's pid namespace: -1 for the daemon's own, else an fd of it
+	 * (a container's view). Pid directories are watched with pidfds and
+	 * cached until their process exits; where pidfds cannot be had (a
+	 * container's, before Linux 6.9), every walk through one asks. */
+	int pid_ns_fd;
 	uint64_t pid_ns; /* proc_fd's pid namespace, as the smaps memo knows it */
 	const char *control_socket; /* shown in .cgprocfs/control, or NULL */
 };

@@ -13,7 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int proc_fd = -1, sys_fd = -1, real_proc = -1;
+static int proc_fd = -1, sys_fd = -1, real_proc = -1, no_ns_fd = -1;
 static struct view *v;
 static struct cpuview *cv;
 static struct smaps *sm;
@@ -41,7 +41,10 @@ static void setup(void)
 	proc_fd = open(proc, O_RDONLY | O_DIRECTORY);
 	sys_fd = open(sys, O_RDONLY | O_DIRECTORY);
 	real_proc = open("/proc", O_RDONLY | O_DIRECTORY);
-	cr_assert(proc_fd >= 0 && sys_fd >= 0 && real_proc >= 0);
+	/* Not a pid namespace: no pidfds for the fixture's pids, as for a
+	 * container's on a kernel that cannot translate pids. */
+	no_ns_fd = open("/dev/null", O_RDONLY);
+	cr_assert(proc_fd >= 0 && sys_fd >= 0 && real_proc >= 0 && no_ns_fd >= 0);
 	cv = host_cpuview(sys_fd);
 	/* The fixture's pids are not this machine's: another pid namespace. */
 	const struct smaps_config scfg = {
@@ -51,9 +54,10 @@ static void setup(void)
 			  .forget_after_us = G_USEC_PER_SEC, .max_entries = 16, .budget = 1 },
 	};
 	sm = smaps_new(&scfg);
-	smaps_add_namespace(sm, 2, proc_fd);
+	smaps_add_namespace(sm, 2, proc_fd, no_ns_fd);
 	const struct view_config cfg = {
-		.proc_fd = proc_fd, .sys_cpu_fd = sys_fd, .cpuview = cv, .smaps = sm, .pid_ns = 2,
+		.proc_fd = proc_fd, .sys_cpu_fd = sys_fd, .cpuview = cv, .smaps = sm,
+		.pid_ns_fd = no_ns_fd, .pid_ns = 2,
 	};
 	cr_assert_eq(view_new(&cfg, &v), 0);
 	me = (struct caller){ .tid = (pid_t)syscall(SYS_gettid), .uid = geteuid(), .gid = getegid(),
@@ -68,6 +72,7 @@ static void teardown(void)
 	close(proc_fd);
 	close(sys_fd);
 	close(real_proc);
+	close(no_ns_fd);
 }
 
 TestSuite(view, .init = setup, .fini = teardown);

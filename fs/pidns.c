@@ -1,0 +1,36 @@
+#include "pidns.h"
+
+#include <errno.h>
+#include <linux/nsfs.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Linux 6.9; not in older headers. */
+#ifndef NS_GET_PID_FROM_PIDNS
+#define NS_GET_PID_FROM_PIDNS _IOR(NSIO, 0x6, int)
+#define NS_GET_PID_IN_PIDNS _IOR(NSIO, 0x8, int)
+#endif
+
+static int open_own(pid_t pid, unsigned flags)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, flags);
+	return fd < 0 ? -errno : fd;
+}
+
+int pidns_pidfd_open(int ns_fd, pid_t pid, unsigned flags)
+{
+	if (ns_fd < 0)
+		return open_own(pid, flags);
+	int own = ioctl(ns_fd, NS_GET_PID_FROM_PIDNS, (unsigned long)pid);
+	if (own < 0)
+		return errno == ESRCH ? -ESRCH : -EOPNOTSUPP;
+	int fd = open_own(own, flags);
+	/* The process may have exited between the two calls and its number
+	 * here gone to another: the pidfd's must still be pid there. */
+	if (fd >= 0 && ioctl(ns_fd, NS_GET_PID_IN_PIDNS, (unsigned long)own) != pid) {
+		close(fd);
+		return -ESRCH;
+	}
+	return fd;
+}

@@ -1,0 +1,10 @@
+/* Processes of another pid namespace, by the numbers they have there. */
+#pragma once
+
+#include <sys/types.h>
+
+/* A pidfd (flags as pidfd_open's) of the process numbered pid in the pid
+ * namespace of ns_fd, or in the daemon's own for ns_fd -1. The fd, or
+ * -ESRCH (no such process), -EOPNOTSUPP (this kernel cannot translate pids
+ * between namespaces: before Linux 6.9), or another -errno of pidfd_open. */
+int pidns_pidfd_open(int ns_fd, pid_t pid, unsigned flags);

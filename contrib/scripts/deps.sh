@@ -6,9 +6,9 @@ set -euo pipefail
 cgprocfs_build_deps=(build-essential clang meson ninja-build pkg-config
 	libfuse3-dev fuse3 libglib2.0-dev libcriterion-dev libsystemd-dev)
 # what the tests run: psutil and its suite for /usr/bin/python3, ps/top/free,
-# unshare/nsenter/setpriv, runc and crun with a busybox rootfs for the
-# container tests, and LXCFS for the side-by-side benchmarks
-cgprocfs_test_deps=(python3 python3-psutil procps util-linux lxcfs runc crun busybox-static)
+# unshare/nsenter/setpriv, runc, crun and podman with a busybox rootfs for
+# the container tests, and LXCFS for the side-by-side benchmarks
+cgprocfs_test_deps=(python3 python3-psutil procps util-linux lxcfs runc crun podman busybox-static)
 
 cgprocfs_install() {
 	if [ "$(id -u)" -ne 0 ]; then

@@ -90,6 +90,27 @@ echo @@first; head -c 100000 /proc/1/smaps_rollup
 echo @@second; head -c 100000 /proc/1/smaps_rollup
 """
 
+# A process whose /proc/<pid> was walked (so the kernel caches the entry)
+# exits and is reaped: its directory is gone. Its pid is then handed to a
+# new process (ns_last_pid): the new one's directory answers at once.
+RECYCLE_PROBE = VIEW_MARK + r"""
+sleep 30 &
+p=$!
+ls /proc/$p >/dev/null && head -c 100 /proc/$p/comm >/dev/null && stat -c %F /proc/$p >/dev/null
+kill $p; wait $p
+echo @@gone; if [ -e /proc/$p ]; then echo present; else echo gone; fi
+echo @@write; echo $((p - 1)) > /proc/sys/kernel/ns_last_pid; echo $?
+sleep 31 &
+q=$!
+echo @@pids; echo $p $q
+echo @@stat; stat -c %F /proc/$q 2>&1
+echo @@ls; ls /proc/$q 2>&1 | grep -c '^smaps_rollup$'
+echo @@cmdline; tr '\0' ' ' < /proc/$q/cmdline 2>&1; echo
+echo @@smaps; head -c 100000 /proc/$q/smaps_rollup 2>&1 | grep -c '^Rss:'
+echo @@listed; ls /proc | grep -cx $q
+kill $q
+"""
+
 SELF_PROBE = VIEW_MARK + r"""
 echo @@exe; readlink /proc/self/exe
 echo @@fd; ls /proc/self/fd
@@ -410,9 +431,11 @@ class Container:
     (--mode files) or None; mountpoint defaults to the daemon's;
     capture_hook wraps the hook in a shell that saves its stderr and exit
     status (runtimes drop the output of a hook that succeeds). On exit the
-    container is deleted and its bundle removed; leftovers fail the test."""
+    container is deleted and its bundle removed; leftovers fail the test.
+    edit, if given, changes the config (a dict) before it is written."""
 
-    def __init__(self, lab, script, hook="proc", mountpoint=None, capture_hook=False, runtime="runc"):
+    def __init__(self, lab, script, hook="proc", mountpoint=None, capture_hook=False, runtime="runc",
+                 edit=None):
         check(lab.built, "the rootfs was not built")
         self.lab = lab
         self.runtime = lab.runtimes[runtime]
@@ -442,6 +465,8 @@ class Container:
             else:
                 entry = {"path": hook_exe(), "args": ["cgprocfs-oci-hook"] + args}
             config.setdefault("hooks", {})["createContainer"] = [entry]
+        if edit:
+            edit(config)
         with open(path, "w") as f:
             json.dump(config, f, indent=2)
 
@@ -779,6 +804,32 @@ def make_tests(d, lab):
         check({"0", "1", "2"} <= set(fds), "ls /proc/self/fd lists %s" % fds, describe(result))
         check_equal(section(secs, "oom_write").strip(), "0", "exit status of echo 500 > /proc/self/oom_score_adj")
         check_equal(section(secs, "oom").strip(), "500", "/proc/self/oom_score_adj read back")
+
+    @test("runc: an exited process's /proc/<pid> is gone once reaped; its pid recycled (ns_last_pid) "
+          "shows the new process at once")
+    def _():
+        def allow_ns_last_pid(config):
+            # Writing ns_last_pid takes CAP_CHECKPOINT_RESTORE, and a
+            # writable /proc/sys.
+            caps = config["process"]["capabilities"]
+            for kind in ("bounding", "effective", "permitted"):
+                caps[kind] = caps.get(kind, []) + ["CAP_CHECKPOINT_RESTORE"]
+            ro = config["linux"].get("readonlyPaths", [])
+            config["linux"]["readonlyPaths"] = [p for p in ro if p != "/proc/sys"]
+        with Container(lab, RECYCLE_PROBE, edit=allow_ns_last_pid) as c:
+            secs, result = c.run_ok("the recycled pid probe")
+        check_view_in_place(secs, result)
+        check_equal(section(secs, "gone", result).strip(), "gone", "/proc/<pid> of the reaped process")
+        if section(secs, "write").strip() != "0":
+            raise cgtest.Skip("cannot write ns_last_pid in the container: " + describe(result))
+        p, q = section(secs, "pids").split()
+        if p != q:
+            raise cgtest.Skip("the kernel gave the new process pid %s, not %s" % (q, p))
+        check_equal(section(secs, "stat").strip(), "directory", "stat of /proc/%s (the new process)" % q)
+        check_equal(section(secs, "ls").strip(), "1", "smaps_rollup in ls /proc/%s" % q)
+        check_equal(section(secs, "cmdline").strip(), "sleep 31", "/proc/%s/cmdline" % q)
+        check_equal(section(secs, "smaps").strip(), "1", "Rss lines in /proc/%s/smaps_rollup" % q)
+        check_equal(section(secs, "listed").strip(), "1", "/proc/%s in ls /proc" % q)
 
     # 5. ---------------------------------------------------------------
 

@@ -106,6 +106,17 @@ static char *real_proc_options(void)
 	return out->len ? g_string_free(g_steal_pointer(&out), FALSE) : NULL;
 }
 
+/* Whether procfs options (as real_proc_options returns them) hide
+ * processes from some readers. */
+static gboolean hides_processes(const char *opts)
+{
+	g_auto(GStrv) list = g_strsplit(opts ? opts : "", ",", -1);
+	for (char **o = list; *o; o++)
+		if (g_str_has_prefix(*o, "hidepid=") && strcmp(*o, "hidepid=0") != 0 && strcmp(*o, "hidepid=off") != 0)
+			return TRUE;
+	return FALSE;
+}
+
 static void report_bad_cgroup(void *data, const char *file, int err)
 {
 	g_warning("cannot use %s (%s): callers in that cgroup see the host's CPUs", file, g_strerror(err));
@@ -201,6 +212,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		.proc_fd = proc_fd, .sys_cpu_fd = sys_cpu_fd, .cpuview = cpuview, .smaps = smaps,
 		.pid_ns_fd = -1,
 		.pid_ns = scfg.ns,
+		.hidepid = hides_processes(real_opts),
 		.control_socket = cfg->control_socket,
 	};
 	r = view_new(&vcfg, &view);

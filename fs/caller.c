@@ -208,6 +208,13 @@ int caller_openat(const struct caller *c, pid_t owner, int dirfd, const char *pa
 	return 0;
 }
 
+int caller_run(const struct caller *c, pid_t owner, int dirfd, int (*fn)(void *data), void *data)
+{
+	struct saved_creds saved __attribute__((cleanup(creds_restore))) = { 0 };
+	int r = creds_assume(c, dirfd, owner, &saved);
+	return r < 0 ? r : fn(data);
+}
+
 int caller_readlinkat(const struct caller *c, pid_t owner, int dirfd, const char *path,
 		      char **ret_target)
 {

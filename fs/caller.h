@@ -35,6 +35,10 @@ int caller_parse_status(const char *text, size_t len, struct caller_status *ret)
 int caller_openat(const struct caller *c, pid_t owner, int dirfd, const char *path, int flags,
 		  int *ret_fd);
 
+/* fn(data) run as the caller; owner and dirfd as above. fn's result, or
+ * -errno if the caller's credentials could not be taken on. */
+int caller_run(const struct caller *c, pid_t owner, int dirfd, int (*fn)(void *data), void *data);
+
 /* readlinkat(dirfd, path) as the caller; owner as above. 0 or -errno. */
 int caller_readlinkat(const struct caller *c, pid_t owner, int dirfd, const char *path,
 		      char **ret_target);

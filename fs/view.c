@@ -216,6 +216,42 @@ static int for_each_dirent(int dirfd, const char *path,
 	return 0;
 }
 
+/* Done as the caller where the view's procfs hides processes from some
+ * (hidepid): the kernel then answers as it would answer the caller. */
+struct proc_call {
+	struct view *v;
+	const char *path;
+	void (*fn)(const struct dirent *de, void *data); /* for a listing */
+	void *data;
+	struct stat *st;                                 /* for a stat */
+};
+
+static int proc_call_list(void *p)
+{
+	const struct proc_call *pc = p;
+	return for_each_dirent(pc->v->cfg.proc_fd, pc->path, pc->fn, pc->data);
+}
+
+static int proc_call_stat(void *p)
+{
+	const struct proc_call *pc = p;
+	return fstatat(pc->v->cfg.proc_fd, pc->path, pc->st, 0) < 0 ? -errno : 0;
+}
+
+static int proc_as_caller(struct view *v, const struct caller *c, pid_t owner, int (*fn)(void *p),
+			  struct proc_call *pc)
+{
+	return v->cfg.hidepid ? caller_run(c, owner, v->cfg.proc_fd, fn, pc) : fn(pc);
+}
+
+/* for_each_dirent of the view's procfs, as the caller (see proc_call). */
+static int list_proc(struct view *v, const struct caller *c, pid_t owner, const char *path,
+		     void (*fn)(const struct dirent *de, void *data), void *data)
+{
+	struct proc_call pc = { v, path, fn, data, NULL };
+	return proc_as_caller(v, c, owner, proc_call_list, &pc);
+}
+
 static void index_pid_entry(const struct dirent *de, void *data)
 {
 	struct view *v = data;
@@ -301,14 +337,40 @@ static const char *pid_entry_name(const struct view *v, uint64_t ino)
 	return i > 0 && i < v->pid_entry_names->len ? g_ptr_array_index(v->pid_entry_names, i) : NULL;
 }
 
-static int pid_dir_attr(struct view *v, uint64_t ino, struct stat *ret)
+/* A thread of the daemon's own process. */
+static gboolean is_daemon_thread(struct view *v, pid_t pid)
+{
+	char path[32];
+	snprintf(path, sizeof(path), "self/task/%d", (int)pid);
+	return faccessat(v->cfg.proc_fd, path, F_OK, 0) == 0;
+}
+
+/* proc_fd/<pid> as the procfs shows it to the caller: a process hidden
+ * from the caller (hidepid) does not exist. A process always sees itself,
+ * so of the daemon's own process the caller is asked about init instead,
+ * root's as the daemon is. */
+static int stat_pid(struct view *v, const struct caller *c, pid_t pid, struct stat *ret)
 {
 	char path[16];
-	struct stat real;
+	snprintf(path, sizeof(path), "%d", (int)pid);
+	struct proc_call pc = { v, path, .st = ret };
+	if (v->cfg.hidepid && is_daemon_thread(v, pid)) {
+		struct proc_call init = { v, "1", .st = ret };
+		int r = proc_as_caller(v, c, 1, proc_call_stat, &init);
+		if (r < 0)
+			return r;
+		return proc_call_stat(&pc);
+	}
+	int r = proc_as_caller(v, c, pid, proc_call_stat, &pc);
+	return r == -ESRCH ? -ENOENT : r;
+}
 
-	snprintf(path, sizeof(path), "%d", (int)ino_pid(ino));
-	if (fstatat(v->cfg.proc_fd, path, &real, 0) < 0)
-		return -errno == -ESRCH ? -ENOENT : -errno;
+static int pid_dir_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret)
+{
+	struct stat real;
+	int r = stat_pid(v, c, ino_pid(ino), &real);
+	if (r < 0)
+		return r;
 	attr_fill(v, ret, ino, S_IFDIR | 0555, 0);
 	ret->st_uid = real.st_uid;
 	ret->st_gid = real.st_gid;
@@ -363,7 +425,7 @@ static int node_attr(struct view *v, const struct caller *c, uint64_t ino, struc
 		return 0;
 	case NODE_PID_DIR:
 		*ret_timeout = TIMEOUT_PID_ATTR;
-		return pid_dir_attr(v, ino, ret);
+		return pid_dir_attr(v, c, ino, ret);
 	case NODE_PID_LINK: {
 		g_autofree char *target = delegate_pid_target(ino_pid(ino), pid_entry_name(v, ino));
 		attr_fill(v, ret, ino, S_IFLNK | 0777, (off_t)strlen(target));
@@ -433,17 +495,19 @@ static gboolean parse_pid(const char *name, pid_t *ret)
 	return TRUE;
 }
 
-static int lookup_pid_dir(struct view *v, pid_t pid, struct view_entry *ret)
+static int lookup_pid_dir(struct view *v, const struct caller *c, pid_t pid, struct view_entry *ret)
 {
 	/* The pidfd is taken before the process is checked: if it exits
-	 * after the check, the pidfd reports it and the entry is dropped. */
-	_cleanup_close_ int pidfd = MAX(pidns_pidfd_open(v->cfg.pid_ns_fd, pid, 0), -1);
+	 * after the check, the pidfd reports it and the entry is dropped.
+	 * Where processes are hidden from some callers, the kernel's entry
+	 * would be shared by all: none is cached, each walk asks. */
+	_cleanup_close_ int pidfd = v->cfg.hidepid ? -1 : MAX(pidns_pidfd_open(v->cfg.pid_ns_fd, pid, 0), -1);
 	struct pid_stat st;
 	int r = procfile_pid_stat(v->cfg.proc_fd, pid, &st);
 	if (r < 0)
 		return r;
 	uint64_t ino = ino_pid_node(NODE_PID_DIR, pid, 0, process_tag(st.start_time));
-	r = pid_dir_attr(v, ino, &ret->attr);
+	r = pid_dir_attr(v, c, ino, &ret->attr);
 	if (r < 0)
 		return r;
 	ret->ino = ino;
@@ -481,13 +545,14 @@ static int lookup_pid_entry(struct view *v, uint64_t parent, const char *name, s
 	return 0;
 }
 
-static int lookup_top_entry(struct view *v, const char *name, struct view_entry *ret)
+static int lookup_top_entry(struct view *v, const struct caller *c, const char *name,
+			    struct view_entry *ret)
 {
 	struct stat st;
 	pid_t pid;
 
 	if (parse_pid(name, &pid))
-		return lookup_pid_dir(v, pid, ret);
+		return lookup_pid_dir(v, c, pid, ret);
 	if (fstatat(v->cfg.proc_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
 	/* Interned only once the kernel has shown the name exists. */
@@ -547,7 +612,8 @@ static int lookup_vcpu_entry(struct view *v, const struct caller *c, uint64_t pa
 	return 0;
 }
 
-static int lookup_row_entry(struct view *v, enum row parent, const char *name, struct view_entry *ret)
+static int lookup_row_entry(struct view *v, const struct caller *c, enum row parent, const char *name,
+			    struct view_entry *ret)
 {
 	for (enum row r = ROW_ROOT; r < ROW_COUNT; r++) {
 		if (rows[r].parent == parent && strcmp(rows[r].name, name) == 0) {
@@ -556,7 +622,7 @@ static int lookup_row_entry(struct view *v, enum row parent, const char *name, s
 		}
 	}
 	if (parent == ROW_PROC)
-		return lookup_top_entry(v, name, ret);
+		return lookup_top_entry(v, c, name, ret);
 	if (parent == ROW_SYS_CPU)
 		return lookup_cpu_dir_entry(v, name, ret);
 	return -ENOENT;
@@ -575,7 +641,7 @@ int view_lookup(struct view *v, const struct caller *c, uint64_t parent, const c
 		return -EINVAL;
 	switch (kind) {
 	case NODE_STATIC_DIR:
-		r = lookup_row_entry(v, (enum row)ino_aux(parent), name, &e);
+		r = lookup_row_entry(v, c, (enum row)ino_aux(parent), name, &e);
 		break;
 	case NODE_REAL_DIR:
 		r = -ENOENT;
@@ -584,7 +650,7 @@ int view_lookup(struct view *v, const struct caller *c, uint64_t parent, const c
 		r = lookup_pid_entry(v, parent, name, &e);
 		break;
 	case NODE_SYS_MIRROR:
-		r = ino_aux(parent) == 0 ? lookup_row_entry(v, ROW_SYS_CPU, name, &e)
+		r = ino_aux(parent) == 0 ? lookup_row_entry(v, c, ROW_SYS_CPU, name, &e)
 					 : lookup_mirror_entry(v, parent, name, &e);
 		break;
 	case NODE_SYS_VCPU:
@@ -696,6 +762,7 @@ struct listing {
 	GArray *entries;
 	uint64_t parent;
 	const struct cpu_map *map; /* in sys/devices/system/cpu */
+	pid_t skip;                /* a pid not to list */
 };
 
 static gboolean is_row_name(enum row parent, const char *name)
@@ -721,6 +788,8 @@ static void list_top_entry(const struct dirent *de, void *data)
 
 	if (is_row_name(ROW_PROC, de->d_name))
 		return; /* listed from the table */
+	if (parse_pid(de->d_name, &pid) && pid == l->skip)
+		return;
 	if (parse_pid(de->d_name, &pid))
 		/* d_ino without the tag: reading every process's start time
 		 * would cost a file read per process per listing. */
@@ -790,10 +859,28 @@ static int list_cpu_dir(struct view *v, const struct caller *c, struct listing *
 	return r;
 }
 
+/* proc/ as the procfs lists it for the caller (see stat_pid). */
+static int list_top(struct view *v, const struct caller *c, struct listing *l)
+{
+	struct stat st;
+	pid_t self = getpid();
+
+	if (!v->cfg.hidepid)
+		return list_proc(v, c, 0, ".", list_top_entry, l);
+	l->skip = self;
+	int r = list_proc(v, c, 0, ".", list_top_entry, l);
+	if (r == 0 && stat_pid(v, c, self, &st) == 0) {
+		char name[16];
+		snprintf(name, sizeof(name), "%d", (int)self);
+		dirent_add(l->entries, name, ino_pid_node(NODE_PID_DIR, self, 0, 0), S_IFDIR);
+	}
+	return r;
+}
+
 int view_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray **ret_entries)
 {
 	g_autoptr(GArray) entries = g_array_new(FALSE, FALSE, sizeof(struct view_dirent));
-	struct listing l = { v, entries, ino, NULL };
+	struct listing l = { v, entries, ino, NULL, 0 };
 	enum node_kind kind = ino_kind(ino);
 	g_autofree char *host = NULL;
 	char path[16];
@@ -809,7 +896,7 @@ int view_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray **
 	case NODE_STATIC_DIR:
 		list_rows(entries, (enum row)ino_aux(ino));
 		if (ino_aux(ino) == ROW_PROC)
-			r = for_each_dirent(v->cfg.proc_fd, ".", list_top_entry, &l);
+			r = list_top(v, c, &l);
 		break;
 	case NODE_REAL_DIR:
 		break;
@@ -818,7 +905,7 @@ int view_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray **
 		if (r < 0)
 			return r;
 		snprintf(path, sizeof(path), "%d", (int)ino_pid(ino));
-		r = for_each_dirent(v->cfg.proc_fd, path, list_pid_entry, &l);
+		r = list_proc(v, c, ino_pid(ino), path, list_pid_entry, &l);
 		break;
 	case NODE_SYS_MIRROR:
 		r = ino_aux(ino) == 0 ? list_cpu_dir(v, c, &l)

@@ -39,6 +39,10 @@ struct view_config {
 	 * container's, before Linux 6.9), every walk through one asks. */
 	int pid_ns_fd;
 	uint64_t pid_ns; /* proc_fd's pid namespace, as the smaps memo knows it */
+	/* proc_fd hides processes from some callers (hidepid): pid
+	 * directories are then looked up and listed as the caller, and
+	 * never cached. */
+	gboolean hidepid;
 	const char *control_socket; /* shown in .cgprocfs/control, or NULL */
 };
 

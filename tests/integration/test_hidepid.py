@@ -1,0 +1,203 @@
+"""hidepid: where the daemon's /proc hides other users' processes
+(hidepid=invisible), the view hides them too, from listings, lookups and
+stat, for each caller exactly as the kernel does, the daemon's own process
+included; with gid=G the members of G see everything, as in the kernel's.
+
+Each daemon runs in a private mount namespace whose /proc is a new procfs
+with the options under test; probes enter that namespace (nsenter) and run
+as nobody (or root), comparing the view with that /proc."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cgtest  # noqa: E402
+from cgtest import check, check_equal, check_ran  # noqa: E402
+
+GROUP = 4242  # the gid= group: any gid will do, no entry in /etc/group needed
+NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+NOBODY_IN_GROUP = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--groups=%d" % GROUP, "--"]
+
+# argv: the view's proc, then {name: pid} of processes to look at. Prints
+# both listings (taken again until they agree: processes come and go) and,
+# per process, what stat and an open of its status give in each.
+PROBE = r"""
+import json, os, sys
+view, targets = sys.argv[1], json.loads(sys.argv[2])
+targets["me"] = os.getpid()
+
+def pids(root):
+    return sorted(int(n) for n in os.listdir(root) if n.isdigit())
+
+def stat(path):
+    try:
+        return "uid %d" % os.stat(path).st_uid
+    except OSError as e:
+        return os.strerror(e.errno)
+
+def status(path):
+    try:
+        with open(path) as f:
+            return f.readline().split()[0]
+    except OSError as e:
+        return os.strerror(e.errno)
+
+for attempt in range(10):
+    v, r = pids(view), pids("/proc")
+    if v == r:
+        break
+out = {"view": v, "real": r, "stat": {}, "status": {}}
+for name, pid in targets.items():
+    out["stat"][name] = [stat("%s/%d" % (root, pid)) for root in (view, "/proc")]
+    out["status"][name] = [status("%s/%d/status" % (root, pid)) for root in (view, "/proc")]
+print(json.dumps(out))
+"""
+
+
+class HidepidDaemon:
+    """The daemon just built, in a private mount namespace whose /proc is a
+    new procfs mounted with options."""
+
+    def __init__(self, options):
+        self.options = options
+        self.mnt = tempfile.mkdtemp(prefix="cgprocfs-hidepid-")
+        self.log = tempfile.NamedTemporaryFile(prefix="cgprocfs-log-", mode="w+")
+        script = 'mount -t proc -o "$1" proc /proc || exit 97\nexec "$2" "$3"\n'
+        self.process = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", options,
+             cgtest.daemon_exe(), self.mnt],
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, start_new_session=True)
+        ready = os.path.join(self.mnt, "proc", ".real", "self")
+        if not cgtest.wait_until(lambda: self.process.poll() is not None or
+                                 self.enter(["test", "-e", ready])[0] == 0, timeout=10):
+            self.stop()
+            raise cgtest.Failure("daemon (proc %s) not ready" % options, self.daemon_log())
+        check(self.process.poll() is None, "daemon (proc %s) exited with %s" % (options, self.process.poll()),
+              self.daemon_log())
+
+    def enter(self, argv, timeout=cgtest.CMD_TIMEOUT):
+        """Run argv in the daemon's mount namespace."""
+        return cgtest.run(["nsenter", "--target", str(self.process.pid), "--mount"] + argv, timeout=timeout)
+
+    def probe(self, user, targets):
+        out = check_ran(self.enter(user + [cgtest.PYTHON, "-c", PROBE, os.path.join(self.mnt, "proc"),
+                                           json.dumps(targets)]), "the probe")
+        return json.loads(out)
+
+    def daemon_log(self):
+        self.log.flush()
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
+
+    def stop(self):
+        problems = []
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+                problems.append("still running 10 s after SIGTERM")
+        if self.process.returncode != 0:
+            problems.append("exit status %s" % self.process.returncode)
+        # The mounts went with the namespace.
+        shutil.rmtree(self.mnt, ignore_errors=True)
+        return problems
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        problems = self.stop()
+        if problems and exc_type is None:
+            raise cgtest.Failure("daemon did not stop cleanly", *problems, self.daemon_log())
+        return False
+
+
+def compare(res, who):
+    """The view answers as the procfs does: listing, stat, status."""
+    extra, missing = sorted(set(res["view"]) - set(res["real"])), sorted(set(res["real"]) - set(res["view"]))
+    check(not extra and not missing, "%s: the view lists %d pids, the procfs %d" % (who, len(res["view"]),
+                                                                                    len(res["real"])),
+          "only in the view: %s" % extra, "only in the procfs: %s" % missing)
+    for what in ("stat", "status"):
+        for name, (view, real) in res[what].items():
+            check_equal(view, real, "%s: %s of %s's /proc/<pid> (view vs procfs)" % (who, what, name))
+
+
+def make_tests(sleepers):
+    tests, test = cgtest.test_registry()
+
+    def targets(daemon):
+        return dict(sleepers, daemon=daemon.process.pid)
+
+    @test("hidepid=invisible: nobody sees in the view only what the procfs shows it (listing, stat, status)")
+    def _():
+        with HidepidDaemon("hidepid=invisible") as d:
+            res = d.probe(NOBODY, targets(d))
+            # The procfs does hide them: else this test would prove nothing.
+            for name in ("root", "daemon"):
+                check_equal(res["stat"][name][1], os.strerror(2), "stat of %s's process in the procfs" % name)
+            check_equal(res["stat"]["nobody"][1], "uid 65534", "stat of nobody's process in the procfs")
+            compare(res, "nobody")
+
+    @test("hidepid=invisible: root still sees every process in the view")
+    def _():
+        with HidepidDaemon("hidepid=invisible") as d:
+            res = d.probe([], targets(d))
+            for name in ("root", "daemon", "nobody"):
+                check(res["stat"][name][0].startswith("uid "), "root cannot stat %s's process in the view" % name,
+                      res["stat"][name])
+            compare(res, "root")
+
+    @test("hidepid=invisible,gid=%d: nobody in group %d sees every process, as in the procfs" % (GROUP, GROUP))
+    def _():
+        with HidepidDaemon("hidepid=invisible,gid=%d" % GROUP) as d:
+            res = d.probe(NOBODY_IN_GROUP, targets(d))
+            check(res["stat"]["root"][1].startswith("uid "), "the procfs hides root's process from group %d"
+                  % GROUP, res["stat"]["root"])
+            compare(res, "nobody in group %d" % GROUP)
+            res = d.probe(NOBODY, targets(d))
+            compare(res, "nobody outside group %d" % GROUP)
+
+    @test("hidepid=invisible: ps -e as nobody, with the view bound over /proc, lists what it lists on the procfs")
+    def _():
+        with HidepidDaemon("hidepid=invisible") as d:
+            ps = NOBODY + ["ps", "-e", "-o", "pid=,comm="]
+            bound = 'mount --rbind "$1" /proc || exit 97\nshift\nexec "$@"\n'
+            real = check_ran(d.enter(ps), "ps on the procfs")
+            view = check_ran(d.enter(["unshare", "--mount", "--propagation", "private", "sh", "-c", bound, "sh",
+                                      os.path.join(d.mnt, "proc")] + ps), "ps in the view")
+
+            def others(text):
+                return sorted(line.split()[0] for line in text.splitlines() if line.split()[1:] != ["ps"])
+            check_equal(others(view), others(real), "pids ps lists (but its own)")
+            check(str(sleepers["root"]) not in others(view), "ps shows root's sleep in the view", view)
+
+    return tests
+
+
+def main():
+    cgtest.skip_all_unless_runnable()
+    for tool in ("setpriv", "nsenter", "unshare", "ps"):
+        if shutil.which(tool) is None:
+            print("1..0 # SKIP %s is missing" % tool)
+            return
+    root = subprocess.Popen(["sleep", "3600"], stdin=subprocess.DEVNULL, cwd="/")
+    nobody = subprocess.Popen(NOBODY + ["sleep", "3600"], stdin=subprocess.DEVNULL, cwd="/")
+    try:
+        cgtest.run_tests(make_tests({"root": root.pid, "nobody": nobody.pid}))
+    finally:
+        for p in (root, nobody):
+            p.kill()
+            p.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -788,15 +788,15 @@ static void list_top_entry(const struct dirent *de, void *data)
 
 	if (is_row_name(ROW_PROC, de->d_name))
 		return; /* listed from the table */
-	if (parse_pid(de->d_name, &pid) && pid == l->skip)
-		return;
-	if (parse_pid(de->d_name, &pid))
+	if (parse_pid(de->d_name, &pid)) {
 		/* d_ino without the tag: reading every process's start time
 		 * would cost a file read per process per listing. */
-		dirent_add(l->entries, de->d_name, ino_pid_node(NODE_PID_DIR, pid, 0, 0), S_IFDIR);
-	else
+		if (pid != l->skip)
+			dirent_add(l->entries, de->d_name, ino_pid_node(NODE_PID_DIR, pid, 0, 0), S_IFDIR);
+	} else {
 		dirent_add(l->entries, de->d_name, ino_node(NODE_TOP_LINK, g_quark_from_string(de->d_name)),
 			   S_IFLNK);
+	}
 }
 
 static void list_pid_entry(const struct dirent *de, void *data)
@@ -863,16 +863,13 @@ static int list_cpu_dir(struct view *v, const struct caller *c, struct listing *
 static int list_top(struct view *v, const struct caller *c, struct listing *l)
 {
 	struct stat st;
-	pid_t self = getpid();
+	char name[16];
 
-	if (!v->cfg.hidepid)
-		return list_proc(v, c, 0, ".", list_top_entry, l);
-	l->skip = self;
+	l->skip = v->cfg.hidepid ? getpid() : 0;
 	int r = list_proc(v, c, 0, ".", list_top_entry, l);
-	if (r == 0 && stat_pid(v, c, self, &st) == 0) {
-		char name[16];
-		snprintf(name, sizeof(name), "%d", (int)self);
-		dirent_add(l->entries, name, ino_pid_node(NODE_PID_DIR, self, 0, 0), S_IFDIR);
+	if (r == 0 && l->skip && stat_pid(v, c, l->skip, &st) == 0) {
+		snprintf(name, sizeof(name), "%d", (int)l->skip);
+		dirent_add(l->entries, name, ino_pid_node(NODE_PID_DIR, l->skip, 0, 0), S_IFDIR);
 	}
 	return r;
 }

@@ -59,9 +59,15 @@ void cgroups_clear(struct daemon_cgroups *c);
  * be blocked in every thread. */
 int lifecycle_serve(const struct daemon_config *cfg);
 
-/* Serve a FUSE session with libfuse's thread pool until it ends. */
+/* Serving FUSE sessions (serve.c). serve_init once, before any session;
+ * session_serve serves se with a pool of worker threads until the mount
+ * goes away or serve_drain: 0 or -errno. serve_drain stops every session's
+ * workers between requests, so that another daemon holding the same
+ * /dev/fuse fds answers the rest; TRUE once no worker is left. */
 struct fuse_session;
+void serve_init(void);
 int session_serve(struct fuse_session *se);
+gboolean serve_drain(void);
 
 /* Make dir ready to be mounted on: created if missing, a directory, not a
  * mount point (a stale cgprocfs mount left by a dead daemon is removed).

@@ -29,16 +29,6 @@ struct loop {
 	gboolean done;
 };
 
-int session_serve(struct fuse_session *se)
-{
-	struct fuse_loop_config *config = fuse_loop_cfg_create();
-
-	fuse_loop_cfg_set_clone_fd(config, 0);
-	int r = fuse_session_loop_mt(se, config);
-	fuse_loop_cfg_destroy(config);
-	return r;
-}
-
 static gpointer loop_thread(gpointer data)
 {
 	struct loop *l = data;

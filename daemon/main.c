@@ -126,6 +126,7 @@ int main(int argc, char **argv)
 	sigaddset(&signals, SIGHUP);
 	sigaddset(&signals, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &signals, NULL);
+	serve_init();
 
 	g_autofree char *mountpoint = NULL;
 	if (!mountpoint_prepare(rest && rest[0] ? rest[0] : DAEMON_DEFAULT_MOUNTPOINT, &mountpoint))

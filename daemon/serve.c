@@ -1,0 +1,140 @@
+/* Serving FUSE sessions: a pool of worker threads per session, grown while
+ * all of its workers are busy, that can all be stopped between requests
+ * (serve_drain: a handover to another daemon loses no request). */
+#include "daemon.h"
+
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#define MAX_WORKERS 16
+#define DRAIN_WAIT_US (10 * G_USEC_PER_SEC)
+
+struct serving {
+	struct fuse_session *se;
+	unsigned workers, idle;
+	int error;
+};
+
+struct worker {
+	struct serving *sv;
+	pthread_t thread;
+};
+
+static GMutex lock; /* guards everything below and every struct serving */
+static GCond changed;
+static gboolean draining;
+static GHashTable *running; /* struct worker*: threads to interrupt on drain */
+
+static void *worker_main(void *data);
+
+/* Under lock. */
+static void spawn(struct serving *sv)
+{
+	pthread_attr_t attr;
+	struct worker *w = g_new0(struct worker, 1);
+
+	w->sv = sv;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&w->thread, &attr, worker_main, w) == 0) {
+		sv->workers++;
+		sv->idle++;
+		g_hash_table_add(running, w);
+	} else {
+		g_free(w);
+	}
+	pthread_attr_destroy(&attr);
+}
+
+static void *worker_main(void *data)
+{
+	struct worker *w = data;
+	struct serving *sv = w->sv;
+	struct fuse_buf buf = { 0 };
+
+	for (;;) {
+		g_mutex_lock(&lock);
+		gboolean stop = draining;
+		g_mutex_unlock(&lock);
+		if (stop || fuse_session_exited(sv->se))
+			break;
+		/* A drain interrupts this wait (EINTR) before a request is taken. */
+		int r = fuse_session_receive_buf(sv->se, &buf);
+		if (r == -EINTR)
+			continue;
+		if (r <= 0) { /* 0: the mount is gone */
+			g_mutex_lock(&lock);
+			if (r < 0 && sv->error == 0)
+				sv->error = r;
+			g_mutex_unlock(&lock);
+			fuse_session_exit(sv->se);
+			break;
+		}
+		g_mutex_lock(&lock);
+		if (--sv->idle == 0 && sv->workers < MAX_WORKERS && !draining)
+			spawn(sv);
+		g_mutex_unlock(&lock);
+		fuse_session_process_buf(sv->se, &buf);
+		g_mutex_lock(&lock);
+		sv->idle++;
+		g_mutex_unlock(&lock);
+	}
+	free(buf.mem);
+	g_mutex_lock(&lock);
+	sv->workers--;
+	sv->idle--;
+	g_hash_table_remove(running, w);
+	g_cond_broadcast(&changed);
+	g_mutex_unlock(&lock);
+	g_free(w);
+	return NULL;
+}
+
+static void interrupt(int sig)
+{
+}
+
+void serve_init(void)
+{
+	struct sigaction sa = { .sa_handler = interrupt }; /* no SA_RESTART: reads end with EINTR */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR2, &sa, NULL);
+	running = g_hash_table_new(g_direct_hash, g_direct_equal);
+}
+
+int session_serve(struct fuse_session *se)
+{
+	struct serving sv = { .se = se };
+
+	g_mutex_lock(&lock);
+	if (!draining)
+		spawn(&sv);
+	while (sv.workers > 0)
+		g_cond_wait(&changed, &lock);
+	g_mutex_unlock(&lock);
+	return sv.error;
+}
+
+gboolean serve_drain(void)
+{
+	gint64 deadline = g_get_monotonic_time() + DRAIN_WAIT_US;
+	GHashTableIter it;
+	gpointer w;
+
+	g_mutex_lock(&lock);
+	draining = TRUE;
+	/* Signal until every worker has seen the flag: one may be between its
+	 * check and its read when the first signal comes. */
+	while (g_hash_table_size(running) > 0 && g_get_monotonic_time() < deadline) {
+		g_hash_table_iter_init(&it, running);
+		while (g_hash_table_iter_next(&it, &w, NULL))
+			pthread_kill(((struct worker *)w)->thread, SIGUSR2);
+		g_cond_wait_until(&changed, &lock, g_get_monotonic_time() + 10 * G_TIME_SPAN_MILLISECOND);
+	}
+	gboolean done = g_hash_table_size(running) == 0;
+	g_mutex_unlock(&lock);
+	return done;
+}

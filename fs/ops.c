@@ -105,6 +105,62 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	fuse_reply_err(req, access_allowed(&c, &attr, mask) ? 0 : EACCES);
 }
 
+/* Open files and directories by handle. A handle carries a tag of this
+ * daemon's, so that one made by another daemon, which served the session
+ * before a handover, is never taken for one of ours: for such a handle the
+ * object is made again on first use, as a new open would make it. */
+G_STATIC_ASSERT(sizeof(gpointer) >= sizeof(uint64_t));
+#define HANDLE_TAG_SHIFT 40
+
+static GMutex handles_lock;
+static GHashTable *handles; /* fh -> object (GArray* of a directory, served_file*) */
+static uint64_t handle_tag, handle_serial;
+
+static uint64_t handle_add(gpointer object)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&handles_lock);
+	if (!handles) {
+		handles = g_hash_table_new(g_direct_hash, g_direct_equal);
+		handle_tag = ((uint64_t)g_random_int_range(1, 1 << 23)) << HANDLE_TAG_SHIFT;
+	}
+	uint64_t fh = handle_tag | (++handle_serial & ((1ULL << HANDLE_TAG_SHIFT) - 1));
+	g_hash_table_insert(handles, (gpointer)(uintptr_t)fh, object);
+	return fh;
+}
+
+/* The object of fh, or NULL for a handle this daemon did not make. */
+static gpointer handle_get(uint64_t fh)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&handles_lock);
+	return handles ? g_hash_table_lookup(handles, (gpointer)(uintptr_t)fh) : NULL;
+}
+
+/* Give a handle of another daemon's its object, or the one a concurrent
+ * request gave it first (then object is freed with free_fn). */
+static gpointer handle_adopt(uint64_t fh, gpointer object, GDestroyNotify free_fn)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&handles_lock);
+	if (!handles)
+		handles = g_hash_table_new(g_direct_hash, g_direct_equal);
+	gpointer had = g_hash_table_lookup(handles, (gpointer)(uintptr_t)fh);
+	if (had) {
+		free_fn(object);
+		return had;
+	}
+	g_hash_table_insert(handles, (gpointer)(uintptr_t)fh, object);
+	return object;
+}
+
+/* Forget fh; its object, or NULL if it had none here. */
+static gpointer handle_remove(uint64_t fh)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&handles_lock);
+	gpointer object = NULL;
+	if (handles)
+		g_hash_table_steal_extended(handles, (gpointer)(uintptr_t)fh, NULL, &object);
+	return object;
+}
+
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct caller c = req_caller(req);
@@ -114,17 +170,28 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		reply_err(req, r);
 		return;
 	}
-	fi->fh = (uintptr_t)entries;
+	fi->fh = handle_add(entries);
 	if (fuse_reply_open(req, fi) < 0)
-		g_array_unref(entries);
+		g_array_unref(handle_remove(fi->fh));
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	GArray *entries = (GArray *)(uintptr_t)fi->fh;
-	g_autofree char *buf = g_malloc(size);
+	GArray *entries = handle_get(fi->fh);
+	g_autofree char *buf = NULL;
 	size_t used = 0;
+
+	if (!entries) { /* opened before a handover */
+		struct caller c = req_caller(req);
+		int r = view_readdir(state(req)->view, &c, ino, &entries);
+		if (r < 0) {
+			reply_err(req, r);
+			return;
+		}
+		entries = handle_adopt(fi->fh, entries, (GDestroyNotify)g_array_unref);
+	}
+	buf = g_malloc(size);
 
 	for (guint i = off < 0 ? 0 : (guint)off; i < entries->len; i++) {
 		const struct view_dirent *e = &g_array_index(entries, struct view_dirent, i);
@@ -139,7 +206,9 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	g_array_unref((GArray *)(uintptr_t)fi->fh);
+	GArray *entries = handle_remove(fi->fh);
+	if (entries)
+		g_array_unref(entries);
 	fuse_reply_err(req, 0);
 }
 
@@ -159,31 +228,44 @@ struct served_file {
 
 static void served_file_free(struct served_file *f)
 {
+	if (!f)
+		return;
 	g_bytes_unref(f->content);
 	g_mutex_clear(&f->lock);
 	g_free(f);
 }
 
-static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* A snapshot of ino for the caller of req. 0 or -errno. */
+static int served_file_new(fuse_req_t req, fuse_ino_t ino, int flags, struct served_file **ret)
 {
 	struct caller c = req_caller(req);
 	GBytes *content = NULL;
-	int r = view_open(state(req)->view, &c, ino, fi->flags, &content);
-	if (r < 0) {
-		reply_err(req, r);
-		return;
-	}
+	int r = view_open(state(req)->view, &c, ino, flags, &content);
+	if (r < 0)
+		return r;
 	struct served_file *f = g_new0(struct served_file, 1);
 	g_mutex_init(&f->lock);
 	f->content = content;
 	f->ino = ino;
-	f->flags = fi->flags;
+	f->flags = flags;
+	*ret = f;
+	return 0;
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct served_file *f;
+	int r = served_file_new(req, ino, fi->flags, &f);
+	if (r < 0) {
+		reply_err(req, r);
+		return;
+	}
 	/* Content can differ per caller and per read pass: never page-cached. */
 	fi->direct_io = 1;
 	fi->noflush = 1;
-	fi->fh = (uintptr_t)f;
+	fi->fh = handle_add(f);
 	if (fuse_reply_open(req, fi) < 0)
-		served_file_free(f);
+		served_file_free(handle_remove(fi->fh));
 }
 
 /* The snapshot a read at off gets: a new one for a read that starts over. */
@@ -212,10 +294,20 @@ static GBytes *snapshot_for_read(fuse_req_t req, struct served_file *f, off_t of
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	/* Unlocked before the reply: once it is sent, RELEASE may free f. */
-	g_autoptr(GBytes) content = snapshot_for_read(req, (struct served_file *)(uintptr_t)fi->fh, off, size);
+	struct served_file *f = handle_get(fi->fh);
 	const char *data;
 	size_t len;
+
+	if (!f) { /* opened before a handover: a snapshot of now */
+		int r = served_file_new(req, ino, fi->flags, &f);
+		if (r < 0) {
+			reply_err(req, r);
+			return;
+		}
+		f = handle_adopt(fi->fh, f, (GDestroyNotify)served_file_free);
+	}
+	/* Unlocked before the reply: once it is sent, RELEASE may free f. */
+	g_autoptr(GBytes) content = snapshot_for_read(req, f, off, size);
 
 	snapshot_slice(content, off, size, &data, &len);
 	fuse_reply_buf(req, data, len);
@@ -223,7 +315,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	served_file_free((struct served_file *)(uintptr_t)fi->fh);
+	served_file_free(handle_remove(fi->fh));
 	fuse_reply_err(req, 0);
 }
 

@@ -41,8 +41,10 @@ struct containers {
 	char *socket_path;
 	int listen_fd;
 	GThread *acceptor;
-	GMutex lock;       /* guards by_ns and every ns_view in it */
-	GHashTable *by_ns; /* ns -> struct ns_view* */
+	GMutex lock;         /* guards by_ns, every ns_view in it, and sessions */
+	GHashTable *by_ns;   /* ns -> struct ns_view* */
+	GPtrArray *sessions; /* struct session*: every container view served */
+	gboolean handed_over; /* the socket path is the new daemon's now */
 };
 
 struct session {
@@ -65,37 +67,6 @@ static void ns_view_release(struct containers *cs, struct ns_view *nsv)
 	g_free(nsv);
 }
 
-/* Receive a message and at most one fd. */
-static ssize_t receive(int conn, char *buf, size_t size, int *ret_fd)
-{
-	char control[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { buf, size - 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
-			      .msg_controllen = sizeof(control) };
-	ssize_t n = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
-	*ret_fd = -1;
-	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
-	buf[n > 0 ? n : 0] = '\0';
-	return n;
-}
-
-/* Send text with one fd. Async-signal-safe (the forked child uses it). */
-static ssize_t send_fd(int conn, const char *text, int fd)
-{
-	char control[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { (void *)text, strlen(text) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
-			      .msg_controllen = sizeof(control) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(conn, &msg, 0);
-}
-
 /* In a child: mount a procfs (detached) and send its fd on sock. Only
  * async-signal-safe calls: the daemon that forked it has threads. */
 static void send_new_procfs(int sock)
@@ -106,7 +77,7 @@ static void send_new_procfs(int sock)
 		mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
 	if (mnt < 0)
 		_exit(1);
-	_exit(send_fd(sock, "p", mnt) == 1 ? 0 : 1);
+	_exit(fdmsg_send(sock, "p", &mnt, 1) == 1 ? 0 : 1);
 }
 
 /* A procfs of the pid namespace ns, the daemon's own: this thread makes
@@ -137,8 +108,9 @@ static int procfs_of_pid_ns(int host_proc_fd, int ns, int *ret_fd)
 		return -err;
 	close(steal_fd(&child_sock));
 	char buf[4];
-	int fd;
-	int r = receive(sock, buf, sizeof(buf), &fd) > 0 && fd >= 0 ? 0 : -EIO;
+	int fd = -1;
+	size_t n_fds = 1;
+	int r = fdmsg_receive(sock, buf, sizeof(buf), &fd, &n_fds) > 0 && n_fds == 1 ? 0 : -EIO;
 	int status;
 	waitpid(child, &status, 0);
 	if (r == 0)
@@ -146,25 +118,23 @@ static int procfs_of_pid_ns(int host_proc_fd, int ns, int *ret_fd)
 	return r;
 }
 
-/* The view of namespace ns of host process pid, made if there is none. */
-static int ns_view_get(struct containers *cs, uint64_t ns, pid_t pid, struct ns_view **ret)
+/* The view of the pid namespace of ns_fd, made if there is none. */
+static int ns_view_get(struct containers *cs, int ns_fd, struct ns_view **ret)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
-	struct ns_view *nsv = g_hash_table_lookup(cs->by_ns, &ns);
 	struct stat init_ns, ns_st;
 	struct statfs sfs;
-	char path[48];
 	_cleanup_close_ int proc_fd = -1;
-	int r;
 
+	if (fstat(ns_fd, &ns_st) < 0)
+		return -errno;
+	uint64_t ns = ns_st.st_ino;
+	struct ns_view *nsv = g_hash_table_lookup(cs->by_ns, &ns);
 	if (!nsv) {
-		snprintf(path, sizeof(path), "%d/ns/pid", (int)pid);
-		_cleanup_close_ int ns_fd = openat(cs->cfg.host_proc_fd, path, O_RDONLY | O_CLOEXEC);
-		if (ns_fd < 0 || fstat(ns_fd, &ns_st) < 0)
+		_cleanup_close_ int own_ns_fd = fcntl(ns_fd, F_DUPFD_CLOEXEC, 3);
+		if (own_ns_fd < 0)
 			return -errno;
-		if (ns_st.st_ino != ns)
-			return -ESRCH; /* pid went to another process */
-		r = procfs_of_pid_ns(cs->cfg.host_proc_fd, ns_fd, &proc_fd);
+		int r = procfs_of_pid_ns(cs->cfg.host_proc_fd, own_ns_fd, &proc_fd);
 		if (r < 0)
 			return r;
 		/* A procfs, and of that namespace (its init is pid 1 there). */
@@ -176,7 +146,7 @@ static int ns_view_get(struct containers *cs, uint64_t ns, pid_t pid, struct ns_
 			.sys_cpu_fd = cs->cfg.sys_cpu_fd,
 			.cpuview = cs->cfg.cpuview,
 			.smaps = cs->cfg.smaps,
-			.pid_ns_fd = ns_fd,
+			.pid_ns_fd = own_ns_fd,
 			.pid_ns = ns,
 		};
 		g_autofree struct ns_view *made = g_new0(struct ns_view, 1);
@@ -185,7 +155,7 @@ static int ns_view_get(struct containers *cs, uint64_t ns, pid_t pid, struct ns_
 			return r;
 		nsv = g_steal_pointer(&made);
 		nsv->ns = ns;
-		nsv->ns_fd = steal_fd(&ns_fd);
+		nsv->ns_fd = steal_fd(&own_ns_fd);
 		nsv->proc_fd = steal_fd(&proc_fd);
 		smaps_add_namespace(cs->cfg.smaps, ns, nsv->proc_fd, nsv->ns_fd);
 		g_hash_table_insert(cs->by_ns, &nsv->ns, nsv);
@@ -200,6 +170,9 @@ static gpointer session_thread(gpointer data)
 	struct session *s = data;
 
 	session_serve(s->se);
+	g_mutex_lock(&s->owner->lock);
+	g_ptr_array_remove_fast(s->owner->sessions, s);
+	g_mutex_unlock(&s->owner->lock);
 	pidwatch_forget_owner(s->owner->cfg.watch, &s->state);
 	g_message("container view of pid namespace %" G_GUINT64_FORMAT " ended", s->nsv->ns);
 	fuse_session_destroy(s->se);
@@ -208,22 +181,16 @@ static gpointer session_thread(gpointer data)
 	return NULL;
 }
 
-/* Start serving a view of the pid namespace of pid on fuse_fd (taken on
- * success). 0 or -errno with *ret_why. */
-static int attach(struct containers *cs, pid_t pid, int fuse_fd, const char **ret_why)
+/* Serve the view of the pid namespace of ns_fd on fuse_fd (taken on
+ * success), from a thread of its own. A session that another daemon
+ * served until a handover is resumed with its protocol minor version;
+ * 0 for a new one. 0 or -errno with *ret_why. */
+static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned resume_minor,
+			 struct session **ret, const char **ret_why)
 {
-	char path[48];
-	struct stat ns_st;
-
-	snprintf(path, sizeof(path), "%d/ns/pid", (int)pid);
-	if (fstatat(cs->cfg.host_proc_fd, path, &ns_st, 0) < 0) {
-		*ret_why = "no such process";
-		return -ESRCH;
-	}
-	gint64 started = g_get_monotonic_time();
 	struct session *s = g_new0(struct session, 1);
 	s->owner = cs;
-	int r = ns_view_get(cs, ns_st.st_ino, pid, &s->nsv);
+	int r = ns_view_get(cs, ns_fd, &s->nsv);
 	if (r < 0) {
 		g_free(s);
 		*ret_why = "cannot mount a procfs of the container's pid namespace";
@@ -245,13 +212,52 @@ static int attach(struct containers *cs, pid_t pid, int fuse_fd, const char **re
 		return -EINVAL;
 	}
 	s->state.session = s->se;
+	if (resume_minor)
+		session_resume(s->se, resume_minor);
+	g_mutex_lock(&cs->lock);
+	g_ptr_array_add(cs->sessions, s);
+	g_mutex_unlock(&cs->lock);
 	/* The session owns fuse_fd from here; the hook keeps its own copy. */
 	g_thread_unref(g_thread_new("container", session_thread, s));
-	g_message("serving the view of pid namespace %" G_GUINT64_FORMAT " (container init %d), set up in %.1f ms",
-		  (uint64_t)ns_st.st_ino, (int)pid, (double)(g_get_monotonic_time() - started) / 1000);
+	*ret = s;
 	return 0;
 }
 
+/* Start serving a view of the pid namespace of pid on fuse_fd (taken on
+ * success). 0 or -errno with *ret_why. */
+static int attach(struct containers *cs, pid_t pid, int fuse_fd, const char **ret_why)
+{
+	char path[48];
+	struct session *s;
+
+	snprintf(path, sizeof(path), "%d/ns/pid", (int)pid);
+	_cleanup_close_ int ns_fd = openat(cs->cfg.host_proc_fd, path, O_RDONLY | O_CLOEXEC);
+	if (ns_fd < 0) {
+		*ret_why = "no such process";
+		return -ESRCH;
+	}
+	gint64 started = g_get_monotonic_time();
+	int r = start_session(cs, ns_fd, fuse_fd, 0, &s, ret_why);
+	if (r < 0)
+		return r;
+	g_message("serving the view of pid namespace %" G_GUINT64_FORMAT " (container init %d), set up in %.1f ms",
+		  s->nsv->ns, (int)pid, (double)(g_get_monotonic_time() - started) / 1000);
+	return 0;
+}
+
+int containers_resume(struct containers *cs, int fuse_fd, int ns_fd, unsigned proto_minor,
+		      struct ops_state **ret_owner)
+{
+	const char *why = NULL;
+	struct session *s;
+	int r = start_session(cs, ns_fd, fuse_fd, proto_minor, &s, &why);
+	if (r < 0) {
+		g_warning("cannot resume a container's view: %s (%s)", why, g_strerror(-r));
+		return r;
+	}
+	*ret_owner = &s->state;
+	return 0;
+}
 
 /* A detached FUSE mount on fuse_fd, made here so that the FUSE connection
  * numbers callers in the daemon's pid namespace (it takes the mounter's). */
@@ -275,30 +281,12 @@ static int mount_detached(int fuse_fd)
 	return mnt < 0 ? -errno : mnt;
 }
 
-/* One request from a hook: "attach <pid>". The answer is "ok" with a
- * detached mount of the container's view, for the hook to move into place,
- * or "error: ...". */
-static void handle(struct containers *cs, int conn)
+/* "attach <pid>", from a hook: the answer is "ok" with a detached mount
+ * of the container's view, for the hook to move into place, or
+ * "error: ...". */
+static void handle_attach(struct containers *cs, int conn, pid_t pid)
 {
-	char buf[64];
-	struct ucred peer;
-	socklen_t len = sizeof(peer);
 	const char *why = "bad request";
-	pid_t pid = 0;
-	int proc_fd = -1;
-
-	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || peer.uid != 0) {
-		(void)!write(conn, "error: only root may attach containers", 38);
-		return;
-	}
-	if (receive(conn, buf, sizeof(buf), &proc_fd) <= 0 || sscanf(buf, "attach %d", &pid) != 1 || pid <= 0) {
-		if (proc_fd >= 0)
-			close(proc_fd);
-		(void)!write(conn, "error: bad request", 18);
-		return;
-	}
-	if (proc_fd >= 0)
-		close(proc_fd); /* the daemon mounts its own */
 	_cleanup_close_ int fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
 	_cleanup_close_ int mnt = fuse_fd < 0 ? -errno : mount_detached(fuse_fd);
 	int r = mnt;
@@ -310,12 +298,97 @@ static void handle(struct containers *cs, int conn)
 			fuse_fd = -1; /* the session's now */
 	}
 	if (r == 0) {
-		(void)!send_fd(conn, "ok", mnt);
+		(void)!fdmsg_send(conn, "ok", &mnt, 1);
 		return;
 	}
 	g_autofree char *reply = g_strdup_printf("error: %s", why);
 	g_warning("refused to attach a container (pid %d): %s", (int)pid, why);
 	(void)!write(conn, reply, strlen(reply));
+}
+
+struct handover_send {
+	int conn;
+	GHashTable *index; /* struct ops_state* -> session number + 1 */
+	gboolean failed;
+};
+
+static void send_watch(void *owner, pid_t pid, int pidfd, void *data)
+{
+	struct handover_send *hs = data;
+	guint i = GPOINTER_TO_UINT(g_hash_table_lookup(hs->index, owner));
+	char text[48];
+	if (i == 0 || hs->failed)
+		return;
+	snprintf(text, sizeof(text), "watch %u %d", i - 1, (int)pid);
+	hs->failed = fdmsg_send(hs->conn, text, &pidfd, 1) < 0;
+}
+
+/* "handover", from a new daemon (cgprocfs --replace): send it every
+ * session, the host's first, each with the protocol version its kernel
+ * spoke, then the process watches, then "end". Once it answers that it
+ * serves them all, stop: TRUE. Until then this daemon serves on. */
+static gboolean handle_handover(struct containers *cs, int conn)
+{
+	struct handover_send hs = { conn, g_hash_table_new(g_direct_hash, g_direct_equal), FALSE };
+	char text[96];
+	char answer[16];
+	size_t no_fds = 0;
+
+	G_GNUC_UNUSED g_autoptr(GHashTable) index = hs.index;
+	const struct ops_state *host = cs->cfg.host;
+	int host_fd = fuse_session_fd(host->session);
+	snprintf(text, sizeof(text), "session %u", host->proto_minor);
+	hs.failed = fdmsg_send(conn, text, &host_fd, 1) < 0;
+	g_hash_table_insert(hs.index, (gpointer)host, GUINT_TO_POINTER(1));
+	g_mutex_lock(&cs->lock);
+	for (guint i = 0; i < cs->sessions->len && !hs.failed; i++) {
+		struct session *s = g_ptr_array_index(cs->sessions, i);
+		int fds[2] = { fuse_session_fd(s->se), s->nsv->ns_fd };
+		snprintf(text, sizeof(text), "session %u", s->state.proto_minor);
+		hs.failed = fdmsg_send(conn, text, fds, 2) < 0;
+		g_hash_table_insert(hs.index, &s->state, GUINT_TO_POINTER(i + 2));
+	}
+	/* Under cs->lock: no session ends, so no owner is freed, meanwhile. */
+	pidwatch_foreach(cs->cfg.watch, send_watch, &hs);
+	guint sessions = cs->sessions->len;
+	g_mutex_unlock(&cs->lock);
+	if (hs.failed || fdmsg_send(conn, "end", NULL, 0) < 0 ||
+	    fdmsg_receive(conn, answer, sizeof(answer), NULL, &no_fds) <= 0 || strcmp(answer, "serving") != 0) {
+		g_warning("a handover to a new daemon failed: this one serves on");
+		return FALSE;
+	}
+	g_message("handed %u container view(s) and the host's over to a new daemon", sessions);
+	cs->handed_over = TRUE;
+	cs->cfg.handed_over(cs->cfg.handed_over_data);
+	return TRUE;
+}
+
+/* One request on the control socket, from root only. TRUE: stop taking
+ * requests (handed over). */
+static gboolean handle(struct containers *cs, int conn)
+{
+	char buf[64];
+	struct ucred peer;
+	socklen_t len = sizeof(peer);
+	pid_t pid = 0;
+	int fds[FDMSG_MAX_FDS];
+	size_t n_fds = G_N_ELEMENTS(fds);
+
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || peer.uid != 0) {
+		(void)!write(conn, "error: only root may attach containers", 38);
+		return FALSE;
+	}
+	ssize_t n = fdmsg_receive(conn, buf, sizeof(buf), fds, &n_fds);
+	for (size_t i = 0; i < n_fds; i++)
+		close(fds[i]); /* nothing is taken from a hook: the daemon mounts its own */
+	if (n > 0 && sscanf(buf, "attach %d", &pid) == 1 && pid > 0) {
+		handle_attach(cs, conn, pid);
+		return FALSE;
+	}
+	if (n > 0 && strcmp(buf, "handover") == 0)
+		return handle_handover(cs, conn);
+	(void)!write(conn, "error: bad request", 18);
+	return FALSE;
 }
 
 static gpointer acceptor_thread(gpointer data)
@@ -328,8 +401,10 @@ static gpointer acceptor_thread(gpointer data)
 				continue;
 			return NULL; /* shut down */
 		}
-		handle(cs, conn);
+		gboolean stop = handle(cs, conn);
 		close(conn);
+		if (stop)
+			return NULL;
 	}
 }
 
@@ -357,6 +432,7 @@ int containers_start(const struct containers_config *cfg, struct containers **re
 	cs->listen_fd = steal_fd(&fd);
 	g_mutex_init(&cs->lock);
 	cs->by_ns = g_hash_table_new(g_int64_hash, g_int64_equal);
+	cs->sessions = g_ptr_array_new();
 	cs->acceptor = g_thread_new("control", acceptor_thread, cs);
 	*ret = cs;
 	return 0;
@@ -371,7 +447,8 @@ gboolean containers_stop(struct containers *cs)
 	shutdown(cs->listen_fd, SHUT_RDWR);
 	g_thread_join(cs->acceptor);
 	close(cs->listen_fd);
-	unlink(cs->socket_path);
+	if (!cs->handed_over)
+		unlink(cs->socket_path);
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
 	return g_hash_table_size(cs->by_ns) > 0;
 }

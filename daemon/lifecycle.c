@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -143,6 +144,69 @@ static void announce(const char *mnt)
 		  mnt, mnt, mnt, mnt, mnt, mnt);
 }
 
+/* Set once this daemon's sessions are another's (see containers.c). */
+static gint handed_over;
+
+static void on_handed_over(void *data)
+{
+	g_atomic_int_set(&handed_over, 1);
+	kill(getpid(), SIGTERM); /* wakes the main thread */
+}
+
+/* The host view's session: mounted, or with --replace taken up from the
+ * daemon that serves it. 0 or -1 after saying why. */
+static int mount_or_resume(const struct daemon_config *cfg, struct fuse_session *se, struct handover *ho)
+{
+	char dev[32];
+
+	if (!cfg->replace) {
+		if (fuse_session_mount(se, cfg->mountpoint) == 0)
+			return 0;
+		g_printerr("cgprocfs: cannot mount on %s (see the fuse message above)\n", cfg->mountpoint);
+		return -1;
+	}
+	struct handover_session *host = &g_array_index(ho->sessions, struct handover_session, 0);
+	snprintf(dev, sizeof(dev), "/dev/fd/%d", host->fuse_fd);
+	if (fuse_session_mount(se, dev) != 0) {
+		g_printerr("cgprocfs: cannot take up the session of %s\n", cfg->mountpoint);
+		return -1;
+	}
+	host->fuse_fd = -1; /* the session's now */
+	session_resume(se, host->proto_minor);
+	return 0;
+}
+
+/* With --replace, once the host view is served here: the containers'
+ * views and the watches of cached processes, then the old daemon is told
+ * to stop. */
+static void resume_the_rest(struct containers *cs, struct pidwatch *watch, struct ops_state *host,
+			    struct handover *ho)
+{
+	g_autofree struct ops_state **owners = g_new0(struct ops_state *, ho->sessions->len);
+	guint resumed = 0;
+
+	owners[0] = host;
+	for (guint i = 1; i < ho->sessions->len && cs; i++) {
+		struct handover_session *s = &g_array_index(ho->sessions, struct handover_session, i);
+		if (containers_resume(cs, s->fuse_fd, s->ns_fd, s->proto_minor, &owners[i]) == 0) {
+			s->fuse_fd = -1;
+			resumed++;
+		}
+	}
+	for (guint i = 0; i < ho->watches->len; i++) {
+		struct handover_watch *w = &g_array_index(ho->watches, struct handover_watch, i);
+		if (owners[w->session]) {
+			pidwatch_adopt(watch, owners[w->session], w->pid, w->pidfd);
+			w->pidfd = -1;
+		}
+	}
+	if (resumed + 1 < ho->sessions->len)
+		g_warning("%u container view(s) could not be taken over: they stop working now",
+			  ho->sessions->len - 1 - resumed);
+	handover_done(ho);
+	g_message("took over the host view and %u container view(s) from the running daemon", resumed);
+}
+
 int lifecycle_serve(const struct daemon_config *cfg)
 {
 	int status = 1;
@@ -157,6 +221,8 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	struct pidwatch *watch = NULL;
 	struct ops_state state = { .proc_fd = proc_fd };
 	struct loop loop = { 0 };
+	struct handover ho = { .conn = -1 };
+	const char *why;
 	GThread *loop_th = NULL, *watch_th = NULL;
 	g_autofree char *real_path = g_build_filename(cfg->mountpoint, "proc", ".real", NULL);
 	g_autofree char *real_opts = real_proc_options();
@@ -217,6 +283,10 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	}
 	state.view = view;
 	state.watch = watch;
+	if (cfg->replace && handover_take(cfg->mountpoint, &ho, &why) < 0) {
+		g_printerr("cgprocfs: cannot take over %s: %s\n", cfg->mountpoint, why);
+		goto out;
+	}
 
 	char *argv[] = { "cgprocfs", "-o", opts, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
@@ -226,18 +296,17 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		goto out;
 	}
 	state.session = loop.session;
-	if (fuse_session_mount(loop.session, cfg->mountpoint) != 0) {
-		g_printerr("cgprocfs: cannot mount on %s (see the fuse message above)\n", cfg->mountpoint);
+	if (mount_or_resume(cfg, loop.session, &ho) < 0)
 		goto out_session;
-	}
 	g_mutex_init(&loop.lock);
 	g_cond_init(&loop.cond);
 	watch_th = g_thread_new("pidwatch", pidwatch_thread, watch);
 	refresher_start(refresher, smaps);
 	loop_th = g_thread_new("fuse", loop_thread, &loop);
 
-	/* The mount's own path walk is answered by the loop just started. */
-	if (mount("proc", real_path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, real_opts) < 0) {
+	/* The mount's own path walk is answered by the loop just started.
+	 * Taken over, it is there already. */
+	if (!cfg->replace && mount("proc", real_path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, real_opts) < 0) {
 		g_printerr("cgprocfs: cannot mount the real procfs at %s: %s\n", real_path, g_strerror(errno));
 		goto out_unmount;
 	}
@@ -249,16 +318,31 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		.cpuview = cpuview,
 		.smaps = smaps,
 		.watch = watch,
+		.host = &state,
+		.handed_over = on_handed_over,
 	};
 	r = containers_start(&ccfg_containers, &containers);
 	if (r < 0)
 		g_warning("cannot listen on %s (%s): containers cannot attach", cfg->control_socket, g_strerror(-r));
+	if (cfg->replace)
+		resume_the_rest(containers, watch, &state, &ho);
+	handover_clear(&ho);
 #ifdef HAVE_LIBSYSTEMD
 	sd_notify(0, "READY=1");
 #endif
 	announce(cfg->mountpoint);
 
 	int sig = wait_for_stop_signal();
+	if (g_atomic_int_get(&handed_over)) {
+		/* Every session is the new daemon's: answer what was taken,
+		 * then leave with everything mounted. */
+		containers_stop(containers);
+		refresher_free(g_steal_pointer(&refresher));
+		if (!serve_drain())
+			g_warning("requests still being answered after the handover: exiting anyway");
+		g_message("handed over: exiting, %s stays served by the new daemon", cfg->mountpoint);
+		return 0;
+	}
 	g_message("%s: unmounting %s", strsignal(sig), cfg->mountpoint);
 #ifdef HAVE_LIBSYSTEMD
 	sd_notify(0, "STOPPING=1");
@@ -272,6 +356,9 @@ out_unmount:
 		g_warning("cannot unmount %s: %s", real_path, g_strerror(errno));
 	fuse_session_exit(loop.session);
 	fuse_session_unmount(loop.session);
+	/* A session taken over was not mounted by libfuse: it leaves it. */
+	if (cfg->replace && umount2(cfg->mountpoint, MNT_DETACH) < 0)
+		g_warning("cannot unmount %s: %s", cfg->mountpoint, g_strerror(errno));
 	if (!loop_wait_done(&loop, LOOP_EXIT_WAIT_US)) {
 		/* Binds of the view elsewhere keep the FUSE connection up; they
 		 * fail with ENOTCONN once this process is gone. */
@@ -288,6 +375,7 @@ out_unmount:
 out_session:
 	fuse_session_destroy(loop.session);
 out:
+	handover_clear(&ho);
 	refresher_free(refresher);
 	if (containers_live)
 		return status; /* their sessions end with the process */

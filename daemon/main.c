@@ -47,7 +47,7 @@ static void fuse_log_to_glib(enum fuse_log_level level, const char *fmt, va_list
 
 int main(int argc, char **argv)
 {
-	gboolean version = FALSE, foreground = FALSE;
+	gboolean version = FALSE, foreground = FALSE, replace = FALSE;
 	g_autofree char *cpu_limit = NULL;
 	double max_age = 5, max_age_idle = 60, budget_percent = 5;
 	gint max_entries = 8192;
@@ -69,6 +69,8 @@ int main(int argc, char **argv)
 		  "CPU time the refresher may use, in percent of one core (default 5)", "PERCENT" },
 		{ "smaps-max-entries", 0, 0, G_OPTION_ARG_INT, &max_entries,
 		  "Processes the smaps_rollup memo keeps at most (default 8192)", "N" },
+		{ "replace", 0, 0, G_OPTION_ARG_NONE, &replace,
+		  "Take over from the cgprocfs serving MOUNTPOINT: its views go on without a remount", NULL },
 		{ "control-socket", 0, 0, G_OPTION_ARG_FILENAME, &control_socket,
 		  "Where OCI hooks attach containers (default /run/cgprocfs/<mountpoint, / as ->.sock)", "PATH" },
 		{ "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &fuse_opts,
@@ -129,7 +131,7 @@ int main(int argc, char **argv)
 	serve_init();
 
 	g_autofree char *mountpoint = NULL;
-	if (!mountpoint_prepare(rest && rest[0] ? rest[0] : DAEMON_DEFAULT_MOUNTPOINT, &mountpoint))
+	if (!mountpoint_prepare(rest && rest[0] ? rest[0] : DAEMON_DEFAULT_MOUNTPOINT, replace, &mountpoint))
 		return 1;
 	g_autofree char *joined = fuse_opts ? g_strjoinv(",", fuse_opts) : NULL;
 	/* One socket per mountpoint: /var/lib/cgprocfs -> /run/cgprocfs/var-lib-cgprocfs.sock */
@@ -140,6 +142,7 @@ int main(int argc, char **argv)
 		.fuse_options = joined,
 		.debug = debug_enabled,
 		.control_socket = control_socket ? control_socket : default_socket,
+		.replace = replace,
 		.cpu_quota = !cpu_limit || strcmp(cpu_limit, "cpuset+quota") == 0,
 		.smaps = {
 			.max_age_us = (gint64)(max_age * G_USEC_PER_SEC),

@@ -35,6 +35,17 @@ static gboolean mount_is_dead(const char *path)
 	return statfs(path, &sfs) < 0 && errno == ENOTCONN;
 }
 
+/* Is path served by a running cgprocfs? */
+static gboolean served(const char *path)
+{
+	struct mount_entry top = { 0 };
+	if (!mountinfo_find(path, &top))
+		return FALSE;
+	gboolean ours = strcmp(top.fstype, "fuse.cgprocfs") == 0;
+	mountinfo_entry_clear(&top);
+	return ours && !mount_is_dead(path);
+}
+
 /* Is path free to mount on? FALSE after printing why not. A dead cgprocfs
  * mount is removed, so a restart after a crash works. */
 static gboolean mountpoint_free(const char *path)
@@ -51,7 +62,8 @@ static gboolean mountpoint_free(const char *path)
 		return FALSE;
 	}
 	if (!mount_is_dead(path)) {
-		fprintf(stderr, "cgprocfs: %s is already served by a running cgprocfs; stop it first\n", path);
+		fprintf(stderr, "cgprocfs: %s is already served by a running cgprocfs; stop it first, "
+			"or take it over with --replace\n", path);
 		return FALSE;
 	}
 	if (umount2(path, MNT_DETACH) < 0) {
@@ -63,7 +75,7 @@ static gboolean mountpoint_free(const char *path)
 	return TRUE;
 }
 
-gboolean mountpoint_prepare(const char *dir, char **ret_path)
+gboolean mountpoint_prepare(const char *dir, gboolean replace, char **ret_path)
 {
 	struct stat st;
 	g_autofree char *parent = g_path_get_dirname(dir);
@@ -76,6 +88,14 @@ gboolean mountpoint_prepare(const char *dir, char **ret_path)
 	if (!path) {
 		fprintf(stderr, "cgprocfs: cannot resolve mountpoint %s: %s\n", dir, g_strerror(errno));
 		return FALSE;
+	}
+	if (replace) {
+		if (!served(path)) {
+			fprintf(stderr, "cgprocfs: nothing to take over at %s: no running cgprocfs serves it\n", path);
+			return FALSE;
+		}
+		*ret_path = g_steal_pointer(&path);
+		return TRUE;
 	}
 	if (!mountpoint_free(path))
 		return FALSE;

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fuse_lowlevel.h>
+#include <linux/fuse.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -137,4 +138,26 @@ gboolean serve_drain(void)
 	gboolean done = g_hash_table_size(running) == 0;
 	g_mutex_unlock(&lock);
 	return done;
+}
+
+/* The unique id of the INIT made up by session_resume. Its answer goes to
+ * the kernel, which knows no request of that id (ids are allocated from 1
+ * upwards, two at a time) and drops it with ENOENT, which libfuse ignores. */
+#define RESUME_UNIQUE (UINT64_C(1) << 62)
+
+void session_resume(struct fuse_session *se, unsigned proto_minor)
+{
+	struct {
+		struct fuse_in_header h;
+		struct fuse_init_in in;
+	} msg = {
+		.h = { .len = sizeof(msg), .opcode = FUSE_INIT, .unique = RESUME_UNIQUE },
+		/* MAX_PAGES as the kernel offered it (7.28 on): libfuse then
+		 * reads requests into buffers as large as the old daemon
+		 * told the kernel to fill; smaller ones get EINVAL. */
+		.in = { .major = FUSE_KERNEL_VERSION, .minor = proto_minor,
+			.flags = proto_minor >= 28 ? FUSE_MAX_PAGES : 0 },
+	};
+	const struct fuse_buf buf = { .size = sizeof(msg), .mem = &msg };
+	fuse_session_process_buf(se, &buf);
 }

@@ -29,6 +29,7 @@ static void reply_err(fuse_req_t req, int negative_errno)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
+	((struct ops_state *)userdata)->proto_minor = conn->proto_minor;
 	/* Symlink targets are the same for every caller; magic links get a
 	 * new inode per lookup, so their cached text is never reused. */
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)

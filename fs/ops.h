@@ -12,6 +12,7 @@ struct ops_state {
 	struct pidwatch *watch;       /* with this state as the owner */
 	struct fuse_session *session; /* set once the session exists */
 	int proc_fd;                  /* where callers are looked up */
+	unsigned proto_minor;         /* the kernel's FUSE protocol minor version, once INIT came */
 };
 
 extern const struct fuse_lowlevel_ops ops_table;

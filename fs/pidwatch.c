@@ -92,6 +92,19 @@ void pidwatch_forget_owner(struct pidwatch *w, void *owner)
 	drop_owner(w, owner);
 }
 
+void pidwatch_foreach(struct pidwatch *w, void (*fn)(void *owner, pid_t pid, int pidfd, void *data),
+		      void *data)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&w->lock);
+	GHashTableIter it;
+	gpointer value;
+	g_hash_table_iter_init(&it, w->by_fd);
+	while (g_hash_table_iter_next(&it, NULL, &value)) {
+		const struct watch *x = value;
+		fn(x->owner, x->pid, x->pidfd, data);
+	}
+}
+
 void pidwatch_free(struct pidwatch *w)
 {
 	if (!w)

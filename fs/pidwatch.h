@@ -24,6 +24,11 @@ void pidwatch_adopt(struct pidwatch *w, void *owner, pid_t pid, int pidfd);
  * nor running, for it. */
 void pidwatch_forget_owner(struct pidwatch *w, void *owner);
 
+/* Call fn for every watch, with the watch's lock held: fn must not call
+ * into w. The pidfd stays w's. */
+void pidwatch_foreach(struct pidwatch *w, void (*fn)(void *owner, pid_t pid, int pidfd, void *data),
+		      void *data);
+
 /* Serve until pidwatch_stop: 0, or -errno if watching failed. */
 int pidwatch_run(struct pidwatch *w);
 void pidwatch_stop(struct pidwatch *w);

@@ -1,14 +1,18 @@
 """The daemon's life cycle: start-up errors (exit status and a one-line
 message), restarts over a dead mount, clean stops on SIGTERM and SIGINT,
-mountpoint creation, --version and --help."""
+mountpoint creation, taking over from a running daemon (--replace),
+--version and --help."""
 
 import contextlib
 import errno
+import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
@@ -40,6 +44,33 @@ def start_fails(argv, status, words, what, **kw):
     for word in words:
         check(word.lower() in err.lower(), "%s: the message does not say %r" % (what, word), describe(result))
     return result
+
+
+# In the view (bound over /proc): read served and delegated files, list
+# pids, and read a file and a directory opened before the handover, for
+# argv[1] seconds; print the counts as JSON.
+READER = r"""
+import json, os, sys, time
+held = open("/proc/stat", "rb")
+held.read(10)
+held_dir = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
+out = {"reads": 0, "errors": []}
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    try:
+        with open("/proc/cpuinfo") as f:
+            assert "processor" in f.read(), "cpuinfo without processor lines"
+        with open("/proc/self/status") as f:
+            assert f.read().startswith("Name:"), "status does not start with Name:"
+        assert len([p for p in os.listdir("/proc") if p.isdigit()]) > 1, "no pids listed"
+        out["reads"] += 1
+    except Exception as e:
+        out["errors"].append(repr(e))
+held.seek(0)
+out["held"] = held.read(4).decode()
+out["held_dir"] = len([p for p in os.listdir(held_dir) if p.isdigit()])
+print(json.dumps(out))
+"""
 
 
 def serves(d):
@@ -121,7 +152,7 @@ def make_tests():
     def _():
         with Daemon() as first:
             serves(first)
-            start_fails([exe, first.mnt], 1, ["already served"], "the second daemon")
+            start_fails([exe, first.mnt], 1, ["already served", "--replace"], "the second daemon")
             serves(first)
             check_equal(sorted(cgtest.mounts_under(first.mnt)), sorted([first.mnt, first.proc + "/.real"]),
                         "mounts under the mountpoint")
@@ -172,6 +203,50 @@ def make_tests():
             finally:
                 dead._stopped = True  # killed on purpose; scratch_dir cleans up
                 dead.process and dead.process.poll() is None and dead.process.kill()
+
+    @test("--replace takes over a serving daemon: readers in the view see no error, files opened before "
+          "read on, the old daemon exits 0, the new one serves, then stops cleanly")
+    def _():
+        with Daemon() as old:
+            serves(old)
+            reader = subprocess.Popen(
+                ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                 'mount --rbind "$1/proc" /proc && shift && exec "$@"', "sh", old.mnt,
+                 cgtest.PYTHON, "-c", READER, "3"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(1)
+            new = Daemon(mountpoint=old.mnt, args=["--replace"])
+            try:
+                new.start()
+                try:
+                    old.process.wait(10)
+                except subprocess.TimeoutExpired:
+                    raise cgtest.Failure("the old daemon still runs 10 s after the handover", old.log(), new.log())
+                check_equal(old.process.returncode, 0, "the old daemon's exit status")
+                check("handed over" in old.log(), "the old daemon did not say it handed over", old.log())
+                out, err = reader.communicate(timeout=30)
+                check(reader.returncode == 0, "the reader failed", out, err)
+                res = json.loads(out)
+                check(res["reads"] > 0, "the reader read nothing", res)
+                check_equal(res["errors"], [], "errors the reader saw across the handover")
+                check_equal(res["held"], "cpu ", "the start of /proc/stat, opened before, read after")
+                check(res["held_dir"] > 1, "a listing of /proc opened before gave %d pids" % res["held_dir"])
+                serves(new)
+                check_equal(sorted(cgtest.mounts_under(old.mnt)), sorted([old.mnt, old.proc + "/.real"]),
+                            "mounts under the mountpoint")
+                problems = new.stop()
+                check(not problems, "the new daemon did not stop cleanly", *problems, new.log())
+            finally:
+                if reader.poll() is None:
+                    reader.kill()
+                    reader.wait()
+                new.stop()
+
+    @test("--replace with no daemon serving the mountpoint: exit 1, 'nothing to take over'")
+    def _():
+        with scratch_dir() as tmp:
+            start_fails([exe, "--replace", tmp], 1, ["nothing to take over"], "--replace on an idle directory")
+            check_equal(cgtest.mounts_under(tmp), [], "mounts left")
 
     @test("a nonexistent nested mountpoint is created and served")
     def _():

@@ -1,0 +1,111 @@
+/* Taking over from a running daemon (cgprocfs --replace): its sessions,
+ * the host's and every container's, are served on here without a
+ * remount, so nothing bound to them notices. See handle_handover in
+ * containers.c for the other side. */
+#include "cleanup.h"
+#include "daemon.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define ANSWER_TIMEOUT_S 30
+
+/* The control socket of the daemon serving mountpoint: it says where. */
+static char *control_socket_of(const char *mountpoint)
+{
+	g_autofree char *path = g_build_filename(mountpoint, ".cgprocfs", "control", NULL);
+	g_autofree char *text = NULL;
+	if (!g_file_get_contents(path, &text, NULL, NULL))
+		return NULL;
+	return g_strdup(g_strstrip(text));
+}
+
+static void close_fds(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+int handover_take(const char *mountpoint, struct handover *ret, const char **ret_why)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	g_autofree char *socket_path = control_socket_of(mountpoint);
+	struct timeval timeout = { .tv_sec = ANSWER_TIMEOUT_S };
+	struct handover h = { .conn = -1 };
+	char text[96];
+
+	if (!socket_path || strlen(socket_path) >= sizeof(addr.sun_path)) {
+		*ret_why = "the running daemon names no control socket";
+		return -ENOENT;
+	}
+	strcpy(addr.sun_path, socket_path);
+	_cleanup_close_ int conn = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (conn < 0 || connect(conn, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+	    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) < 0 ||
+	    fdmsg_send(conn, "handover", NULL, 0) < 0) {
+		*ret_why = "cannot reach the running daemon's control socket";
+		return -errno;
+	}
+	h.sessions = g_array_new(FALSE, FALSE, sizeof(struct handover_session));
+	h.watches = g_array_new(FALSE, FALSE, sizeof(struct handover_watch));
+	for (;;) {
+		int fds[FDMSG_MAX_FDS];
+		size_t n = G_N_ELEMENTS(fds);
+		unsigned minor, session;
+		int pid;
+		if (fdmsg_receive(conn, text, sizeof(text), fds, &n) <= 0) {
+			*ret_why = "the running daemon did not hand over (too old for --replace?)";
+			break;
+		}
+		if (strcmp(text, "end") == 0 && n == 0 && h.sessions->len > 0) {
+			h.conn = steal_fd(&conn);
+			*ret = h;
+			return 0;
+		}
+		if (sscanf(text, "session %u", &minor) == 1 && minor > 0 &&
+		    ((h.sessions->len == 0 && n == 1) || (h.sessions->len > 0 && n == 2))) {
+			const struct handover_session s = { fds[0], n == 2 ? fds[1] : -1, minor };
+			g_array_append_val(h.sessions, s);
+			continue;
+		}
+		if (sscanf(text, "watch %u %d", &session, &pid) == 2 && session < h.sessions->len && pid > 0 &&
+		    n == 1) {
+			const struct handover_watch w = { session, pid, fds[0] };
+			g_array_append_val(h.watches, w);
+			continue;
+		}
+		close_fds(fds, n);
+		*ret_why = strncmp(text, "error", 5) == 0 ? "the running daemon refused to hand over"
+							  : "the running daemon's answer made no sense";
+		break;
+	}
+	handover_clear(&h);
+	return -EPROTO;
+}
+
+void handover_done(struct handover *h)
+{
+	(void)!fdmsg_send(h->conn, "serving", NULL, 0);
+}
+
+void handover_clear(struct handover *h)
+{
+	for (guint i = 0; h->sessions && i < h->sessions->len; i++) {
+		const struct handover_session *s = &g_array_index(h->sessions, struct handover_session, i);
+		if (s->fuse_fd >= 0)
+			close(s->fuse_fd);
+		if (s->ns_fd >= 0)
+			close(s->ns_fd);
+	}
+	for (guint i = 0; h->watches && i < h->watches->len; i++)
+		close(g_array_index(h->watches, struct handover_watch, i).pidfd);
+	g_clear_pointer(&h->sessions, g_array_unref);
+	g_clear_pointer(&h->watches, g_array_unref);
+	if (h->conn >= 0)
+		close(h->conn);
+	h->conn = -1;
+}

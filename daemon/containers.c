@@ -169,12 +169,13 @@ static gpointer session_thread(gpointer data)
 {
 	struct session *s = data;
 
-	session_serve(s->se);
+	gboolean handed_over = session_serve(s->se) == -ECANCELED;
 	g_mutex_lock(&s->owner->lock);
 	g_ptr_array_remove_fast(s->owner->sessions, s);
 	g_mutex_unlock(&s->owner->lock);
 	pidwatch_forget_owner(s->owner->cfg.watch, &s->state);
-	g_message("container view of pid namespace %" G_GUINT64_FORMAT " ended", s->nsv->ns);
+	if (!handed_over)
+		g_message("container view of pid namespace %" G_GUINT64_FORMAT " ended", s->nsv->ns);
 	fuse_session_destroy(s->se);
 	ns_view_release(s->owner, s->nsv);
 	g_free(s);

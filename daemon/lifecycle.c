@@ -34,7 +34,7 @@ static gpointer loop_thread(gpointer data)
 {
 	struct loop *l = data;
 	int r = session_serve(l->session);
-	if (r < 0)
+	if (r < 0 && r != -ECANCELED)
 		g_warning("FUSE session ended: %s", g_strerror(-r));
 	g_mutex_lock(&l->lock);
 	l->done = TRUE;

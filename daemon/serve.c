@@ -115,8 +115,9 @@ int session_serve(struct fuse_session *se)
 		spawn(&sv);
 	while (sv.workers > 0)
 		g_cond_wait(&changed, &lock);
+	int r = draining && sv.error == 0 && !fuse_session_exited(se) ? -ECANCELED : sv.error;
 	g_mutex_unlock(&lock);
-	return sv.error;
+	return r;
 }
 
 gboolean serve_drain(void)

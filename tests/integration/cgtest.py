@@ -222,15 +222,33 @@ class Daemon:
         self.process = None
         self.returncode = None
         self._log = None
+        self._earlier_log = ""  # of the daemons this one took over from
         self._stopped = False
 
     # The daemon's stderr, for diagnostics.
     def log(self):
         if self._log is None:
-            return ""
+            return self._earlier_log
         self._log.flush()
         with open(self._log.name, errors="replace") as f:
-            return f.read()
+            return self._earlier_log + f.read()
+
+    def take_over(self):
+        """Start a daemon with --replace on this mountpoint, wait for the
+        running one to exit, and stand for the new one from then on (its
+        log follows the old one's). Returns the old one's exit status."""
+        new = Daemon(mountpoint=self.mnt, args=self.args + ["--replace"], ready_timeout=self.ready_timeout)
+        new.start()
+        try:
+            self.process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise Failure("the old daemon still runs %.0f s after the handover" % STOP_TIMEOUT,
+                          "its log:", self.log(), "the new one's:", new.log())
+        rc = self.process.returncode
+        self._earlier_log = self.log()
+        self.process, self._log = new.process, new._log
+        new._stopped = True  # this object stops it
+        return rc
 
     @property
     def ready(self):

@@ -111,6 +111,21 @@ echo @@listed; ls /proc | grep -cx $q
 kill $q
 """
 
+# Reads through the view for 5 s, across a handover to a new daemon: counts
+# rounds (cpuinfo shows the CPUs, pid 1's status reads, ps lists pid 1) and
+# failures.
+HANDOVER_PROBE = r"""
+end=$(( $(date +%s) + 5 )); reads=0; errors=0; cpus=
+while [ $(date +%s) -lt $end ]; do
+  c=$(grep -c ^processor /proc/cpuinfo) && head -c 1000 /proc/1/status | grep -q ^Name: &&
+    ps -o pid | grep -qx ' *1' && reads=$((reads + 1)) || errors=$((errors + 1))
+  cpus="$cpus $c"
+done
+echo @@reads; echo $reads
+echo @@errors; echo $errors
+echo @@cpus; echo $cpus | tr ' ' '\n' | sort -u | tr '\n' ' '
+"""
+
 SELF_PROBE = VIEW_MARK + r"""
 echo @@exe; readlink /proc/self/exe
 echo @@fd; ls /proc/self/fd
@@ -1002,6 +1017,29 @@ def make_tests(d, lab):
             secs = sections(cgtest.check_ran(result, "podman run without the annotation"))
             check_equal(section(secs, "view", result).split(), [str(host), "no-real"],
                         "processors and /proc/.real without the annotation: the real /proc")
+
+    @test("cgprocfs --replace while a runc container reads its view: no read fails, the old daemon exits 0, "
+          "the new one serves the container and the host")
+    def _():
+        with Container(lab, HANDOVER_PROBE) as c:
+            c.start_detached()
+            time.sleep(1)
+            rc = d.take_over()
+            check_equal(rc, 0, "the old daemon's exit status")
+            check("took over the host view and 1 container view(s)" in d.log(),
+                  "the new daemon did not take the container's view over", d.log())
+            check(cgtest.wait_until(lambda: c.state()["status"] == "stopped", timeout=15),
+                  "the container still runs 15 s after it started")
+            with open(os.path.join(c.bundle, "stdout")) as f:
+                secs = sections(f.read())
+        diag("reads %s, errors %s, CPU counts seen %s" % (section(secs, "reads").strip(),
+                                                         section(secs, "errors").strip(),
+                                                         section(secs, "cpus").strip()))
+        check(int(section(secs, "reads")) > 0, "the container read nothing", secs)
+        check_equal(section(secs, "errors").strip(), "0", "reads that failed in the container")
+        check_equal(section(secs, "cpus").split(), [str(n)], "CPU counts the container saw")
+        with open(os.path.join(d.proc, "cpuinfo")) as f:
+            check("processor" in f.read(), "the host view does not serve cpuinfo after the handover")
 
     # ---------------------------------------------------------- after --
 

@@ -1,11 +1,13 @@
-/* Containers: one FUSE session per container, on the /dev/fuse fd its OCI
- * hook mounted over the container's /proc, and one view per pid namespace.
+/* Containers: one FUSE session per container, and one view per pid
+ * namespace; and the control socket they are attached through.
  *
  * The hook connects to the control socket and sends "attach <pid>"; the
  * daemon mounts a procfs of that process's pid namespace for itself (once
  * per namespace) and answers with a detached mount of a new FUSE session,
- * which the hook moves over the container's /proc. The daemon checks both, serves the session from its own
- * thread, and drops it when the container's mount goes away. */
+ * which the hook moves over the container's /proc. The daemon serves the
+ * session from its own thread and drops it when the container's mount
+ * goes away. A new daemon (--replace) sends "handover" and gets every
+ * session, the host view's included (handle_handover). */
 #include "cleanup.h"
 #include "daemon.h"
 #include "ops.h"
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 #define PROC_SUPER_MAGIC 0x9fa0
+#define HANDOVER_ANSWER_TIMEOUT_S 60
 
 struct ns_view {
 	uint64_t ns;
@@ -353,6 +356,9 @@ static gboolean handle_handover(struct containers *cs, int conn)
 	pidwatch_foreach(cs->cfg.watch, send_watch, &hs);
 	guint sessions = cs->sessions->len;
 	g_mutex_unlock(&cs->lock);
+	/* Meanwhile no container can attach: give up on a silent new daemon. */
+	struct timeval timeout = { .tv_sec = HANDOVER_ANSWER_TIMEOUT_S };
+	setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
 	if (hs.failed || fdmsg_send(conn, "end", NULL, 0) < 0 ||
 	    fdmsg_receive(conn, answer, sizeof(answer), NULL, &no_fds) <= 0 || strcmp(answer, "serving") != 0) {
 		g_warning("a handover to a new daemon failed: this one serves on");

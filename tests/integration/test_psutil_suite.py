@@ -4,7 +4,10 @@
 The suite runs twice on the real /proc (some of its tests are flaky, or
 fail on this machine anyway) and once in the view, from the same working
 directory; a test failing or erroring in the view must have failed or
-errored in one of the real runs."""
+errored in one of the real runs. A test that failed only in the view is
+run RERUNS more times there, alone: it is a failure of the view if it fails
+again in most of them (psutil's cmdline and name tests race the exec of
+the process they spawn and fail now and then under load, view or not)."""
 
 import os
 import re
@@ -19,6 +22,7 @@ from cgtest import check, check_equal, describe  # noqa: E402
 MODULES = ["psutil.tests.test_linux", "psutil.tests.test_process", "psutil.tests.test_system"]
 SUITE_TIMEOUT = 300
 SEPARATOR = "=" * 70
+RERUNS = 3
 
 
 class SuiteRun:
@@ -85,7 +89,14 @@ def make_tests(d, workdir):
         check(real1 and view and real2, "a run is missing")
         check_equal(view.ran, real1.ran, "number of tests run (view vs real)")
         real_failures = set(real1.failures) | set(real2.failures)
-        only_view = sorted(set(view.failures) - real_failures)
+        only_view = []
+        for test_id in sorted(set(view.failures) - real_failures):
+            again = sum(cgtest.in_view(d.mnt, [cgtest.PYTHON, "-m", "unittest", test_id], cwd=workdir,
+                                       timeout=SUITE_TIMEOUT)[0] != 0 for _ in range(RERUNS))
+            cgtest.diag("%s failed only in the view; alone, it failed again %d time(s) of %d"
+                        % (test_id, again, RERUNS))
+            if again * 2 > RERUNS:
+                only_view.append(test_id)
         details = []
         for test_id in only_view:
             lines = view.failures[test_id].splitlines()

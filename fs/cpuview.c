@@ -185,31 +185,44 @@ struct cpu_map *cpuview_map_for(struct cpuview *cv, pid_t tid)
 
 int cpu_map_view_cpu(const struct cpu_map *m, unsigned host_cpu)
 {
-	for (unsigned i = 0; i < m->count; i++)
-		if (m->host[i] == host_cpu)
-			return (int)i;
+	unsigned lo = 0, hi = m->count; /* host[] ascends (cpuset_members) */
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		if (m->host[mid] == host_cpu)
+			return (int)mid;
+		if (m->host[mid] < host_cpu)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return -1;
 }
 
-/* "key<tabs>: value" -> the key, and where the value starts. */
-static gboolean split_field(const char *line, char **ret_key, const char **ret_value)
+/* "key<tabs>: value": is the key (blanks around it aside) key? Then also
+ * where the value starts. */
+static gboolean field_is(const char *line, const char *key, const char **ret_value)
 {
 	const char *colon = strchr(line, ':');
 	if (!colon)
 		return FALSE;
-	*ret_key = g_strstrip(g_strndup(line, (gsize)(colon - line)));
+	const char *start = line, *end = colon;
+	while (start < end && g_ascii_isspace(*start))
+		start++;
+	while (end > start && g_ascii_isspace(end[-1]))
+		end--;
+	size_t len = strlen(key);
+	if ((size_t)(end - start) != len || memcmp(start, key, len) != 0)
+		return FALSE;
 	*ret_value = colon[1] == ' ' ? colon + 2 : colon + 1;
 	return TRUE;
 }
 
 static const char *block_field(char **lines, const char *key)
 {
-	for (char **l = lines; *l; l++) {
-		g_autofree char *k = NULL;
-		const char *value;
-		if (split_field(*l, &k, &value) && strcmp(k, key) == 0)
+	const char *value;
+	for (char **l = lines; *l; l++)
+		if (field_is(*l, key, &value))
 			return value;
-	}
 	return NULL;
 }
 
@@ -218,6 +231,47 @@ struct cpuinfo_block {
 	const char *package; /* "physical id", NULL where the shape has none */
 	const char *core;    /* "core id" */
 };
+
+/* The CPUs shown of one package, and their distinct cores. */
+struct package_count {
+	unsigned siblings;
+	GHashTable *cores; /* core id strings */
+};
+
+static void package_count_free(gpointer p)
+{
+	struct package_count *c = p;
+	g_hash_table_unref(c->cores);
+	g_free(c);
+}
+
+static const char *package_key(const struct cpuinfo_block *b)
+{
+	return b->package ? b->package : "";
+}
+
+/* Counted once per render: a CPU's siblings and cores are those of its
+ * package among the CPUs shown. NULL if a shown CPU has no block. */
+static GHashTable *count_packages(const struct cpuinfo_block *by_view, unsigned count)
+{
+	GHashTable *packages = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, package_count_free);
+	for (unsigned v = 0; v < count; v++) {
+		if (!by_view[v].lines) {
+			g_hash_table_unref(packages);
+			return NULL;
+		}
+		struct package_count *c = g_hash_table_lookup(packages, package_key(&by_view[v]));
+		if (!c) {
+			c = g_new0(struct package_count, 1);
+			c->cores = g_hash_table_new(g_str_hash, g_str_equal);
+			g_hash_table_insert(packages, (gpointer)package_key(&by_view[v]), c);
+		}
+		c->siblings++;
+		if (by_view[v].core)
+			g_hash_table_add(c->cores, (gpointer)by_view[v].core);
+	}
+	return packages;
+}
 
 int cpuview_render_cpuinfo(const char *host, const struct cpu_map *m, GString **ret)
 {
@@ -247,37 +301,27 @@ int cpuview_render_cpuinfo(const char *host, const struct cpu_map *m, GString **
 			by_view[v] = (struct cpuinfo_block){ lines, block_field(lines, "physical id"),
 							     block_field(lines, "core id") };
 	}
+	g_autoptr(GHashTable) packages = count_packages(by_view, m->count);
+	if (!packages)
+		return -EINVAL; /* a shown CPU without a block */
 	g_autoptr(GString) out = g_string_new(NULL);
 	for (unsigned v = 0; v < m->count; v++) {
-		if (!by_view[v].lines)
-			return -EINVAL; /* a shown CPU without a block */
-		/* CPUs of the same package shown, and their distinct cores */
-		unsigned siblings = 0;
-		g_autoptr(GHashTable) cores = g_hash_table_new(g_str_hash, g_str_equal);
-		for (unsigned w = 0; w < m->count; w++) {
-			if (g_strcmp0(by_view[w].package, by_view[v].package) != 0)
-				continue;
-			siblings++;
-			if (by_view[w].core)
-				g_hash_table_add(cores, (gpointer)by_view[w].core);
-		}
+		const struct package_count *c = g_hash_table_lookup(packages, package_key(&by_view[v]));
 		for (char **l = by_view[v].lines; *l; l++) {
-			g_autofree char *key = NULL;
 			const char *value;
-			if (!split_field(*l, &key, &value)) {
-				g_string_append_printf(out, "%s\n", *l);
+			unsigned number;
+			if (field_is(*l, "processor", &value))
+				number = v;
+			else if (field_is(*l, "siblings", &value))
+				number = c->siblings;
+			else if (field_is(*l, "cpu cores", &value))
+				number = MAX(g_hash_table_size(c->cores), 1);
+			else {
+				g_string_append(out, *l);
+				g_string_append_c(out, '\n');
 				continue;
 			}
-			gsize keylen = (gsize)(value - *l);
-			if (strcmp(key, "processor") == 0)
-				g_string_append_printf(out, "%.*s%u\n", (int)keylen, *l, v);
-			else if (strcmp(key, "siblings") == 0)
-				g_string_append_printf(out, "%.*s%u\n", (int)keylen, *l, siblings);
-			else if (strcmp(key, "cpu cores") == 0)
-				g_string_append_printf(out, "%.*s%u\n", (int)keylen, *l,
-						       MAX(g_hash_table_size(cores), 1));
-			else
-				g_string_append_printf(out, "%s\n", *l);
+			g_string_append_printf(out, "%.*s%u\n", (int)(value - *l), *l, number);
 		}
 		g_string_append_c(out, '\n');
 	}

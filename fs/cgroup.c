@@ -52,7 +52,10 @@ int cgroup_parse_membership(const char *text, const struct cgroup_config *cfg,
 }
 
 /* The cgroup's directory relative to the hierarchy's mount: "." for the
- * mount's own cgroup. NULL if the cgroup is outside what is mounted. */
+ * mount's own cgroup. NULL if the cgroup is outside what is mounted,
+ * which includes a path with "..": the kernel writes those for a cgroup
+ * outside the reader's cgroup namespace, and they must not lead above
+ * the mount. */
 static char *relative_dir(const struct cgroup_hierarchy *h, const char *path)
 {
 	const char *root = h->mount_root ? h->mount_root : "/";
@@ -65,6 +68,10 @@ static char *relative_dir(const struct cgroup_hierarchy *h, const char *path)
 	}
 	while (*path == '/')
 		path++;
+	g_auto(GStrv) parts = g_strsplit(path, "/", -1);
+	for (char **p = parts; *p; p++)
+		if (strcmp(*p, "..") == 0)
+			return NULL;
 	return g_strdup(*path ? path : ".");
 }
 

@@ -96,6 +96,17 @@ Test(cgroup, a_vanished_cgroup_is_enoent)
 	cr_assert_eq(limits(none, NULL, v1(fd), "/gone", &l, NULL), -ENOENT);
 }
 
+Test(cgroup, a_cgroup_outside_the_namespace_is_enoent_not_above_the_mount)
+{
+	/* "/../v2/a/b" would lead out of the mount and back into this very
+	 * fixture: it must not be followed. */
+	_cleanup_close_ int fd = open_fixture("v2");
+	struct cgroup_limits l;
+	cr_assert_eq(limits(v2(fd), "/a/b", v2(fd), "/a/b", &l, NULL), 0);
+	cr_assert_eq(limits(v2(fd), "/../v2/a/b", none, NULL, &l, NULL), -ENOENT);
+	cr_assert_eq(limits(none, NULL, v2(fd), "/a/../../v2/a/b", &l, NULL), -ENOENT);
+}
+
 Test(cgroup, v1_cpusets_with_holes)
 {
 	_cleanup_close_ int fd = open_fixture("v1-cpuset");

@@ -3,7 +3,7 @@
 # Sourced by setup-and-run.sh and setup-and-test.sh.
 set -euo pipefail
 
-cgprocfs_build_deps=(build-essential clang meson ninja-build pkg-config
+cgprocfs_build_deps=(build-essential clang libclang-rt-14-dev meson ninja-build pkg-config
 	libfuse3-dev fuse3 libglib2.0-dev libcriterion-dev libsystemd-dev)
 # what the tests run: psutil and its suite for /usr/bin/python3, ps/top/free,
 # unshare/nsenter/setpriv, runc, crun and podman with a busybox rootfs for

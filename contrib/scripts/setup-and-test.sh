@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
 # Fresh Debian 12 to a passing test suite: install, build with gcc (and
-# check that clang builds it clean too), run every test.
+# check that clang builds it clean too, with the fuzzers), run every test,
+# and replay the fuzzers' seeds and past crash inputs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . contrib/scripts/deps.sh
 cgprocfs_install "${cgprocfs_build_deps[@]}" "${cgprocfs_test_deps[@]}"
 cgprocfs_build
 rm -rf build-clang
-CC=clang meson setup build-clang >/dev/null
+CC=clang meson setup -Dfuzz=true build-clang >/dev/null
 ninja -C build-clang >build-clang/build.log || { cat build-clang/build.log; exit 1; }
 echo "clang build: clean"
 
 status=0
 meson test -C build --print-errorlogs --num-processes 2 || status=$?
+if meson test -C build-clang --suite fuzz --num-processes 2 >build-clang/fuzz.log 2>&1; then
+	echo "fuzzers: seeds replayed clean ($(grep -c ' OK ' build-clang/fuzz.log) harnesses)"
+else
+	cat build-clang/fuzz.log
+	status=1
+fi
 
 # One closing line for whoever reads only the end.
 /usr/bin/python3 - <<'PY'

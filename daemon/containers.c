@@ -48,6 +48,7 @@ struct containers {
 	GHashTable *by_ns;   /* ns -> struct ns_view* */
 	GPtrArray *sessions; /* struct session*: every container view served */
 	gboolean handed_over; /* the socket path is the new daemon's now */
+	guint64 attaches, attach_failures; /* under lock */
 };
 
 struct session {
@@ -301,6 +302,12 @@ static void handle_attach(struct containers *cs, int conn, pid_t pid)
 		if (r == 0)
 			fuse_fd = -1; /* the session's now */
 	}
+	g_mutex_lock(&cs->lock);
+	if (r == 0)
+		cs->attaches++;
+	else
+		cs->attach_failures++;
+	g_mutex_unlock(&cs->lock);
 	if (r == 0) {
 		(void)!fdmsg_send(conn, "ok", &mnt, 1);
 		return;
@@ -458,4 +465,23 @@ gboolean containers_stop(struct containers *cs)
 		unlink(cs->socket_path);
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
 	return g_hash_table_size(cs->by_ns) > 0;
+}
+
+void containers_render_stats(struct containers *cs, GString *out)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
+	g_string_append_printf(out,
+			       "# HELP cgprocfs_container_views Pid namespaces with a view.\n"
+			       "# TYPE cgprocfs_container_views gauge\n"
+			       "cgprocfs_container_views %u\n"
+			       "# HELP cgprocfs_container_sessions Containers' FUSE sessions served.\n"
+			       "# TYPE cgprocfs_container_sessions gauge\n"
+			       "cgprocfs_container_sessions %u\n"
+			       "# HELP cgprocfs_container_attaches_total Containers attached by their hook.\n"
+			       "# TYPE cgprocfs_container_attaches_total counter\n"
+			       "cgprocfs_container_attaches_total %" G_GUINT64_FORMAT "\n"
+			       "# HELP cgprocfs_container_attach_failures_total Attach requests refused or failed.\n"
+			       "# TYPE cgprocfs_container_attach_failures_total counter\n"
+			       "cgprocfs_container_attach_failures_total %" G_GUINT64_FORMAT "\n",
+			       g_hash_table_size(cs->by_ns), cs->sessions->len, cs->attaches, cs->attach_failures);
 }

@@ -42,6 +42,8 @@ int containers_start(const struct containers_config *cfg, struct containers **re
  * the session's state, the owner of its process watches. 0 or -errno. */
 int containers_resume(struct containers *cs, int fuse_fd, int ns_fd, unsigned proto_minor,
 		      struct ops_state **ret_owner);
+/* The containers' gauges and counters (Prometheus text). */
+void containers_render_stats(struct containers *cs, GString *out);
 /* Stop taking new containers. TRUE if containers' views are still served:
  * what they use (the CPU view, the memo, the watch) must then stay. */
 gboolean containers_stop(struct containers *cs);
@@ -78,6 +80,8 @@ struct fuse_session;
 void serve_init(void);
 int session_serve(struct fuse_session *se);
 gboolean serve_drain(void);
+/* cgprocfs_requests_total, by operation (Prometheus text). */
+void serve_render_stats(GString *out);
 /* Take up se, on the /dev/fuse fd of a session another daemon served until
  * now: the kernel's INIT was answered by that daemon, with protocol minor
  * version proto_minor (struct ops_state.proto_minor there). */

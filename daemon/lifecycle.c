@@ -144,6 +144,18 @@ static void announce(const char *mnt)
 		  mnt, mnt, mnt, mnt, mnt, mnt);
 }
 
+/* The containers, once started: for .cgprocfs/stats (atomic). */
+static struct containers *stats_containers;
+
+/* .cgprocfs/stats beyond the memo's. */
+static void more_stats(GString *out, void *data)
+{
+	serve_render_stats(out);
+	struct containers *cs = g_atomic_pointer_get(&stats_containers);
+	if (cs)
+		containers_render_stats(cs, out);
+}
+
 /* Set once this daemon's sessions are another's (see containers.c). */
 static gint handed_over;
 
@@ -269,6 +281,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		.pid_ns_fd = -1,
 		.pid_ns = scfg.ns,
 		.hidepid = hides_processes(real_opts),
+		.more_stats = more_stats,
 		.control_socket = cfg->control_socket,
 	};
 	r = view_new(&vcfg, &view);
@@ -324,6 +337,8 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	r = containers_start(&ccfg_containers, &containers);
 	if (r < 0)
 		g_warning("cannot listen on %s (%s): containers cannot attach", cfg->control_socket, g_strerror(-r));
+	else
+		g_atomic_pointer_set(&stats_containers, containers);
 	if (cfg->replace)
 		resume_the_rest(containers, watch, &state, &ho);
 	handover_clear(&ho);

@@ -29,6 +29,10 @@ static GCond changed;
 static gboolean draining;
 static GHashTable *running; /* struct worker*: threads to interrupt on drain */
 
+/* Requests taken, by opcode (the last slot: any other). */
+#define COUNTED_OPCODES 64
+static guint64 requests[COUNTED_OPCODES];
+
 static void *worker_main(void *data);
 
 /* Under lock. */
@@ -73,6 +77,10 @@ static void *worker_main(void *data)
 			g_mutex_unlock(&lock);
 			fuse_session_exit(sv->se);
 			break;
+		}
+		if (buf.mem && !(buf.flags & FUSE_BUF_IS_FD) && buf.size >= sizeof(struct fuse_in_header)) {
+			uint32_t op = ((const struct fuse_in_header *)buf.mem)->opcode;
+			__atomic_fetch_add(&requests[MIN(op, COUNTED_OPCODES - 1)], 1, __ATOMIC_RELAXED);
 		}
 		g_mutex_lock(&lock);
 		if (--sv->idle == 0 && sv->workers < MAX_WORKERS && !draining)
@@ -161,4 +169,30 @@ void session_resume(struct fuse_session *se, unsigned proto_minor)
 	};
 	const struct fuse_buf buf = { .size = sizeof(msg), .mem = &msg };
 	fuse_session_process_buf(se, &buf);
+}
+
+void serve_render_stats(GString *out)
+{
+	static const struct {
+		uint32_t opcode;
+		const char *name;
+	} ops[] = {
+		{ FUSE_LOOKUP, "lookup" },   { FUSE_GETATTR, "getattr" },   { FUSE_READLINK, "readlink" },
+		{ FUSE_ACCESS, "access" },   { FUSE_OPEN, "open" },         { FUSE_READ, "read" },
+		{ FUSE_RELEASE, "release" }, { FUSE_OPENDIR, "opendir" },   { FUSE_READDIR, "readdir" },
+		{ FUSE_RELEASEDIR, "releasedir" }, { FUSE_FORGET, "forget" }, { FUSE_BATCH_FORGET, "batch_forget" },
+		{ FUSE_STATFS, "statfs" },   { FUSE_INTERRUPT, "interrupt" },
+	};
+	guint64 counted = 0, all = 0;
+
+	g_string_append(out, "# HELP cgprocfs_requests_total FUSE requests taken, by operation, over every view.\n"
+			     "# TYPE cgprocfs_requests_total counter\n");
+	for (size_t i = 0; i < G_N_ELEMENTS(ops); i++) {
+		guint64 n = __atomic_load_n(&requests[ops[i].opcode], __ATOMIC_RELAXED);
+		counted += n;
+		g_string_append_printf(out, "cgprocfs_requests_total{op=\"%s\"} %" G_GUINT64_FORMAT "\n", ops[i].name, n);
+	}
+	for (size_t i = 0; i < COUNTED_OPCODES; i++)
+		all += __atomic_load_n(&requests[i], __ATOMIC_RELAXED);
+	g_string_append_printf(out, "cgprocfs_requests_total{op=\"other\"} %" G_GUINT64_FORMAT "\n", all - counted);
 }

@@ -990,7 +990,10 @@ static int render_cpu_set(struct view *v, const struct caller *c, const char *na
 
 static int render_stats(struct view *v, const struct caller *c, const char *name, GBytes **ret)
 {
-	*ret = g_string_free_to_bytes(smaps_render_stats(v->cfg.smaps));
+	GString *out = smaps_render_stats(v->cfg.smaps);
+	if (v->cfg.more_stats)
+		v->cfg.more_stats(out, v->cfg.more_stats_data);
+	*ret = g_string_free_to_bytes(out);
 	return 0;
 }
 

@@ -44,6 +44,9 @@ struct view_config {
 	 * never cached. */
 	gboolean hidepid;
 	const char *control_socket; /* shown in .cgprocfs/control, or NULL */
+	/* More of .cgprocfs/stats, after the memo's (the daemon's), or NULL */
+	void (*more_stats)(GString *out, void *data);
+	void *more_stats_data;
 };
 
 struct view;

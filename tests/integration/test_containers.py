@@ -1052,6 +1052,9 @@ def make_tests(d, lab):
         check(serving, "the daemon never served a container", d.log())
         check_equal(sorted(ended), sorted(ns for ns, _ in serving), "namespaces whose view ended")
         check(not re.search("error", d.log(), re.I), "the daemon logged an error", d.log())
+        stats = smaps_stats(d.mnt)
+        check_equal((stats.get("cgprocfs_container_views"), stats.get("cgprocfs_container_sessions")),
+                    (0.0, 0.0), "container views and sessions in the stats once every container ended")
         now = {m for _, m, fstype, _ in mount_fields() if fstype == "fuse.cgprocfs"}
         check(d.mnt in now and now <= lab.fuse_mounts_before, "cgprocfs mounts appeared in the test's mount namespace",
               sorted(now - lab.fuse_mounts_before))

@@ -512,6 +512,31 @@ def make_tests(d):
         check_equal(sorted(names), sorted(real.split()), "names in /proc/%d (view vs real)" % pid)
         check_equal(sorted(names), sorted(os.listdir("/proc/%d" % pid)), "names in /proc/%d (view vs host)" % pid)
 
+    @test("MNT/.cgprocfs/stats is Prometheus text, and 20 opens of proc/cpuinfo add 20 to its open requests")
+    def _():
+        def samples():
+            with open(os.path.join(d.mnt, ".cgprocfs", "stats")) as f:
+                text = f.read()
+            typed, out = set(), {}
+            for line in text.splitlines():
+                if line.startswith("# TYPE "):
+                    typed.add(line.split()[2])
+                elif line and not line.startswith("#"):
+                    name, value = line.rsplit(" ", 1)
+                    check(name.split("{")[0] in typed, "%s has no # TYPE line before it" % name, text)
+                    out[name] = float(value)
+            return out
+        before = samples()
+        for _ in range(20):
+            with open(os.path.join(d.proc, "cpuinfo")) as f:
+                f.read()
+        after = samples()
+        key = 'cgprocfs_requests_total{op="open"}'
+        # The second read of the stats file is one more open.
+        check_equal(after[key] - before[key], 21, "open requests over 20 opens of cpuinfo and one of stats")
+        for name in ("cgprocfs_container_views", "cgprocfs_container_sessions", "cgprocfs_smaps_entries"):
+            check(name in after, "no %s in the stats" % name, sorted(after))
+
     @test("bind + mount -t proc proc /proc/.real variant: tools and delegation work")
     def _():
         pid = sleeper_pid()

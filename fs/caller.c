@@ -1,6 +1,7 @@
 #include "caller.h"
 
 #include "cleanup.h"
+#include "pidns.h"
 #include "procfile.h"
 
 #include <errno.h>
@@ -21,11 +22,17 @@ int caller_parse_status(const char *text, size_t len, struct caller_status *ret)
 	gboolean have_caps = FALSE, have_groups = FALSE;
 	uint64_t caps = 0;
 
+	ret->tgid = 0;
 	for (char *line = copy, *next; line && *line; line = next) {
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		if (g_str_has_prefix(line, "CapEff:")) {
+		if (g_str_has_prefix(line, "Tgid:")) {
+			guint64 tgid;
+			if (!g_ascii_string_to_unsigned(g_strstrip(line + 5), 10, 1, G_MAXINT32, &tgid, NULL))
+				return -EINVAL;
+			ret->tgid = (pid_t)tgid;
+		} else if (g_str_has_prefix(line, "CapEff:")) {
 			char *end;
 			errno = 0;
 			caps = strtoull(line + 7, &end, 16);
@@ -134,6 +141,18 @@ static int usable_caps(const struct caller *c, int owner_proc_fd, pid_t owner, u
 	return 0;
 }
 
+/* Is owner the caller's own process? The kernel lets a process at its own
+ * files without a check (same_thread_group in ptrace_may_access): even a
+ * process that is not dumpable reads its own exe link and smaps_rollup. */
+static gboolean own_process(const struct caller *c, pid_t caller_tgid, pid_t owner)
+{
+	if (owner <= 0)
+		return FALSE;
+	if (c->pid_ns_fd < 0)
+		return caller_tgid == owner;
+	return pidns_tgid_in(c->pid_ns_fd, c->tid) == owner;
+}
+
 /* Narrow this thread's credentials to the caller's. Per-thread raw syscalls:
  * glibc's setgroups would change every thread of the daemon. Whatever it
  * returns, the caller runs creds_restore(s) when its scope ends. */
@@ -152,6 +171,8 @@ static int creds_assume(const struct caller *c, int owner_proc_fd, pid_t owner, 
 		return -EACCES;
 	g_autoptr(GArray) caller_groups = st.groups;
 	uint64_t caller_caps;
+	if (own_process(c, st.tgid, owner))
+		return 0; /* as the kernel does: nothing to narrow */
 	int r = usable_caps(c, owner_proc_fd, owner, st.cap_effective, &caller_caps);
 	if (r < 0)
 		return r;

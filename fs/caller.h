@@ -13,14 +13,18 @@
 #include <sys/types.h>
 
 struct caller {
-	pid_t tid;   /* requesting thread, in the daemon's pid namespace */
-	uid_t uid;   /* its fsuid, as the kernel stamped the request */
-	gid_t gid;   /* its fsgid */
-	int proc_fd; /* a procfs in which tid can be looked up */
+	pid_t tid;     /* requesting thread, in the daemon's pid namespace */
+	uid_t uid;     /* its fsuid, as the kernel stamped the request */
+	gid_t gid;     /* its fsgid */
+	int proc_fd;   /* a procfs in which tid can be looked up */
+	int pid_ns_fd; /* the pid namespace owners (below) are numbered in: an
+	                * fd of it, or -1 for the daemon's */
 };
 
-/* What /proc/<tid>/status says of a thread's groups and capabilities. */
+/* What /proc/<tid>/status says of a thread's process, groups and
+ * capabilities. */
 struct caller_status {
+	pid_t tgid;     /* 0 where the text has no Tgid line */
 	uint64_t cap_effective;
 	GArray *groups; /* gid_t */
 };
@@ -29,9 +33,11 @@ struct caller_status {
 int caller_parse_status(const char *text, size_t len, struct caller_status *ret);
 
 /* openat(dirfd, path, flags) as the caller. owner is the process whose
- * file path is, numbered as in the procfs dirfd, or 0 for a plain file:
- * access to a process depends on the user namespaces of both. 0 or -errno
- * (EACCES where the caller may not open it, as the kernel would answer). */
+ * file path is, numbered as in the procfs dirfd (in c->pid_ns_fd's
+ * namespace), or 0 for a plain file: access to a process depends on the
+ * user namespaces of both, and a process may always get at its own files,
+ * whatever its credentials or dumpability. 0 or -errno (EACCES where the
+ * caller may not open it, as the kernel would answer). */
 int caller_openat(const struct caller *c, pid_t owner, int dirfd, const char *path, int flags,
 		  int *ret_fd);
 

@@ -19,6 +19,7 @@ static struct caller req_caller(fuse_req_t req)
 		.uid = ctx->uid,
 		.gid = ctx->gid,
 		.proc_fd = state(req)->proc_fd,
+		.pid_ns_fd = view_pid_ns_fd(state(req)->view),
 	};
 }
 

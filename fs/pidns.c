@@ -10,6 +10,7 @@
 #ifndef NS_GET_PID_FROM_PIDNS
 #define NS_GET_PID_FROM_PIDNS _IOR(NSIO, 0x6, int)
 #define NS_GET_PID_IN_PIDNS _IOR(NSIO, 0x8, int)
+#define NS_GET_TGID_IN_PIDNS _IOR(NSIO, 0x9, int)
 #endif
 
 static int open_own(pid_t pid, unsigned flags)
@@ -33,4 +34,12 @@ int pidns_pidfd_open(int ns_fd, pid_t pid, unsigned flags)
 		return -ESRCH;
 	}
 	return fd;
+}
+
+pid_t pidns_tgid_in(int ns_fd, pid_t tid)
+{
+	int tgid = ioctl(ns_fd, NS_GET_TGID_IN_PIDNS, (unsigned long)tid);
+	if (tgid > 0)
+		return tgid;
+	return tgid == 0 || errno == ESRCH ? -ESRCH : -EOPNOTSUPP;
 }

@@ -8,3 +8,8 @@
  * -ESRCH (no such process), -EOPNOTSUPP (this kernel cannot translate pids
  * between namespaces: before Linux 6.9), or another -errno of pidfd_open. */
 int pidns_pidfd_open(int ns_fd, pid_t pid, unsigned flags);
+
+/* The thread group id, in the pid namespace of ns_fd, of thread tid of the
+ * daemon's namespace; -ESRCH if it has none there (or is gone), or
+ * -EOPNOTSUPP (before Linux 6.9). */
+pid_t pidns_tgid_in(int ns_fd, pid_t tid);

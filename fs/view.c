@@ -177,6 +177,11 @@ static uint64_t row_ino(enum row r)
 	return rows[r].kind == NODE_SYS_MIRROR ? ino_node(NODE_SYS_MIRROR, 0) : ino_node(rows[r].kind, r);
 }
 
+int view_pid_ns_fd(const struct view *v)
+{
+	return v->cfg.pid_ns_fd;
+}
+
 uint64_t view_proc_ino(void)
 {
 	return row_ino(ROW_PROC);

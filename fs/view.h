@@ -55,6 +55,9 @@ struct view;
 int view_new(const struct view_config *cfg, struct view **ret_view);
 void view_free(struct view *v);
 
+/* The pid namespace of its procfs: cfg.pid_ns_fd. */
+int view_pid_ns_fd(const struct view *v);
+
 /* The inode of proc/: the parent of every pid directory. */
 uint64_t view_proc_ino(void);
 

@@ -31,6 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
 from cgtest import check, check_equal, describe, diag  # noqa: E402
+from test_psutil_suite import MODULES as PSUTIL_MODULES, SuiteRun, view_only  # noqa: E402
 
 BUSYBOX = "/bin/busybox"
 APPLETS = ["sh", "ps", "grep", "head", "wc", "ls", "readlink", "echo", "sleep", "cat", "nproc"]
@@ -125,6 +126,32 @@ echo @@reads; echo $reads
 echo @@errors; echo $errors
 echo @@cpus; echo $cpus | tr ' ' '\n' | sort -u | tr '\n' ' '
 """
+
+# What psutil's suite is expected to fail in a container with the view, and
+# not without it, and why: the view shows 1 CPU (quota 1/2), while the
+# affinity mask (nproc) and /proc/<pid>/stat's "processor" field keep the
+# two host CPUs (see the README).
+PSUTIL_VIEW_ONLY = {
+    "psutil.tests.test_linux.TestSystemCPUCountLogical.test_against_nproc": "nproc follows the affinity mask",
+    "psutil.tests.test_process.TestProcess.test_cpu_num": "the processor field keeps host numbering",
+}
+
+
+def host_python(config):
+    """Container edit: the host's /usr (python3 and psutil's suite), /etc
+    and libraries, read-only, a writable /tmp as the working directory."""
+    for dest, src in (("/usr", "/usr"), ("/etc", "/etc"), ("/lib", "/usr/lib"), ("/lib64", "/usr/lib64")):
+        if os.path.isdir(src):
+            config["mounts"].append({"destination": dest, "type": "bind", "source": src,
+                                     "options": ["rbind", "ro"]})
+    config["mounts"].append({"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["rw"]})
+    config["process"]["cwd"] = "/tmp"
+    config["process"]["env"].append("PSUTIL_TESTING=1")
+    # psutil's LimitedUserTestCase runs the process tests again as uid 1000.
+    caps = config["process"]["capabilities"]
+    for kind in ("bounding", "effective", "permitted"):
+        caps[kind] = caps.get(kind, []) + ["CAP_SETUID", "CAP_SETGID"]
+
 
 SELF_PROBE = VIEW_MARK + r"""
 echo @@exe; readlink /proc/self/exe
@@ -845,6 +872,27 @@ def make_tests(d, lab):
         check_equal(section(secs, "cmdline").strip(), "sleep 31", "/proc/%s/cmdline" % q)
         check_equal(section(secs, "smaps").strip(), "1", "Rss lines in /proc/%s/smaps_rollup" % q)
         check_equal(section(secs, "listed").strip(), "1", "/proc/%s in ls /proc" % q)
+
+    @test("runc: psutil's suite in a container fails, with the view, only what the 1-CPU view explains")
+    def _():
+        suite = "exec %s -m unittest %s" % (cgtest.PYTHON, " ".join(PSUTIL_MODULES))
+
+        def run(name, hook):
+            with Container(lab, suite, hook=hook, edit=host_python) as c:
+                result = SuiteRun(name, c.run(timeout=300))
+            problems = result.problems()
+            check(not problems, "%s: the suite did not run properly" % name, *problems,
+                  describe(result.result)[-3000:])
+            result.report()
+            for test_id in sorted(set(result.failures) & set(PSUTIL_VIEW_ONLY)):
+                diag("%s fails with the view: %s (expected)" % (test_id, PSUTIL_VIEW_ONLY[test_id]))
+                del result.failures[test_id]
+            return result
+        plain = run("without the view", None)
+        view = run("with the view", "proc")
+        bad = view_only(view, [plain], lambda: run("with the view (second run)", "proc"))
+        check(not bad, "%d psutil test(s) fail only with the view, twice" % len(bad),
+              *[view.failures[t][:1500] for t in bad])
 
     # 5. ---------------------------------------------------------------
 

@@ -158,8 +158,8 @@ Test(caller, open_as_another_user_is_checked_by_the_kernel)
 	_cleanup_close_ int proc = open("/proc", O_RDONLY | O_DIRECTORY);
 	g_autofree char *secret = make_file(0600, 0);
 	pid_t nobody = spawn_caller(NOBODY, NOBODY, 0);
-	struct caller c = { .tid = nobody, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc };
-	struct caller me = { .tid = (pid_t)syscall(SYS_gettid), .uid = 0, .gid = 0, .proc_fd = proc };
+	struct caller c = { .tid = nobody, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc, .pid_ns_fd = -1 };
+	struct caller me = { .tid = (pid_t)syscall(SYS_gettid), .uid = 0, .gid = 0, .proc_fd = proc, .pid_ns_fd = -1 };
 	struct creds_snapshot before = snapshot();
 	int fd = -7;
 
@@ -177,6 +177,54 @@ Test(caller, open_as_another_user_is_checked_by_the_kernel)
 	unlink(secret);
 }
 
+/* A process of nobody's that made itself not dumpable (as processes that
+ * change their ids do), alive until reaped. */
+static pid_t spawn_undumpable(void)
+{
+	int ready[2];
+	cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
+		    setresuid(NOBODY, NOBODY, NOBODY) < 0 || prctl(PR_SET_DUMPABLE, 0) < 0)
+			_exit(1);
+		close(ready[1]);
+		pause();
+		_exit(0);
+	}
+	char c;
+	close(ready[1]);
+	cr_assert_eq(read(ready[0], &c, 1), 0, "the undumpable process could not start");
+	close(ready[0]);
+	return pid;
+}
+
+Test(caller, a_process_that_is_not_dumpable_still_gets_at_its_own_files)
+{
+	require_root();
+	_cleanup_close_ int proc = open("/proc", O_RDONLY | O_DIRECTORY);
+	pid_t self = spawn_undumpable();
+	pid_t other = spawn_caller(NOBODY, NOBODY, 0);
+	struct caller c = { .tid = self, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc, .pid_ns_fd = -1 };
+	struct caller o = { .tid = other, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc, .pid_ns_fd = -1 };
+	char path[48];
+	int fd = -1;
+	g_autofree char *target = NULL;
+
+	snprintf(path, sizeof(path), "%d/smaps_rollup", (int)self);
+	cr_assert_eq(caller_openat(&c, self, proc, path, O_RDONLY, &fd), 0, "its own smaps_rollup");
+	close(fd);
+	/* Another process of the same user may not: the kernel asks for
+	 * CAP_SYS_PTRACE where the target is not dumpable. */
+	cr_assert_eq(caller_openat(&o, self, proc, path, O_RDONLY, &fd), -EACCES, "another's");
+	snprintf(path, sizeof(path), "%d/exe", (int)self);
+	cr_assert_eq(caller_readlinkat(&c, self, proc, path, &target), 0, "its own exe link");
+	reap(self);
+	reap(other);
+}
+
 Test(caller, supplementary_groups_of_the_caller_count)
 {
 	require_root();
@@ -184,8 +232,8 @@ Test(caller, supplementary_groups_of_the_caller_count)
 	g_autofree char *shared = make_file(0640, EXTRA_GROUP);
 	pid_t member = spawn_caller(NOBODY, NOBODY, EXTRA_GROUP);
 	pid_t outsider = spawn_caller(NOBODY, NOBODY, 0);
-	struct caller m = { .tid = member, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc };
-	struct caller o = { .tid = outsider, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc };
+	struct caller m = { .tid = member, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc, .pid_ns_fd = -1 };
+	struct caller o = { .tid = outsider, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc, .pid_ns_fd = -1 };
 	int fd = -1;
 
 	cr_assert_eq(caller_openat(&m, 0, AT_FDCWD, shared, O_RDONLY, &fd), 0);
@@ -202,7 +250,7 @@ Test(caller, another_users_process_memory_is_refused_and_own_is_allowed)
 	_cleanup_close_ int proc = open("/proc", O_RDONLY | O_DIRECTORY);
 	pid_t rootproc = spawn_caller(0, 0, 0);
 	pid_t nobody = spawn_caller(NOBODY, NOBODY, 0);
-	struct caller c = { .tid = nobody, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc };
+	struct caller c = { .tid = nobody, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc, .pid_ns_fd = -1 };
 	char theirs[64], mine[64];
 	int fd = -1;
 
@@ -225,7 +273,7 @@ Test(caller, a_caller_that_is_gone_gets_nothing)
 	_cleanup_close_ int proc = open("/proc", O_RDONLY | O_DIRECTORY);
 	pid_t gone = spawn_caller(0, 0, 0);
 	reap(gone);
-	struct caller c = { .tid = gone, .uid = 0, .gid = 0, .proc_fd = proc };
+	struct caller c = { .tid = gone, .uid = 0, .gid = 0, .proc_fd = proc, .pid_ns_fd = -1 };
 	int fd = -1;
 	cr_assert_eq(caller_openat(&c, 0, proc, "self/status", O_RDONLY, &fd), -EACCES);
 }
@@ -236,7 +284,7 @@ Test(caller, a_caller_in_a_user_namespace_reaches_its_own_processes_only)
 	_cleanup_close_ int proc = open("/proc", O_RDONLY | O_DIRECTORY);
 	pid_t inside = spawn_userns_caller();
 	pid_t outside = spawn_caller(NOBODY, NOBODY, 0);
-	struct caller c = { .tid = inside, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc };
+	struct caller c = { .tid = inside, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc, .pid_ns_fd = -1 };
 	char mine[64], theirs[64];
 	int fd = -1;
 

@@ -66,6 +66,8 @@ Test(pidns, another_namespace_by_its_numbers)
 	close(fd);
 	/* Only pid 1 exists there; this process has no number there at all. */
 	cr_expect_eq(pidns_pidfd_open(ns_fd, 2, 0), -ESRCH);
+	cr_expect_eq(pidns_tgid_in(ns_fd, child), 1, "the child's number there");
+	cr_expect_eq(pidns_tgid_in(ns_fd, getpid()), -ESRCH, "this process's number there");
 	/* Once it has exited, its number names nothing. */
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);

@@ -61,7 +61,7 @@ static void setup(void)
 	};
 	cr_assert_eq(view_new(&cfg, &v), 0);
 	me = (struct caller){ .tid = (pid_t)syscall(SYS_gettid), .uid = geteuid(), .gid = getegid(),
-			      .proc_fd = real_proc };
+			      .proc_fd = real_proc, .pid_ns_fd = -1 };
 }
 
 static void teardown(void)

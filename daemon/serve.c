@@ -22,6 +22,7 @@ struct serving {
 struct worker {
 	struct serving *sv;
 	pthread_t thread;
+	gboolean waiting; /* for a request */
 };
 
 static GMutex lock; /* guards everything below and every struct serving */
@@ -29,7 +30,7 @@ static GCond changed;
 static gboolean draining;
 static GHashTable *running; /* struct worker*: threads to interrupt on drain */
 
-/* Requests taken, by opcode (the last slot: any other). */
+/* Requests taken, by opcode (the last slot: any other); under lock. */
 #define COUNTED_OPCODES 64
 static guint64 requests[COUNTED_OPCODES];
 
@@ -60,39 +61,37 @@ static void *worker_main(void *data)
 	struct serving *sv = w->sv;
 	struct fuse_buf buf = { 0 };
 
+	g_mutex_lock(&lock);
 	for (;;) {
-		g_mutex_lock(&lock);
-		gboolean stop = draining;
-		g_mutex_unlock(&lock);
-		if (stop || fuse_session_exited(sv->se))
+		if (draining || fuse_session_exited(sv->se))
 			break;
-		/* A drain interrupts this wait (EINTR) before a request is taken. */
+		/* Only a worker waiting here is interrupted by a drain (EINTR,
+		 * before it takes a request); one answering a request is not. */
+		w->waiting = TRUE;
+		g_mutex_unlock(&lock);
 		int r = fuse_session_receive_buf(sv->se, &buf);
+		g_mutex_lock(&lock);
+		w->waiting = FALSE;
 		if (r == -EINTR)
 			continue;
 		if (r <= 0) { /* 0: the mount is gone */
-			g_mutex_lock(&lock);
 			if (r < 0 && sv->error == 0)
 				sv->error = r;
-			g_mutex_unlock(&lock);
 			fuse_session_exit(sv->se);
 			break;
 		}
 		if (buf.mem && !(buf.flags & FUSE_BUF_IS_FD) && buf.size >= sizeof(struct fuse_in_header)) {
 			uint32_t op = ((const struct fuse_in_header *)buf.mem)->opcode;
-			__atomic_fetch_add(&requests[MIN(op, COUNTED_OPCODES - 1)], 1, __ATOMIC_RELAXED);
+			requests[MIN(op, COUNTED_OPCODES - 1)]++;
 		}
-		g_mutex_lock(&lock);
-		if (--sv->idle == 0 && sv->workers < MAX_WORKERS && !draining)
+		if (--sv->idle == 0 && sv->workers < MAX_WORKERS)
 			spawn(sv);
 		g_mutex_unlock(&lock);
 		fuse_session_process_buf(sv->se, &buf);
 		g_mutex_lock(&lock);
 		sv->idle++;
-		g_mutex_unlock(&lock);
 	}
 	free(buf.mem);
-	g_mutex_lock(&lock);
 	sv->workers--;
 	sv->idle--;
 	g_hash_table_remove(running, w);
@@ -141,7 +140,8 @@ gboolean serve_drain(void)
 	while (g_hash_table_size(running) > 0 && g_get_monotonic_time() < deadline) {
 		g_hash_table_iter_init(&it, running);
 		while (g_hash_table_iter_next(&it, &w, NULL))
-			pthread_kill(((struct worker *)w)->thread, SIGUSR2);
+			if (((struct worker *)w)->waiting)
+				pthread_kill(((struct worker *)w)->thread, SIGUSR2);
 		g_cond_wait_until(&changed, &lock, g_get_monotonic_time() + 10 * G_TIME_SPAN_MILLISECOND);
 	}
 	gboolean done = g_hash_table_size(running) == 0;
@@ -173,6 +173,7 @@ void session_resume(struct fuse_session *se, unsigned proto_minor)
 
 void serve_render_stats(GString *out)
 {
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&lock);
 	static const struct {
 		uint32_t opcode;
 		const char *name;
@@ -188,11 +189,11 @@ void serve_render_stats(GString *out)
 	g_string_append(out, "# HELP cgprocfs_requests_total FUSE requests taken, by operation, over every view.\n"
 			     "# TYPE cgprocfs_requests_total counter\n");
 	for (size_t i = 0; i < G_N_ELEMENTS(ops); i++) {
-		guint64 n = __atomic_load_n(&requests[ops[i].opcode], __ATOMIC_RELAXED);
+		guint64 n = requests[ops[i].opcode];
 		counted += n;
 		g_string_append_printf(out, "cgprocfs_requests_total{op=\"%s\"} %" G_GUINT64_FORMAT "\n", ops[i].name, n);
 	}
 	for (size_t i = 0; i < COUNTED_OPCODES; i++)
-		all += __atomic_load_n(&requests[i], __ATOMIC_RELAXED);
+		all += requests[i];
 	g_string_append_printf(out, "cgprocfs_requests_total{op=\"other\"} %" G_GUINT64_FORMAT "\n", all - counted);
 }

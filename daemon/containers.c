@@ -48,11 +48,14 @@ struct containers {
 	GHashTable *by_ns;   /* ns -> struct ns_view* */
 	GPtrArray *sessions; /* struct session*: every container view served */
 	gboolean handed_over; /* the socket path is the new daemon's now */
+	unsigned last_id;     /* of a session, for the keeper (the host's is 0) */
 	guint64 attaches, attach_failures; /* under lock */
 };
 
 struct session {
 	struct containers *owner;
+	unsigned id;      /* the keeper's */
+	gboolean recover; /* taken from a dead daemon's keeper */
 	struct ns_view *nsv;
 	struct ops_state state;
 	struct fuse_session *se;
@@ -173,7 +176,13 @@ static gpointer session_thread(gpointer data)
 {
 	struct session *s = data;
 
+	if (s->recover) { /* before serving: the session cannot end meanwhile */
+		session_resend(s->se);
+		recover_entries(s->owner->cfg.watch, &s->state, s->nsv->proc_fd, s->nsv->ns_fd);
+	}
 	gboolean handed_over = session_serve(s->se) == -ECANCELED;
+	if (!handed_over)
+		keeper_drop(s->owner->cfg.keeper, s->id);
 	g_mutex_lock(&s->owner->lock);
 	g_ptr_array_remove_fast(s->owner->sessions, s);
 	g_mutex_unlock(&s->owner->lock);
@@ -188,13 +197,15 @@ static gpointer session_thread(gpointer data)
 
 /* Serve the view of the pid namespace of ns_fd on fuse_fd (taken on
  * success), from a thread of its own. A session that another daemon
- * served until a handover is resumed with its protocol minor version;
- * 0 for a new one. 0 or -errno with *ret_why. */
+ * served until a handover is resumed with its protocol minor version
+ * (0 for a new one); recover: that daemon died (see recover.c). 0 or
+ * -errno with *ret_why. */
 static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned resume_minor,
-			 struct session **ret, const char **ret_why)
+			 gboolean recover, struct session **ret, const char **ret_why)
 {
 	struct session *s = g_new0(struct session, 1);
 	s->owner = cs;
+	s->recover = recover;
 	int r = ns_view_get(cs, ns_fd, &s->nsv);
 	if (r < 0) {
 		g_free(s);
@@ -221,7 +232,9 @@ static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned
 		session_resume(s->se, resume_minor);
 	g_mutex_lock(&cs->lock);
 	g_ptr_array_add(cs->sessions, s);
+	s->id = ++cs->last_id;
 	g_mutex_unlock(&cs->lock);
+	keeper_keep(cs->cfg.keeper, s->id, fuse_fd, s->nsv->ns_fd);
 	/* The session owns fuse_fd from here; the hook keeps its own copy. */
 	g_thread_unref(g_thread_new("container", session_thread, s));
 	*ret = s;
@@ -242,7 +255,7 @@ static int attach(struct containers *cs, pid_t pid, int fuse_fd, const char **re
 		return -ESRCH;
 	}
 	gint64 started = g_get_monotonic_time();
-	int r = start_session(cs, ns_fd, fuse_fd, 0, &s, ret_why);
+	int r = start_session(cs, ns_fd, fuse_fd, 0, FALSE, &s, ret_why);
 	if (r < 0)
 		return r;
 	g_message("serving the view of pid namespace %" G_GUINT64_FORMAT " (container init %d), set up in %.1f ms",
@@ -250,12 +263,12 @@ static int attach(struct containers *cs, pid_t pid, int fuse_fd, const char **re
 	return 0;
 }
 
-int containers_resume(struct containers *cs, int fuse_fd, int ns_fd, unsigned proto_minor,
+int containers_resume(struct containers *cs, int fuse_fd, int ns_fd, unsigned proto_minor, gboolean resend,
 		      struct ops_state **ret_owner)
 {
 	const char *why = NULL;
 	struct session *s;
-	int r = start_session(cs, ns_fd, fuse_fd, proto_minor, &s, &why);
+	int r = start_session(cs, ns_fd, fuse_fd, proto_minor, resend, &s, &why);
 	if (r < 0) {
 		g_warning("cannot resume a container's view: %s (%s)", why, g_strerror(-r));
 		return r;
@@ -349,7 +362,7 @@ static gboolean handle_handover(struct containers *cs, int conn)
 	const struct ops_state *host = cs->cfg.host;
 	int host_fd = fuse_session_fd(host->session);
 	snprintf(text, sizeof(text), "session %u", host->proto_minor);
-	hs.failed = fdmsg_send(conn, text, &host_fd, 1) < 0;
+	hs.failed = fdmsg_send(conn, "ok", NULL, 0) < 0 || fdmsg_send(conn, text, &host_fd, 1) < 0;
 	g_hash_table_insert(hs.index, (gpointer)host, GUINT_TO_POINTER(1));
 	g_mutex_lock(&cs->lock);
 	for (guint i = 0; i < cs->sessions->len && !hs.failed; i++) {

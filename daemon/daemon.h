@@ -19,6 +19,9 @@ struct daemon_config {
 	struct memo_config smaps;  /* --smaps-max-age, --refresh-budget, ... */
 	const char *control_socket; /* --control-socket */
 	gboolean replace;          /* --replace: take over from the running daemon */
+	int recover_fd;            /* >= 0: take over from the keeper of a dead daemon */
+	const char *keeper_path;   /* where this daemon's keeper listens */
+	int keeper_wait_s;         /* --keeper-wait */
 };
 
 /* Containers: views of other pid namespaces, attached by the OCI hook
@@ -33,6 +36,7 @@ struct containers_config {
 	struct ops_state *host; /* the host view's session, for a handover */
 	void (*handed_over)(void *data); /* all sessions are a new daemon's */
 	void *handed_over_data;
+	struct keeper *keeper;
 };
 struct containers;
 struct ops_state;
@@ -40,7 +44,7 @@ int containers_start(const struct containers_config *cfg, struct containers **re
 /* Serve a container's view that another daemon served until a handover:
  * fuse_fd (taken on success) of the pid namespace of ns_fd. *ret_owner:
  * the session's state, the owner of its process watches. 0 or -errno. */
-int containers_resume(struct containers *cs, int fuse_fd, int ns_fd, unsigned proto_minor,
+int containers_resume(struct containers *cs, int fuse_fd, int ns_fd, unsigned proto_minor, gboolean resend,
 		      struct ops_state **ret_owner);
 /* The containers' gauges and counters (Prometheus text). */
 void containers_render_stats(struct containers *cs, GString *out);
@@ -86,6 +90,16 @@ void serve_render_stats(GString *out);
  * now: the kernel's INIT was answered by that daemon, with protocol minor
  * version proto_minor (struct ops_state.proto_minor there). */
 void session_resume(struct fuse_session *se, unsigned proto_minor);
+/* After taking se over from a dead daemon: have the kernel send again the
+ * requests that one had taken and not answered. */
+void session_resend(struct fuse_session *se);
+
+/* After taking a view over from a dead daemon, whose process watches died
+ * with it (recover.c): watch every live process of the view's procfs
+ * (proc_fd, pid namespace pid_ns_fd, -1 for the daemon's) for owner, and
+ * drop the kernel's entries of numbers that name no process now. */
+struct ops_state;
+void recover_entries(struct pidwatch *w, struct ops_state *owner, int proc_fd, int pid_ns_fd);
 
 /* Taking over from the daemon serving a mountpoint (handover.c). */
 struct handover_session {
@@ -103,13 +117,32 @@ struct handover {
 	GArray *sessions;  /* struct handover_session, the host's first */
 	GArray *watches;   /* struct handover_watch */
 };
-/* Ask the daemon serving mountpoint for its sessions. 0, or -errno with
- * *ret_why; the old daemon serves on until handover_done. */
-int handover_take(const char *mountpoint, struct handover *ret, const char **ret_why);
+/* Ask for the sessions: on conn (a keeper's, see keeper_connect), or, if
+ * conn is -1, the daemon serving mountpoint. 0, or -errno with *ret_why;
+ * the old daemon serves on until handover_done. Takes conn. */
+int handover_take(const char *mountpoint, int conn, struct handover *ret, const char **ret_why);
 /* Tell the old daemon that its sessions are served here: it stops. */
 void handover_done(struct handover *h);
 /* Close what was not taken. */
 void handover_clear(struct handover *h);
+
+/* The keeper (keeper.c): a process holding a copy of every session's fd,
+ * so that a new daemon can take the views over if this one dies. Started
+ * before any thread (it forks); listens on path for that new daemon, and
+ * waits wait_s for one. NULL is a valid keeper that keeps nothing. */
+struct keeper;
+int keeper_start(const char *path, int wait_s, struct keeper **ret);
+/* Session id 0 is the host view's; a container's comes with its pid
+ * namespace (ns_fd), the host's with -1. The fds stay the caller's. */
+void keeper_keep(struct keeper *k, unsigned id, int fuse_fd, int ns_fd);
+void keeper_drop(struct keeper *k, unsigned id);
+/* The FUSE protocol minor version the kernel spoke (same for all). */
+void keeper_minor(struct keeper *k, unsigned proto_minor);
+/* A clean stop: the keeper lets go of everything and exits. */
+void keeper_quit(struct keeper *k);
+/* A connection to the keeper at path whose daemon died, ready to hand its
+ * sessions over (handover_take), or -1 (none there, or its daemon lives). */
+int keeper_connect(const char *path);
 
 /* Messages with up to FDMSG_MAX_FDS file descriptors on unix sockets
  * (fdmsg.c). send is async-signal-safe; receive closes fds beyond *n_fds,
@@ -120,6 +153,14 @@ ssize_t fdmsg_receive(int sock, char *buf, size_t size, int *fds, size_t *n_fds)
 
 /* Make dir ready to be mounted on: created if missing, a directory, not a
  * mount point (a stale cgprocfs mount left by a dead daemon is removed);
- * with replace, served by a running cgprocfs instead. Writes its canonical
- * path to *ret_path. FALSE after printing why not. */
-gboolean mountpoint_prepare(const char *dir, gboolean replace, char **ret_path);
+ * or, by mode, one to take over. Writes its canonical path to *ret_path.
+ * FALSE after printing why not. */
+enum mountpoint_mode {
+	MOUNTPOINT_NEW,     /* to mount on */
+	MOUNTPOINT_REPLACE, /* served by a running cgprocfs (--replace) */
+	MOUNTPOINT_RECOVER, /* held by the keeper of a dead one */
+};
+gboolean mountpoint_prepare(const char *dir, enum mountpoint_mode mode, char **ret_path);
+/* dir's canonical path (its parent resolved), or NULL if the parent is
+ * missing. */
+char *mountpoint_canonical(const char *dir);

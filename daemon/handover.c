@@ -30,13 +30,14 @@ static void close_fds(int *fds, size_t n)
 		close(fds[i]);
 }
 
-int handover_take(const char *mountpoint, struct handover *ret, const char **ret_why)
+/* Connect to the daemon serving mountpoint and ask for its sessions. */
+static int ask_daemon(const char *mountpoint, const char **ret_why)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	g_autofree char *socket_path = control_socket_of(mountpoint);
 	struct timeval timeout = { .tv_sec = ANSWER_TIMEOUT_S };
-	struct handover h = { .conn = -1 };
-	char text[96];
+	char text[64];
+	size_t no_fds = 0;
 
 	if (!socket_path || strlen(socket_path) >= sizeof(addr.sun_path)) {
 		*ret_why = "the running daemon names no control socket";
@@ -50,6 +51,21 @@ int handover_take(const char *mountpoint, struct handover *ret, const char **ret
 		*ret_why = "cannot reach the running daemon's control socket";
 		return -errno;
 	}
+	if (fdmsg_receive(conn, text, sizeof(text), NULL, &no_fds) <= 0 || strcmp(text, "ok") != 0) {
+		*ret_why = "the running daemon did not hand over (too old for --replace?)";
+		return -EPROTO;
+	}
+	return steal_fd(&conn);
+}
+
+int handover_take(const char *mountpoint, int given_conn, struct handover *ret, const char **ret_why)
+{
+	struct handover h = { .conn = -1 };
+	char text[96];
+
+	_cleanup_close_ int conn = given_conn >= 0 ? given_conn : ask_daemon(mountpoint, ret_why);
+	if (conn < 0)
+		return conn;
 	h.sessions = g_array_new(FALSE, FALSE, sizeof(struct handover_session));
 	h.watches = g_array_new(FALSE, FALSE, sizeof(struct handover_watch));
 	for (;;) {
@@ -58,7 +74,7 @@ int handover_take(const char *mountpoint, struct handover *ret, const char **ret
 		unsigned minor, session;
 		int pid;
 		if (fdmsg_receive(conn, text, sizeof(text), fds, &n) <= 0) {
-			*ret_why = "the running daemon did not hand over (too old for --replace?)";
+			*ret_why = "the handover broke off";
 			break;
 		}
 		if (strcmp(text, "end") == 0 && n == 0 && h.sessions->len > 0) {

@@ -165,13 +165,19 @@ static void on_handed_over(void *data)
 	kill(getpid(), SIGTERM); /* wakes the main thread */
 }
 
-/* The host view's session: mounted, or with --replace taken up from the
- * daemon that serves it. 0 or -1 after saying why. */
+/* Taking over from a running daemon (--replace) or a dead one's keeper. */
+static gboolean taking_over(const struct daemon_config *cfg)
+{
+	return cfg->replace || cfg->recover_fd >= 0;
+}
+
+/* The host view's session: mounted, or taken up from the daemon (or the
+ * keeper) that served it. 0 or -1 after saying why. */
 static int mount_or_resume(const struct daemon_config *cfg, struct fuse_session *se, struct handover *ho)
 {
 	char dev[32];
 
-	if (!cfg->replace) {
+	if (!taking_over(cfg)) {
 		if (fuse_session_mount(se, cfg->mountpoint) == 0)
 			return 0;
 		g_printerr("cgprocfs: cannot mount on %s (see the fuse message above)\n", cfg->mountpoint);
@@ -192,7 +198,7 @@ static int mount_or_resume(const struct daemon_config *cfg, struct fuse_session 
  * views and the watches of cached processes, then the old daemon is told
  * to stop. */
 static void resume_the_rest(struct containers *cs, struct pidwatch *watch, struct ops_state *host,
-			    struct handover *ho)
+			    struct handover *ho, gboolean resend)
 {
 	g_autofree struct ops_state **owners = g_new0(struct ops_state *, ho->sessions->len);
 	guint resumed = 0;
@@ -200,7 +206,7 @@ static void resume_the_rest(struct containers *cs, struct pidwatch *watch, struc
 	owners[0] = host;
 	for (guint i = 1; i < ho->sessions->len && cs; i++) {
 		struct handover_session *s = &g_array_index(ho->sessions, struct handover_session, i);
-		if (containers_resume(cs, s->fuse_fd, s->ns_fd, s->proto_minor, &owners[i]) == 0) {
+		if (containers_resume(cs, s->fuse_fd, s->ns_fd, s->proto_minor, resend, &owners[i]) == 0) {
 			s->fuse_fd = -1;
 			resumed++;
 		}
@@ -215,8 +221,13 @@ static void resume_the_rest(struct containers *cs, struct pidwatch *watch, struc
 	if (resumed + 1 < ho->sessions->len)
 		g_warning("%u container view(s) could not be taken over: they stop working now",
 			  ho->sessions->len - 1 - resumed);
+	if (resend) {
+		session_resend(host->session);
+		recover_entries(watch, host, host->proc_fd, -1);
+	}
 	handover_done(ho);
-	g_message("took over the host view and %u container view(s) from the running daemon", resumed);
+	g_message("took over the host view and %u container view(s) from %s", resumed,
+		  resend ? "the keeper of a daemon that died" : "the running daemon");
 }
 
 int lifecycle_serve(const struct daemon_config *cfg)
@@ -228,6 +239,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	struct cpuview *cpuview = NULL;
 	struct smaps *smaps = NULL;
 	struct refresher *refresher = refresher_new();
+	struct keeper *keeper = NULL;
 	struct containers *containers = NULL;
 	struct daemon_cgroups cgroups = { 0 };
 	struct pidwatch *watch = NULL;
@@ -253,6 +265,11 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		return 1;
 	}
 	raise_fd_limit();
+	/* Before any thread: the keeper is forked. */
+	r = keeper_start(cfg->keeper_path, cfg->keeper_wait_s, &keeper);
+	if (r < 0)
+		g_warning("cannot start the keeper at %s (%s): the views end if this daemon dies",
+			  cfg->keeper_path, g_strerror(-r));
 	cgroups_discover(&cgroups);
 	cgroups_log(&cgroups);
 	const struct cpuview_config ccfg = {
@@ -296,7 +313,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	}
 	state.view = view;
 	state.watch = watch;
-	if (cfg->replace && handover_take(cfg->mountpoint, &ho, &why) < 0) {
+	if (taking_over(cfg) && handover_take(cfg->mountpoint, cfg->recover_fd, &ho, &why) < 0) {
 		g_printerr("cgprocfs: cannot take over %s: %s\n", cfg->mountpoint, why);
 		goto out;
 	}
@@ -319,7 +336,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 
 	/* The mount's own path walk is answered by the loop just started.
 	 * Taken over, it is there already. */
-	if (!cfg->replace && mount("proc", real_path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, real_opts) < 0) {
+	if (!taking_over(cfg) && mount("proc", real_path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, real_opts) < 0) {
 		g_printerr("cgprocfs: cannot mount the real procfs at %s: %s\n", real_path, g_strerror(errno));
 		goto out_unmount;
 	}
@@ -333,14 +350,18 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		.watch = watch,
 		.host = &state,
 		.handed_over = on_handed_over,
+		.keeper = keeper,
 	};
 	r = containers_start(&ccfg_containers, &containers);
 	if (r < 0)
 		g_warning("cannot listen on %s (%s): containers cannot attach", cfg->control_socket, g_strerror(-r));
 	else
 		g_atomic_pointer_set(&stats_containers, containers);
-	if (cfg->replace)
-		resume_the_rest(containers, watch, &state, &ho);
+	if (taking_over(cfg))
+		resume_the_rest(containers, watch, &state, &ho, cfg->recover_fd >= 0);
+	/* INIT was answered by now (the .real mount, or the one before). */
+	keeper_minor(keeper, state.proto_minor);
+	keeper_keep(keeper, 0, fuse_session_fd(loop.session), -1);
 	handover_clear(&ho);
 #ifdef HAVE_LIBSYSTEMD
 	sd_notify(0, "READY=1");
@@ -351,6 +372,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	if (g_atomic_int_get(&handed_over)) {
 		/* Every session is the new daemon's: answer what was taken,
 		 * then leave with everything mounted. */
+		keeper_quit(g_steal_pointer(&keeper));
 		containers_stop(containers);
 		refresher_free(g_steal_pointer(&refresher));
 		if (!serve_drain())
@@ -365,6 +387,8 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	status = 0;
 
 out_unmount:
+	/* First: the containers' views end now, as the daemon stops. */
+	keeper_quit(g_steal_pointer(&keeper));
 	containers_live = containers_stop(containers);
 	refresher_free(g_steal_pointer(&refresher));
 	if (real_mounted && umount2(real_path, MNT_DETACH) < 0)
@@ -372,7 +396,7 @@ out_unmount:
 	fuse_session_exit(loop.session);
 	fuse_session_unmount(loop.session);
 	/* A session taken over was not mounted by libfuse: it leaves it. */
-	if (cfg->replace && umount2(cfg->mountpoint, MNT_DETACH) < 0)
+	if (taking_over(cfg) && umount2(cfg->mountpoint, MNT_DETACH) < 0)
 		g_warning("cannot unmount %s: %s", cfg->mountpoint, g_strerror(errno));
 	if (!loop_wait_done(&loop, LOOP_EXIT_WAIT_US)) {
 		/* Binds of the view elsewhere keep the FUSE connection up; they
@@ -390,6 +414,7 @@ out_unmount:
 out_session:
 	fuse_session_destroy(loop.session);
 out:
+	keeper_quit(keeper);
 	handover_clear(&ho);
 	refresher_free(refresher);
 	if (containers_live)

@@ -48,6 +48,7 @@ static void fuse_log_to_glib(enum fuse_log_level level, const char *fmt, va_list
 int main(int argc, char **argv)
 {
 	gboolean version = FALSE, foreground = FALSE, replace = FALSE;
+	int keeper_wait = 60;
 	g_autofree char *cpu_limit = NULL;
 	double max_age = 5, max_age_idle = 60, budget_percent = 5;
 	gint max_entries = 8192;
@@ -69,6 +70,8 @@ int main(int argc, char **argv)
 		  "CPU time the refresher may use, in percent of one core (default 5)", "PERCENT" },
 		{ "smaps-max-entries", 0, 0, G_OPTION_ARG_INT, &max_entries,
 		  "Processes the smaps_rollup memo keeps at most (default 8192)", "N" },
+		{ "keeper-wait", 0, 0, G_OPTION_ARG_INT, &keeper_wait,
+		  "How long the views wait for a new daemon if this one dies (default 60)", "SECONDS" },
 		{ "replace", 0, 0, G_OPTION_ARG_NONE, &replace,
 		  "Take over from the cgprocfs serving MOUNTPOINT: its views go on without a remount", NULL },
 		{ "control-socket", 0, 0, G_OPTION_ARG_FILENAME, &control_socket,
@@ -130,19 +133,36 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &signals, NULL);
 	serve_init();
 
+	/* One socket per mountpoint: /var/lib/cgprocfs -> /run/cgprocfs/var-lib-cgprocfs.sock,
+	 * and its keeper's beside it. A keeper whose daemon died holds the
+	 * views for the next daemon: this one, then. */
+	const char *dir = rest && rest[0] ? rest[0] : DAEMON_DEFAULT_MOUNTPOINT;
+	g_autofree char *canonical = mountpoint_canonical(dir);
+	g_autofree char *escaped = canonical ? g_strdelimit(g_strdup(canonical + 1), "/", '-') : NULL;
+	g_autofree char *default_socket = escaped ? g_strdup_printf("%s/%s.sock", DAEMON_CONTROL_DIR, escaped) : NULL;
+	const char *socket_path = control_socket ? control_socket : default_socket;
+	g_autofree char *keeper_path = socket_path ? g_strconcat(socket_path, ".keeper", NULL) : NULL;
+	int recover_fd = keeper_path && !replace ? keeper_connect(keeper_path) : -1;
 	g_autofree char *mountpoint = NULL;
-	if (!mountpoint_prepare(rest && rest[0] ? rest[0] : DAEMON_DEFAULT_MOUNTPOINT, replace, &mountpoint))
+	if (!mountpoint_prepare(dir, recover_fd >= 0 ? MOUNTPOINT_RECOVER : replace ? MOUNTPOINT_REPLACE : MOUNTPOINT_NEW,
+				&mountpoint))
 		return 1;
+	if (!socket_path) { /* the parent was created just now */
+		escaped = g_strdelimit(g_strdup(mountpoint + 1), "/", '-');
+		default_socket = g_strdup_printf("%s/%s.sock", DAEMON_CONTROL_DIR, escaped);
+		socket_path = default_socket;
+		keeper_path = g_strconcat(socket_path, ".keeper", NULL);
+	}
 	g_autofree char *joined = fuse_opts ? g_strjoinv(",", fuse_opts) : NULL;
-	/* One socket per mountpoint: /var/lib/cgprocfs -> /run/cgprocfs/var-lib-cgprocfs.sock */
-	g_autofree char *escaped = g_strdelimit(g_strdup(mountpoint + 1), "/", '-');
-	g_autofree char *default_socket = g_strdup_printf("%s/%s.sock", DAEMON_CONTROL_DIR, escaped);
 	const struct daemon_config cfg = {
 		.mountpoint = mountpoint,
 		.fuse_options = joined,
 		.debug = debug_enabled,
-		.control_socket = control_socket ? control_socket : default_socket,
+		.control_socket = socket_path,
 		.replace = replace,
+		.recover_fd = recover_fd,
+		.keeper_path = keeper_path,
+		.keeper_wait_s = keeper_wait,
 		.cpu_quota = !cpu_limit || strcmp(cpu_limit, "cpuset+quota") == 0,
 		.smaps = {
 			.max_age_us = (gint64)(max_age * G_USEC_PER_SEC),

@@ -36,14 +36,10 @@ static gboolean mount_is_dead(const char *path)
 }
 
 /* Is path served by a running cgprocfs? */
+static gboolean has_cgprocfs(const char *path);
 static gboolean served(const char *path)
 {
-	struct mount_entry top = { 0 };
-	if (!mountinfo_find(path, &top))
-		return FALSE;
-	gboolean ours = strcmp(top.fstype, "fuse.cgprocfs") == 0;
-	mountinfo_entry_clear(&top);
-	return ours && !mount_is_dead(path);
+	return has_cgprocfs(path) && !mount_is_dead(path);
 }
 
 /* Is path free to mount on? FALSE after printing why not. A dead cgprocfs
@@ -75,7 +71,24 @@ static gboolean mountpoint_free(const char *path)
 	return TRUE;
 }
 
-gboolean mountpoint_prepare(const char *dir, gboolean replace, char **ret_path)
+char *mountpoint_canonical(const char *dir)
+{
+	return canonical_path(dir);
+}
+
+/* A cgprocfs mount at path, whatever answers it (statfs is not asked: a
+ * mount a keeper holds for a dead daemon would not answer). */
+static gboolean has_cgprocfs(const char *path)
+{
+	struct mount_entry top = { 0 };
+	if (!mountinfo_find(path, &top))
+		return FALSE;
+	gboolean ours = strcmp(top.fstype, "fuse.cgprocfs") == 0;
+	mountinfo_entry_clear(&top);
+	return ours;
+}
+
+gboolean mountpoint_prepare(const char *dir, enum mountpoint_mode mode, char **ret_path)
 {
 	struct stat st;
 	g_autofree char *parent = g_path_get_dirname(dir);
@@ -89,7 +102,15 @@ gboolean mountpoint_prepare(const char *dir, gboolean replace, char **ret_path)
 		fprintf(stderr, "cgprocfs: cannot resolve mountpoint %s: %s\n", dir, g_strerror(errno));
 		return FALSE;
 	}
-	if (replace) {
+	if (mode == MOUNTPOINT_RECOVER) {
+		if (!has_cgprocfs(path)) {
+			fprintf(stderr, "cgprocfs: a keeper holds views of %s, but nothing is mounted there\n", path);
+			return FALSE;
+		}
+		*ret_path = g_steal_pointer(&path);
+		return TRUE;
+	}
+	if (mode == MOUNTPOINT_REPLACE) {
 		if (!served(path)) {
 			fprintf(stderr, "cgprocfs: nothing to take over at %s: no running cgprocfs serves it\n", path);
 			return FALSE;

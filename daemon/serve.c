@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define MAX_WORKERS 16
 #define DRAIN_WAIT_US (10 * G_USEC_PER_SEC)
@@ -196,4 +197,15 @@ void serve_render_stats(GString *out)
 	for (size_t i = 0; i < COUNTED_OPCODES; i++)
 		all += requests[i];
 	g_string_append_printf(out, "cgprocfs_requests_total{op=\"other\"} %" G_GUINT64_FORMAT "\n", all - counted);
+}
+
+/* FUSE 7.40 (Linux 6.9); older headers lack it. */
+#define NOTIFY_RESEND 7
+
+void session_resend(struct fuse_session *se)
+{
+	const struct fuse_out_header h = { .len = sizeof(h), .error = NOTIFY_RESEND, .unique = 0 };
+	if (write(fuse_session_fd(se), &h, sizeof(h)) != (ssize_t)sizeof(h))
+		g_warning("the kernel cannot resend the requests the dead daemon had taken (%s): "
+			  "those wait until their callers are killed", g_strerror(errno));
 }

@@ -1089,6 +1089,26 @@ def make_tests(d, lab):
         with open(os.path.join(d.proc, "cpuinfo")) as f:
             check("processor" in f.read(), "the host view does not serve cpuinfo after the handover")
 
+    @test("SIGKILL of the daemon while a runc container reads its view, then a new daemon: it takes the "
+          "container's view over from the keeper, and no read fails")
+    def _():
+        with Container(lab, HANDOVER_PROBE) as c:
+            c.start_detached()
+            time.sleep(1)
+            d.crash_and_restart()
+            check(cgtest.wait_until(lambda: "1 container view(s) from the keeper" in d.log(), timeout=10),
+                  "the new daemon did not take the container's view over from the keeper", d.log())
+            check(cgtest.wait_until(lambda: c.state()["status"] == "stopped", timeout=15),
+                  "the container still runs 15 s after it started")
+            with open(os.path.join(c.bundle, "stdout")) as f:
+                secs = sections(f.read())
+        diag("reads %s, errors %s, CPU counts seen %s" % (section(secs, "reads").strip(),
+                                                         section(secs, "errors").strip(),
+                                                         section(secs, "cpus").strip()))
+        check(int(section(secs, "reads")) > 0, "the container read nothing", secs)
+        check_equal(section(secs, "errors").strip(), "0", "reads that failed in the container")
+        check_equal(section(secs, "cpus").split(), [str(n)], "CPU counts the container saw")
+
     # ---------------------------------------------------------- after --
 
     @test("the daemon ended every container's view and logged no error")

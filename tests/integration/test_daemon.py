@@ -73,6 +73,16 @@ print(json.dumps(out))
 """
 
 
+def keepers_of(mnt):
+    """The keeper processes of the daemon of mountpoint mnt."""
+    found = []
+    for pid in cgtest.run(["pgrep", "-x", "cgprocfs-keeper"])[1].split():
+        with contextlib.suppress(OSError), open("/proc/%s/cmdline" % pid) as f:
+            if f.read().split("\0")[-2:-1] == [mnt]:
+                found.append(int(pid))
+    return found
+
+
 def serves(d):
     """Fail unless daemon d answers: its view shows this process as the
     real procfs does."""
@@ -176,17 +186,20 @@ def make_tests():
     def _():
         stop_with(signal.SIGINT)
 
-    @test("after SIGKILL of a daemon, a restart on the same mountpoint cleans the dead mount and serves")
+    @test("after SIGKILL of a daemon whose keeper gives up at once (--keeper-wait=0), a restart cleans "
+          "the dead mount and serves")
     def _():
         with scratch_dir() as tmp:
             mnt = os.path.join(os.path.realpath(tmp), "mnt")
             os.mkdir(mnt)
-            dead = Daemon(mountpoint=mnt)
+            dead = Daemon(mountpoint=mnt, args=["--keeper-wait=0"])
             try:
                 dead.start()
                 serves(dead)
                 dead.process.send_signal(signal.SIGKILL)
                 dead.process.wait()
+                check(cgtest.wait_until(lambda: not keepers_of(mnt), timeout=10),
+                      "the keeper still runs 10 s after its daemon died, with --keeper-wait=0")
                 # stat() of the root may still answer from cached attributes.
                 check_equal(cgtest.errno_of(os.listdir, mnt), errno.ENOTCONN, "listing the dead mount: errno")
                 check(cgtest.mounts_under(mnt), "the dead mount is not in the mount table")
@@ -241,6 +254,49 @@ def make_tests():
                     reader.kill()
                     reader.wait()
                 new.stop()
+
+    @test("SIGKILL of the daemon, then a new one on the same mountpoint: it takes the views over from the "
+          "keeper, and readers in the view see no error")
+    def _():
+        with Daemon() as d:
+            serves(d)
+            reader = subprocess.Popen(
+                ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                 'mount --rbind "$1/proc" /proc && shift && exec "$@"', "sh", d.mnt,
+                 cgtest.PYTHON, "-c", READER, "4"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                time.sleep(1)
+                d.crash_and_restart()
+                check(cgtest.wait_until(lambda: "keeper of a daemon that died" in d.log(), timeout=10),
+                      "the new daemon did not say it took over from the keeper", d.log())
+                out, err = reader.communicate(timeout=30)
+                check(reader.returncode == 0, "the reader failed", out, err)
+                res = json.loads(out)
+                check(res["reads"] > 0, "the reader read nothing", res)
+                check_equal(res["errors"], [], "errors the reader saw across the crash and restart")
+                check_equal(res["held"], "cpu ", "the start of /proc/stat, opened before, read after")
+                serves(d)
+            finally:
+                if reader.poll() is None:
+                    reader.kill()
+                    reader.wait()
+
+    @test("SIGKILL of the daemon and no new one within --keeper-wait: the keeper lets go, the mount is dead")
+    def _():
+        with scratch_dir() as tmp:
+            d = Daemon(mountpoint=os.path.join(os.path.realpath(tmp), "mnt"), args=["--keeper-wait=1"])
+            try:
+                d.start()
+                serves(d)
+                d.process.send_signal(signal.SIGKILL)
+                d.process.wait()
+                check(keepers_of(d.mnt), "no keeper process after the daemon died")
+                check(cgtest.wait_until(lambda: not keepers_of(d.mnt), timeout=10),
+                      "the keeper still runs 10 s after a 1 s wait")
+                check_equal(cgtest.errno_of(os.listdir, d.mnt), errno.ENOTCONN, "listing the mount: errno")
+            finally:
+                d._stopped = True  # killed on purpose; scratch_dir cleans up
 
     @test("--replace with no daemon serving the mountpoint: exit 1, 'nothing to take over'")
     def _():

@@ -1,0 +1,251 @@
+/* The keeper: a small process, forked at start, that holds a copy of every
+ * session's /dev/fuse fd while the daemon runs. If the daemon dies (a
+ * crash, SIGKILL), the views then wait instead of failing with ENOTCONN:
+ * a new daemon started on the same mountpoint takes the sessions over from
+ * the keeper (the handover protocol of containers.c) and has the kernel
+ * resend the requests the dead one had taken. The keeper gives up after
+ * KEEPER_WAIT_S without a new daemon; a daemon that stops cleanly tells
+ * it to go first, so that its views end as they always did. */
+#include "cleanup.h"
+#include "daemon.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define KEEPER_WAIT_S 60
+
+struct keeper {
+	int sock; /* to the keeper process */
+	pid_t pid;
+};
+
+struct kept {
+	int fuse_fd;
+	int ns_fd; /* -1 for the host view */
+};
+
+static void kept_free(gpointer p)
+{
+	struct kept *k = p;
+	close(k->fuse_fd);
+	if (k->ns_fd >= 0)
+		close(k->ns_fd);
+	g_free(k);
+}
+
+/* Give the sessions to a new daemon on conn: the host's (id 0) first. */
+static gboolean hand_over(int conn, GHashTable *kept, unsigned minor)
+{
+	char text[32], answer[16];
+	size_t no_fds = 0;
+	GHashTableIter it;
+	gpointer id, value;
+
+	snprintf(text, sizeof(text), "session %u", minor);
+	struct kept *host = g_hash_table_lookup(kept, GUINT_TO_POINTER(0));
+	if (!host || minor == 0 || fdmsg_send(conn, text, &host->fuse_fd, 1) < 0)
+		return FALSE;
+	g_hash_table_iter_init(&it, kept);
+	while (g_hash_table_iter_next(&it, &id, &value)) {
+		struct kept *k = value;
+		int fds[2] = { k->fuse_fd, k->ns_fd };
+		if (GPOINTER_TO_UINT(id) != 0 && fdmsg_send(conn, text, fds, 2) < 0)
+			return FALSE;
+	}
+	return fdmsg_send(conn, "end", NULL, 0) >= 0 &&
+	       fdmsg_receive(conn, answer, sizeof(answer), NULL, &no_fds) > 0 && strcmp(answer, "serving") == 0;
+}
+
+/* Messages from the daemon: "minor <m>", "keep <id>" with the session's
+ * fd (and a container's pid namespace), "drop <id>", "quit". FALSE once
+ * the daemon is gone (EOF) or said quit (*ret_quit). */
+static gboolean from_daemon(int sock, GHashTable *kept, unsigned *minor, gboolean *ret_quit)
+{
+	char text[32];
+	int fds[FDMSG_MAX_FDS];
+	size_t n = G_N_ELEMENTS(fds);
+	unsigned id;
+
+	ssize_t len = fdmsg_receive(sock, text, sizeof(text), fds, &n);
+	if (len <= 0)
+		return FALSE;
+	if (strcmp(text, "quit") == 0) {
+		*ret_quit = TRUE;
+		return FALSE;
+	}
+	if (sscanf(text, "keep %u", &id) == 1 && n >= 1) {
+		struct kept *k = g_new(struct kept, 1);
+		*k = (struct kept){ fds[0], n >= 2 ? fds[1] : -1 };
+		g_hash_table_replace(kept, GUINT_TO_POINTER(id), k);
+		return TRUE;
+	}
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
+	if (sscanf(text, "drop %u", &id) == 1)
+		g_hash_table_remove(kept, GUINT_TO_POINTER(id));
+	else
+		(void)!sscanf(text, "minor %u", minor);
+	return TRUE;
+}
+
+/* A new daemon asks on conn: the sessions, once the daemon is gone. */
+static void answer(int conn, GHashTable *kept, unsigned minor, gboolean daemon_alive)
+{
+	struct ucred peer;
+	socklen_t len = sizeof(peer);
+	char text[16];
+	size_t no_fds = 0;
+
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || peer.uid != 0 ||
+	    fdmsg_receive(conn, text, sizeof(text), NULL, &no_fds) <= 0 || strcmp(text, "handover") != 0)
+		return;
+	if (daemon_alive) {
+		(void)!fdmsg_send(conn, "error: its daemon is alive", NULL, 0);
+		return;
+	}
+	if (fdmsg_send(conn, "ok", NULL, 0) >= 0 && hand_over(conn, kept, minor))
+		_exit(0);
+}
+
+static void keeper_main(int sock, int listen_fd, int wait_s)
+{
+	g_autoptr(GHashTable) kept = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, kept_free);
+	unsigned minor = 0;
+	gboolean quit = FALSE, daemon_alive = TRUE;
+	gint64 deadline = 0;
+
+	prctl(PR_SET_NAME, "cgprocfs-keeper");
+	/* The daemon's signals are not the keeper's: it goes when told, or
+	 * when nobody came for the views in time. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	for (;;) {
+		struct pollfd p[2] = { { .fd = daemon_alive ? sock : -1, .events = POLLIN },
+				       { .fd = listen_fd, .events = POLLIN } };
+		int timeout = -1;
+		if (!daemon_alive) {
+			gint64 left_ms = (deadline - g_get_monotonic_time()) / 1000;
+			if (left_ms <= 0)
+				_exit(1); /* nobody came: the views end */
+			timeout = (int)MIN(left_ms, G_MAXINT);
+		}
+		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+			_exit(1);
+		if (p[0].revents && !from_daemon(sock, kept, &minor, &quit)) {
+			if (quit || g_hash_table_size(kept) == 0)
+				_exit(0);
+			daemon_alive = FALSE; /* it died: wait for a new one */
+			deadline = g_get_monotonic_time() + (gint64)wait_s * G_USEC_PER_SEC;
+		}
+		if (p[1].revents & POLLIN) {
+			_cleanup_close_ int conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			if (conn >= 0)
+				answer(conn, kept, minor, daemon_alive);
+		}
+	}
+}
+
+int keeper_connect(const char *path)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	char reply[64];
+	size_t no_fds = 0;
+	struct timeval timeout = { .tv_sec = 10 };
+
+	if (strlen(path) >= sizeof(addr.sun_path))
+		return -1;
+	strcpy(addr.sun_path, path);
+	_cleanup_close_ int conn = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (conn < 0 || connect(conn, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+	    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) < 0 ||
+	    fdmsg_send(conn, "handover", NULL, 0) < 0 ||
+	    fdmsg_receive(conn, reply, sizeof(reply), NULL, &no_fds) <= 0 || strcmp(reply, "ok") != 0)
+		return -1;
+	return steal_fd(&conn);
+}
+
+int keeper_start(const char *path, int wait_s, struct keeper **ret)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int sv[2];
+
+	if (strlen(path) >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(addr.sun_path, path);
+	_cleanup_close_ int listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (listen_fd < 0)
+		return -errno;
+	unlink(path);
+	if (bind(listen_fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || chmod(path, 0600) < 0 ||
+	    listen(listen_fd, 4) < 0)
+		return -errno;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int err = errno;
+		close(sv[0]);
+		close(sv[1]);
+		return -err;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		keeper_main(sv[1], listen_fd, wait_s);
+		_exit(0);
+	}
+	close(sv[1]);
+	struct keeper *k = g_new0(struct keeper, 1);
+	k->sock = sv[0];
+	k->pid = pid;
+	*ret = k;
+	return 0;
+}
+
+void keeper_keep(struct keeper *k, unsigned id, int fuse_fd, int ns_fd)
+{
+	char text[32];
+	const int fds[2] = { fuse_fd, ns_fd };
+	if (!k)
+		return;
+	snprintf(text, sizeof(text), "keep %u", id);
+	if (fdmsg_send(k->sock, text, fds, ns_fd >= 0 ? 2 : 1) < 0)
+		g_warning("cannot hand a session to the keeper: %s", g_strerror(errno));
+}
+
+static void tell(struct keeper *k, const char *word, unsigned value)
+{
+	char text[32];
+	if (!k)
+		return;
+	snprintf(text, sizeof(text), "%s %u", word, value);
+	(void)!fdmsg_send(k->sock, text, NULL, 0);
+}
+
+void keeper_drop(struct keeper *k, unsigned id)
+{
+	tell(k, "drop", id);
+}
+
+void keeper_minor(struct keeper *k, unsigned proto_minor)
+{
+	tell(k, "minor", proto_minor);
+}
+
+void keeper_quit(struct keeper *k)
+{
+	if (!k)
+		return;
+	(void)!fdmsg_send(k->sock, "quit", NULL, 0);
+	close(k->sock);
+	g_free(k);
+}

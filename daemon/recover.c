@@ -1,0 +1,74 @@
+/* Taking a view over from a dead daemon's keeper (see keeper.c): the dead
+ * daemon's process watches are gone, so the kernel may cache entries of
+ * processes that exited meanwhile (their numbers could come back for other
+ * processes and be shadowed). The live processes are watched again, and
+ * every other number allocated so far (up to ns_last_pid) is dropped from
+ * the kernel's cache: about a microsecond each. A number above that, only
+ * possible after the namespace's pids wrapped around, is not. */
+#include "daemon.h"
+#include "ops.h"
+#include "pidns.h"
+#include "procfile.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+
+/* The numbers of proc_fd's processes. */
+static GHashTable *live_pids(int proc_fd)
+{
+	GHashTable *live = g_hash_table_new(g_direct_hash, g_direct_equal);
+	int fd = openat(proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	if (!dir) {
+		if (fd >= 0)
+			close(fd);
+		return live;
+	}
+	while ((de = readdir(dir))) {
+		guint64 pid;
+		if (g_ascii_string_to_unsigned(de->d_name, 10, 1, G_MAXINT32, &pid, NULL))
+			g_hash_table_add(live, GUINT_TO_POINTER((guint)pid));
+	}
+	closedir(dir);
+	return live;
+}
+
+/* The last pid the namespace of proc_fd allocated, 0 if unknown. */
+static unsigned last_pid(int proc_fd)
+{
+	g_autoptr(GBytes) text = NULL;
+	guint64 n;
+	if (procfile_read_at(proc_fd, "sys/kernel/ns_last_pid", &text) < 0)
+		return 0;
+	g_autofree char *s = g_strstrip(g_strndup(g_bytes_get_data(text, NULL), g_bytes_get_size(text)));
+	return g_ascii_string_to_unsigned(s, 10, 0, G_MAXINT32, &n, NULL) ? (unsigned)n : 0;
+}
+
+void recover_entries(struct pidwatch *w, struct ops_state *owner, int proc_fd, int pid_ns_fd)
+{
+	g_autoptr(GHashTable) live = live_pids(proc_fd);
+	GHashTableIter it;
+	gpointer key;
+	unsigned dropped = 0, top = last_pid(proc_fd);
+
+	g_hash_table_iter_init(&it, live);
+	while (g_hash_table_iter_next(&it, &key, NULL)) {
+		pid_t pid = (pid_t)GPOINTER_TO_UINT(key);
+		int fd = pidns_pidfd_open(pid_ns_fd, pid, 0);
+		top = MAX(top, (unsigned)pid);
+		if (fd >= 0)
+			pidwatch_adopt(w, owner, pid, fd);
+	}
+	for (unsigned pid = 1; pid <= top; pid++) {
+		if (!g_hash_table_contains(live, GUINT_TO_POINTER(pid))) {
+			ops_forget_pid(owner, (pid_t)pid);
+			dropped++;
+		}
+	}
+	g_debug("taken-over view: %u live processes watched again, %u other numbers dropped",
+		g_hash_table_size(live), dropped);
+}

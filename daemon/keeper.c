@@ -116,7 +116,16 @@ static void answer(int conn, GHashTable *kept, unsigned minor, gboolean daemon_a
 		_exit(0);
 }
 
-static void keeper_main(int sock, int listen_fd, int wait_s)
+/* Remove path if it still is the keeper's socket (ino), not a newer
+ * keeper's (after a --replace). */
+static void unlink_own(const char *path, ino_t ino)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 && st.st_ino == ino)
+		unlink(path);
+}
+
+static void keeper_main(int sock, int listen_fd, int wait_s, const char *path, ino_t ino)
 {
 	g_autoptr(GHashTable) kept = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, kept_free);
 	unsigned minor = 0;
@@ -135,15 +144,19 @@ static void keeper_main(int sock, int listen_fd, int wait_s)
 		int timeout = -1;
 		if (!daemon_alive) {
 			gint64 left_ms = (deadline - g_get_monotonic_time()) / 1000;
-			if (left_ms <= 0)
+			if (left_ms <= 0) {
+				unlink_own(path, ino);
 				_exit(1); /* nobody came: the views end */
+			}
 			timeout = (int)MIN(left_ms, G_MAXINT);
 		}
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			_exit(1);
 		if (p[0].revents && !from_daemon(sock, kept, &minor, &quit)) {
-			if (quit || g_hash_table_size(kept) == 0)
+			if (quit || g_hash_table_size(kept) == 0) {
+				unlink_own(path, ino);
 				_exit(0);
+			}
 			daemon_alive = FALSE; /* it died: wait for a new one */
 			deadline = g_get_monotonic_time() + (gint64)wait_s * G_USEC_PER_SEC;
 		}
@@ -179,15 +192,19 @@ int keeper_start(const char *path, int wait_s, struct keeper **ret)
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	int sv[2];
 
+	g_autofree char *dir = g_path_get_dirname(path);
 	if (strlen(path) >= sizeof(addr.sun_path))
 		return -ENAMETOOLONG;
+	if (g_mkdir_with_parents(dir, 0700) < 0)
+		return -errno;
 	strcpy(addr.sun_path, path);
 	_cleanup_close_ int listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (listen_fd < 0)
 		return -errno;
 	unlink(path);
+	struct stat st;
 	if (bind(listen_fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || chmod(path, 0600) < 0 ||
-	    listen(listen_fd, 4) < 0)
+	    listen(listen_fd, 4) < 0 || stat(path, &st) < 0)
 		return -errno;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
@@ -200,7 +217,7 @@ int keeper_start(const char *path, int wait_s, struct keeper **ret)
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		keeper_main(sv[1], listen_fd, wait_s);
+		keeper_main(sv[1], listen_fd, wait_s, path, st.st_ino);
 		_exit(0);
 	}
 	close(sv[1]);

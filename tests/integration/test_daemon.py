@@ -282,10 +282,15 @@ def make_tests():
                     reader.kill()
                     reader.wait()
 
-    @test("SIGKILL of the daemon and no new one within --keeper-wait: the keeper lets go, the mount is dead")
+    @test("SIGKILL of the daemon and no new one within --keeper-wait: the keeper (started even where its "
+          "socket's directory did not exist) lets go, the mount is dead")
     def _():
         with scratch_dir() as tmp:
-            d = Daemon(mountpoint=os.path.join(os.path.realpath(tmp), "mnt"), args=["--keeper-wait=1"])
+            # A control socket in a directory that does not exist yet, as on
+            # a fresh boot: the keeper's socket goes beside it.
+            sock = os.path.join(tmp, "run", "cgprocfs", "ctl.sock")
+            d = Daemon(mountpoint=os.path.join(os.path.realpath(tmp), "mnt"),
+                       args=["--keeper-wait=1", "--control-socket", sock])
             try:
                 d.start()
                 serves(d)

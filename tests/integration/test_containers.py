@@ -1066,15 +1066,14 @@ def make_tests(d, lab):
             check_equal(section(secs, "view", result).split(), [str(host), "no-real"],
                         "processors and /proc/.real without the annotation: the real /proc")
 
-    @test("cgprocfs --replace while a runc container reads its view: no read fails, the old daemon exits 0, "
-          "the new one serves the container and the host")
-    def _():
+    def reads_across(event, log_line):
+        """A runc container reads its view (HANDOVER_PROBE) while event()
+        happens to the daemon; the daemon then logs log_line."""
         with Container(lab, HANDOVER_PROBE) as c:
             c.start_detached()
             time.sleep(1)
-            rc = d.take_over()
-            check_equal(rc, 0, "the old daemon's exit status")
-            check("took over the host view and 1 container view(s)" in d.log(),
+            event()
+            check(cgtest.wait_until(lambda: log_line in d.log(), timeout=10),
                   "the new daemon did not take the container's view over", d.log())
             check(cgtest.wait_until(lambda: c.state()["status"] == "stopped", timeout=15),
                   "the container still runs 15 s after it started")
@@ -1087,27 +1086,19 @@ def make_tests(d, lab):
         check_equal(section(secs, "errors").strip(), "0", "reads that failed in the container")
         check_equal(section(secs, "cpus").split(), [str(n)], "CPU counts the container saw")
         with open(os.path.join(d.proc, "cpuinfo")) as f:
-            check("processor" in f.read(), "the host view does not serve cpuinfo after the handover")
+            check("processor" in f.read(), "the host view does not serve cpuinfo afterwards")
+
+    @test("cgprocfs --replace while a runc container reads its view: no read fails, the old daemon exits 0, "
+          "the new one serves the container and the host")
+    def _():
+        def replace():
+            check_equal(d.take_over(), 0, "the old daemon's exit status")
+        reads_across(replace, "took over the host view and 1 container view(s) from the running daemon")
 
     @test("SIGKILL of the daemon while a runc container reads its view, then a new daemon: it takes the "
           "container's view over from the keeper, and no read fails")
     def _():
-        with Container(lab, HANDOVER_PROBE) as c:
-            c.start_detached()
-            time.sleep(1)
-            d.crash_and_restart()
-            check(cgtest.wait_until(lambda: "1 container view(s) from the keeper" in d.log(), timeout=10),
-                  "the new daemon did not take the container's view over from the keeper", d.log())
-            check(cgtest.wait_until(lambda: c.state()["status"] == "stopped", timeout=15),
-                  "the container still runs 15 s after it started")
-            with open(os.path.join(c.bundle, "stdout")) as f:
-                secs = sections(f.read())
-        diag("reads %s, errors %s, CPU counts seen %s" % (section(secs, "reads").strip(),
-                                                         section(secs, "errors").strip(),
-                                                         section(secs, "cpus").strip()))
-        check(int(section(secs, "reads")) > 0, "the container read nothing", secs)
-        check_equal(section(secs, "errors").strip(), "0", "reads that failed in the container")
-        check_equal(section(secs, "cpus").split(), [str(n)], "CPU counts the container saw")
+        reads_across(d.crash_and_restart, "1 container view(s) from the keeper")
 
     # ---------------------------------------------------------- after --
 

@@ -73,6 +73,36 @@ print(json.dumps(out))
 """
 
 
+@contextlib.contextmanager
+def reader_in_view(mnt, seconds):
+    """READER for seconds with the view at mnt bound over /proc; killed if
+    still running when the block ends."""
+    reader = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+         'mount --rbind "$1/proc" /proc && shift && exec "$@"', "sh", mnt, cgtest.PYTHON, "-c", READER,
+         str(seconds)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield reader
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+            reader.wait()
+
+
+def check_reader(reader, across):
+    """The reader read, without an error, and its files opened before
+    read on; its counts."""
+    out, err = reader.communicate(timeout=30)
+    check(reader.returncode == 0, "the reader failed", out, err)
+    res = json.loads(out)
+    check(res["reads"] > 0, "the reader read nothing", res)
+    check_equal(res["errors"], [], "errors the reader saw across " + across)
+    check_equal(res["held"], "cpu ", "the start of /proc/stat, opened before, read after")
+    check(res["held_dir"] > 1, "a listing of /proc opened before gave %d pids" % res["held_dir"])
+    return res
+
+
 def keepers_of(mnt):
     """The keeper processes of the daemon of mountpoint mnt."""
     found = []
@@ -220,13 +250,8 @@ def make_tests():
     @test("--replace takes over a serving daemon: readers in the view see no error, files opened before "
           "read on, the old daemon exits 0, the new one serves, then stops cleanly")
     def _():
-        with Daemon() as old:
+        with Daemon() as old, reader_in_view(old.mnt, 3) as reader:
             serves(old)
-            reader = subprocess.Popen(
-                ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                 'mount --rbind "$1/proc" /proc && shift && exec "$@"', "sh", old.mnt,
-                 cgtest.PYTHON, "-c", READER, "3"],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             time.sleep(1)
             new = Daemon(mountpoint=old.mnt, args=["--replace"])
             try:
@@ -237,50 +262,26 @@ def make_tests():
                     raise cgtest.Failure("the old daemon still runs 10 s after the handover", old.log(), new.log())
                 check_equal(old.process.returncode, 0, "the old daemon's exit status")
                 check("handed over" in old.log(), "the old daemon did not say it handed over", old.log())
-                out, err = reader.communicate(timeout=30)
-                check(reader.returncode == 0, "the reader failed", out, err)
-                res = json.loads(out)
-                check(res["reads"] > 0, "the reader read nothing", res)
-                check_equal(res["errors"], [], "errors the reader saw across the handover")
-                check_equal(res["held"], "cpu ", "the start of /proc/stat, opened before, read after")
-                check(res["held_dir"] > 1, "a listing of /proc opened before gave %d pids" % res["held_dir"])
+                check_reader(reader, "the handover")
                 serves(new)
                 check_equal(sorted(cgtest.mounts_under(old.mnt)), sorted([old.mnt, old.proc + "/.real"]),
                             "mounts under the mountpoint")
                 problems = new.stop()
                 check(not problems, "the new daemon did not stop cleanly", *problems, new.log())
             finally:
-                if reader.poll() is None:
-                    reader.kill()
-                    reader.wait()
                 new.stop()
 
     @test("SIGKILL of the daemon, then a new one on the same mountpoint: it takes the views over from the "
           "keeper, and readers in the view see no error")
     def _():
-        with Daemon() as d:
+        with Daemon() as d, reader_in_view(d.mnt, 4) as reader:
             serves(d)
-            reader = subprocess.Popen(
-                ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                 'mount --rbind "$1/proc" /proc && shift && exec "$@"', "sh", d.mnt,
-                 cgtest.PYTHON, "-c", READER, "4"],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            try:
-                time.sleep(1)
-                d.crash_and_restart()
-                check(cgtest.wait_until(lambda: "keeper of a daemon that died" in d.log(), timeout=10),
-                      "the new daemon did not say it took over from the keeper", d.log())
-                out, err = reader.communicate(timeout=30)
-                check(reader.returncode == 0, "the reader failed", out, err)
-                res = json.loads(out)
-                check(res["reads"] > 0, "the reader read nothing", res)
-                check_equal(res["errors"], [], "errors the reader saw across the crash and restart")
-                check_equal(res["held"], "cpu ", "the start of /proc/stat, opened before, read after")
-                serves(d)
-            finally:
-                if reader.poll() is None:
-                    reader.kill()
-                    reader.wait()
+            time.sleep(1)
+            d.crash_and_restart()
+            check(cgtest.wait_until(lambda: "keeper of a daemon that died" in d.log(), timeout=10),
+                  "the new daemon did not say it took over from the keeper", d.log())
+            check_reader(reader, "the crash and restart")
+            serves(d)
 
     @test("SIGKILL of the daemon and no new one within --keeper-wait: the keeper (started even where its "
           "socket's directory did not exist) lets go, the mount is dead")

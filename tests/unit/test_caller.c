@@ -51,10 +51,11 @@ Test(caller, missing_or_garbage_fields_are_einval)
 		cr_assert_eq(caller_parse_status(bad[i], strlen(bad[i]), &st), -EINVAL, "%s", bad[i]);
 }
 
-/* A real process with the given credentials to stand as the caller. It
- * execs sleep after taking them, as a login would: a process that changed
- * its uid without exec is not dumpable, and the kernel shields it. */
-static pid_t spawn_caller(uid_t uid, gid_t gid, gid_t extra_group)
+/* A real process with the given credentials, alive until reaped. With
+ * exec_sleep it execs sleep after taking them, as a login would; without,
+ * it makes itself not dumpable (as a process that changed its ids without
+ * exec is), which the kernel shields from others. */
+static pid_t spawn_process(uid_t uid, gid_t gid, gid_t extra_group, gboolean exec_sleep)
 {
 	int ready[2];
 	cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
@@ -66,15 +67,24 @@ static pid_t spawn_caller(uid_t uid, gid_t gid, gid_t extra_group)
 		if (setgroups(extra_group ? 1 : 0, groups) < 0 || setresgid(gid, gid, gid) < 0 ||
 		    setresuid(uid, uid, uid) < 0)
 			_exit(1);
-		execl("/bin/sleep", "sleep", "600", (char *)NULL);
+		if (exec_sleep)
+			execl("/bin/sleep", "sleep", "600", (char *)NULL);
+		else if (prctl(PR_SET_DUMPABLE, 0) == 0 && close(ready[1]) == 0)
+			pause();
 		_exit(1);
 	}
 	char c;
 	close(ready[1]);
-	/* EOF once exec closed the pipe */
-	cr_assert_eq(read(ready[0], &c, 1), 0, "the caller process could not start");
+	/* EOF once exec, or the process itself, closed the pipe */
+	cr_assert_eq(read(ready[0], &c, 1), 0, "the process could not start");
 	close(ready[0]);
 	return pid;
+}
+
+/* A process to stand as the caller. */
+static pid_t spawn_caller(uid_t uid, gid_t gid, gid_t extra_group)
+{
+	return spawn_process(uid, gid, extra_group, TRUE);
 }
 
 /* As spawn_caller, but the process runs in a user namespace of its own in
@@ -177,35 +187,11 @@ Test(caller, open_as_another_user_is_checked_by_the_kernel)
 	unlink(secret);
 }
 
-/* A process of nobody's that made itself not dumpable (as processes that
- * change their ids do), alive until reaped. */
-static pid_t spawn_undumpable(void)
-{
-	int ready[2];
-	cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
-		    setresuid(NOBODY, NOBODY, NOBODY) < 0 || prctl(PR_SET_DUMPABLE, 0) < 0)
-			_exit(1);
-		close(ready[1]);
-		pause();
-		_exit(0);
-	}
-	char c;
-	close(ready[1]);
-	cr_assert_eq(read(ready[0], &c, 1), 0, "the undumpable process could not start");
-	close(ready[0]);
-	return pid;
-}
-
 Test(caller, a_process_that_is_not_dumpable_still_gets_at_its_own_files)
 {
 	require_root();
 	_cleanup_close_ int proc = open("/proc", O_RDONLY | O_DIRECTORY);
-	pid_t self = spawn_undumpable();
+	pid_t self = spawn_process(NOBODY, NOBODY, 0, FALSE);
 	pid_t other = spawn_caller(NOBODY, NOBODY, 0);
 	struct caller c = { .tid = self, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc, .pid_ns_fd = -1 };
 	struct caller o = { .tid = other, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc, .pid_ns_fd = -1 };

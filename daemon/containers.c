@@ -172,15 +172,28 @@ static int ns_view_get(struct containers *cs, int ns_fd, struct ns_view **ret)
 	return 0;
 }
 
+static gpointer recover_thread(gpointer data)
+{
+	struct session *s = data;
+	recover_entries(s->owner->cfg.watch, &s->state, s->nsv->proc_fd, s->nsv->ns_fd);
+	return NULL;
+}
+
 static gpointer session_thread(gpointer data)
 {
 	struct session *s = data;
 
-	if (s->recover) { /* before serving: the session cannot end meanwhile */
+	GThread *recovering = NULL;
+	if (s->recover) {
+		/* While the session is served: dropping an entry waits for the
+		 * lookups in its directory, which the workers answer. Joined
+		 * below, before the session's state goes. */
 		session_resend(s->se);
-		recover_entries(s->owner->cfg.watch, &s->state, s->nsv->proc_fd, s->nsv->ns_fd);
+		recovering = g_thread_new("recover", recover_thread, s);
 	}
 	gboolean handed_over = session_serve(s->se) == -ECANCELED;
+	if (recovering)
+		g_thread_join(recovering);
 	if (!handed_over)
 		keeper_drop(s->owner->cfg.keeper, s->id);
 	g_mutex_lock(&s->owner->lock);

@@ -97,7 +97,9 @@ void session_resend(struct fuse_session *se);
 /* After taking a view over from a dead daemon, whose process watches died
  * with it (recover.c): watch every live process of the view's procfs
  * (proc_fd, pid namespace pid_ns_fd, -1 for the daemon's) for owner, and
- * drop the kernel's entries of numbers that name no process now. */
+ * drop the kernel's entries of numbers that name no process now. Only
+ * while owner's session is served: dropping an entry waits for the
+ * lookups under way in its directory. */
 struct ops_state;
 void recover_entries(struct pidwatch *w, struct ops_state *owner, int proc_fd, int pid_ns_fd);
 

@@ -142,7 +142,7 @@ int main(int argc, char **argv)
 	g_autofree char *default_socket = escaped ? g_strdup_printf("%s/%s.sock", DAEMON_CONTROL_DIR, escaped) : NULL;
 	const char *socket_path = control_socket ? control_socket : default_socket;
 	g_autofree char *keeper_path = socket_path ? g_strconcat(socket_path, ".keeper", NULL) : NULL;
-	int recover_fd = keeper_path && !replace ? keeper_connect(keeper_path) : -1;
+	int recover_fd = keeper_path ? keeper_connect(keeper_path) : -1; /* with --replace too */
 	g_autofree char *mountpoint = NULL;
 	if (!mountpoint_prepare(dir, recover_fd >= 0 ? MOUNTPOINT_RECOVER : replace ? MOUNTPOINT_REPLACE : MOUNTPOINT_NEW,
 				&mountpoint))

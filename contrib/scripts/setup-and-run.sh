@@ -12,8 +12,14 @@ mnt=/var/lib/cgprocfs
 if [ $# -gt 0 ] && [ "${!#:0:1}" != "-" ]; then
 	mnt=${!#}
 fi
-if findmnt -n -t fuse.cgprocfs --mountpoint "$mnt" >/dev/null 2>&1 && stat -f "$mnt" >/dev/null 2>&1; then
-	echo "a cgprocfs already serves $mnt: this one takes over from it (--replace)" >&2
-	set -- --replace "$@"
+# Served (statfs answers), or held by the keeper of a daemon that died
+# (statfs waits): take over. A dead mount (statfs fails) is cleaned up.
+if findmnt -n -t fuse.cgprocfs --mountpoint "$mnt" >/dev/null 2>&1; then
+	rc=0
+	timeout 2 stat -f "$mnt" >/dev/null 2>&1 || rc=$?
+	if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
+		echo "a cgprocfs already serves $mnt: this one takes over from it (--replace)" >&2
+		set -- --replace "$@"
+	fi
 fi
 exec ./build/daemon/cgprocfs "$@"

@@ -233,13 +233,14 @@ class Daemon:
         with open(self._log.name, errors="replace") as f:
             return self._earlier_log + f.read()
 
-    def crash_and_restart(self):
+    def crash_and_restart(self, replace=False):
         """SIGKILL this daemon (not its keeper), start a new one on the same
-        mountpoint, which takes the views over from the keeper, and stand
-        for it from then on (as take_over)."""
+        mountpoint (with --replace if replace), which takes the views over
+        from the keeper, and stand for it from then on (as take_over)."""
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
-        new = Daemon(mountpoint=self.mnt, args=self.args, ready_timeout=self.ready_timeout)
+        new = Daemon(mountpoint=self.mnt, args=self.args + (["--replace"] if replace else []),
+                     ready_timeout=self.ready_timeout)
         new.start()
         self._earlier_log = self.log()
         self.process, self._log = new.process, new._log

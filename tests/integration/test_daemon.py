@@ -271,8 +271,8 @@ def make_tests():
             finally:
                 new.stop()
 
-    @test("SIGKILL of the daemon, then a new one on the same mountpoint: it takes the views over from the "
-          "keeper, and readers in the view see no error")
+    @test("SIGKILL of the daemon, then a new one on the same mountpoint (plain, then with --replace): it "
+          "takes the views over from the keeper, and readers in the view see no error")
     def _():
         with Daemon() as d, reader_in_view(d.mnt, 4) as reader:
             serves(d)
@@ -281,6 +281,11 @@ def make_tests():
             check(cgtest.wait_until(lambda: "keeper of a daemon that died" in d.log(), timeout=10),
                   "the new daemon did not say it took over from the keeper", d.log())
             check_reader(reader, "the crash and restart")
+            serves(d)
+            # --replace, as an upgrade script would run it, takes over from a keeper too.
+            d.crash_and_restart(replace=True)
+            check(cgtest.wait_until(lambda: d.log().count("keeper of a daemon that died") == 2, timeout=10),
+                  "the daemon started with --replace did not take over from the keeper", d.log())
             serves(d)
 
     @test("SIGKILL of the daemon and no new one within --keeper-wait: the keeper (started even where its "

@@ -361,13 +361,7 @@ class Bench:
         return rows, walls, hook_ns
 
     def stats(self):
-        out = {}
-        with open(os.path.join(self.mnt, ".cgprocfs", "stats")) as f:
-            for line in f:
-                if line.strip() and not line.startswith("#"):
-                    k, v = line.split()
-                    out[k] = float(v)
-        return out
+        return benchlib.read_stats(self.mnt)
 
     # --- report --------------------------------------------------------
 
@@ -401,7 +395,7 @@ class Bench:
             procs, seed["real"]["median"] / seed["view"]["median"],
             max(p[0] for p in seed["real"]["polls"]) / max(p[0] for p in seed["view"]["polls"])))
         print("  daemon memo over the view run: %s" % ", ".join(
-            "%s +%g" % (k.replace("cgprocfs_smaps_", ""), s1[k] - s0.get(k, 0))
+            "%s +%g" % (k, s1[k] - s0.get(k, 0))
             for k in sorted(s1) if k.endswith("_total") and s1[k] != s0.get(k, 0)))
 
         print("\n2. first requests of a new pid namespace: %d container starts each, "
@@ -483,12 +477,7 @@ def main():
     if min(args.mib, args.children, args.duration, args.interval, args.starts) <= 0:
         p.error("--mib, --children, --duration, --interval and --starts must be positive")
 
-    def stop(signum, frame):
-        raise SystemExit(128 + signum)
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, stop)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    benchlib.exit_on_signals()
     bench, status = None, 1
     try:
         bench = Bench(args)

@@ -143,10 +143,7 @@ cleanup() {
 	exit "$status"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
-trap 'exit 141' PIPE
+exit_on_signals
 
 # --- the cgroup -------------------------------------------------------------
 for hierarchy in "${HIERARCHIES[@]}"; do

@@ -54,6 +54,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--crash", action="store_true", help="SIGKILL the daemon and start a new one instead")
     args = ap.parse_args()
+    benchlib.exit_on_signals()
     exe = os.path.abspath(os.path.join(args.build_dir, "daemon", "cgprocfs"))
     work = tempfile.mkdtemp(prefix="cgprocfs-bench-handover-")
     mnt = os.path.join(work, "mnt")

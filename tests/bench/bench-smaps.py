@@ -414,14 +414,7 @@ class Bench:
     # --- measuring ---------------------------------------------------------
 
     def stats(self):
-        out = {}
-        with open(os.path.join(self.mnt, ".cgprocfs", "stats")) as f:
-            for line in f:
-                if line.startswith("#") or not line.strip():
-                    continue
-                name, value = line.split()
-                out[name.replace("cgprocfs_smaps_", "")] = float(value)
-        return out
+        return benchlib.read_stats(self.mnt)
 
     def load_sample(self, holder):
         """Machine CPU, and the CPU of everything this benchmark runs, so
@@ -777,13 +770,7 @@ def main():
     if importlib.util.find_spec("psutil") is None:
         p.error("needs psutil: run it with /usr/bin/python3 (Debian's python3-psutil)")
 
-    def stop(signum, frame):
-        raise SystemExit(128 + signum)
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, stop)
-    # Even where SIGINT came in ignored (a background job of a script).
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    benchlib.exit_on_signals()
     bench = None
     status = 1
     failed = False

@@ -2,6 +2,7 @@
 own directory)."""
 
 import os
+import signal
 import subprocess
 import time
 
@@ -26,3 +27,26 @@ def start_daemon(cmd, mnt, log_path, **popen_args):
             raise BenchError("daemon not ready after %.0f s" % READY_TIMEOUT)
         time.sleep(0.05)
     return daemon
+
+
+def read_stats(mnt, prefix="cgprocfs_smaps_"):
+    """The samples of MNT/.cgprocfs/stats, {name: value}, with prefix
+    taken off the names that have it."""
+    out = {}
+    with open(os.path.join(mnt, ".cgprocfs", "stats")) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                name, value = line.split()
+                out[name[len(prefix):] if name.startswith(prefix) else name] = float(value)
+    return out
+
+
+def exit_on_signals():
+    """SIGTERM and SIGHUP exit (so that finally blocks clean up), and SIGINT
+    raises KeyboardInterrupt even where it came in ignored (a background
+    job of a script)."""
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
+    signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -22,3 +22,11 @@ stop_daemon() {
 	fi
 	wait "$2" 2>/dev/null || true
 }
+
+# Exit on the signals a benchmark can get, so that its EXIT trap cleans up.
+exit_on_signals() {
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	trap 'exit 129' HUP
+	trap 'exit 141' PIPE
+}

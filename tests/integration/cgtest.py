@@ -472,6 +472,18 @@ def smaps_fields(text):
     return (lines[0] if lines else ""), fields
 
 
+def read_stats(mnt, prefix="cgprocfs_smaps_"):
+    """The samples of MNT/.cgprocfs/stats, {name: value}, with prefix
+    taken off the names that have it."""
+    out = {}
+    with open(os.path.join(mnt, ".cgprocfs", "stats")) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                name, value = line.split()
+                out[name[len(prefix):] if name.startswith(prefix) else name] = float(value)
+    return out
+
+
 def read_all(path):
     with open(path, "rb") as f:
         return f.read()

@@ -717,16 +717,6 @@ def log_counts(log):
     return serving, ended
 
 
-def smaps_stats(mnt):
-    out = {}
-    with open(os.path.join(mnt, ".cgprocfs", "stats")) as f:
-        for line in f:
-            if line.strip() and not line.startswith("#"):
-                name, value = line.split()
-                out[name.replace("cgprocfs_smaps_", "", 1)] = float(value)
-    return out
-
-
 def check_cpu_sections(secs, result, n, where):
     """cpuinfo, stat, online, cpuN dirs and glibc's sysconf all say n."""
     online = format_cpu_list(range(n))
@@ -818,9 +808,9 @@ def make_tests(d, lab):
     @test("runc: /proc/1/smaps_rollup read twice in the container is one memo miss, then one hit")
     def _():
         with Container(lab, SMAPS_PROBE) as c:
-            s0 = smaps_stats(d.mnt)
+            s0 = cgtest.read_stats(d.mnt)
             secs, result = c.run_ok("the smaps probe")
-            s1 = smaps_stats(d.mnt)
+            s1 = cgtest.read_stats(d.mnt)
         check_view_in_place(secs, result)
         deltas = {k: s1[k] - s0.get(k, 0) for k in ("misses_total", "hits_total", "stale_serves_total")}
         diag("stats deltas: %s" % deltas)
@@ -1114,7 +1104,7 @@ def make_tests(d, lab):
         check(serving, "the daemon never served a container", d.log())
         check_equal(sorted(ended), sorted(ns for ns, _ in serving), "namespaces whose view ended")
         check(not re.search("error", d.log(), re.I), "the daemon logged an error", d.log())
-        stats = smaps_stats(d.mnt)
+        stats = cgtest.read_stats(d.mnt)
         check_equal((stats.get("cgprocfs_container_views"), stats.get("cgprocfs_container_sessions")),
                     (0.0, 0.0), "container views and sessions in the stats once every container ended")
         now = {m for _, m, fstype, _ in mount_fields() if fstype == "fuse.cgprocfs"}

@@ -115,14 +115,7 @@ def rss(text):
 
 def stats(d):
     """The counters of MNT/.cgprocfs/stats, without the cgprocfs_smaps_ prefix."""
-    out = {}
-    with open(os.path.join(d.mnt, ".cgprocfs", "stats")) as f:
-        for line in f:
-            if line.startswith("#") or not line.strip():
-                continue
-            name, value = line.split()
-            out[name.replace("cgprocfs_smaps_", "", 1)] = float(value)
-    return out
+    return cgtest.read_stats(d.mnt)
 
 
 def delta(after, before):

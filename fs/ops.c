@@ -118,15 +118,23 @@ static GMutex handles_lock;
 static GHashTable *handles; /* fh -> object (GArray* of a directory, served_file*) */
 static uint64_t handle_tag, handle_serial;
 
-static uint64_t handle_add(gpointer object)
+/* The table, and this daemon's tag (never 0), made on first use, whichever
+ * request comes first: an adopted handle's READ may. Under handles_lock. */
+static GHashTable *handles_table(void)
 {
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&handles_lock);
 	if (!handles) {
 		handles = g_hash_table_new(g_direct_hash, g_direct_equal);
 		handle_tag = ((uint64_t)g_random_int_range(1, 1 << 23)) << HANDLE_TAG_SHIFT;
 	}
+	return handles;
+}
+
+static uint64_t handle_add(gpointer object)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&handles_lock);
+	GHashTable *table = handles_table();
 	uint64_t fh = handle_tag | (++handle_serial & ((1ULL << HANDLE_TAG_SHIFT) - 1));
-	g_hash_table_insert(handles, (gpointer)(uintptr_t)fh, object);
+	g_hash_table_insert(table, (gpointer)(uintptr_t)fh, object);
 	return fh;
 }
 
@@ -134,7 +142,7 @@ static uint64_t handle_add(gpointer object)
 static gpointer handle_get(uint64_t fh)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&handles_lock);
-	return handles ? g_hash_table_lookup(handles, (gpointer)(uintptr_t)fh) : NULL;
+	return g_hash_table_lookup(handles_table(), (gpointer)(uintptr_t)fh);
 }
 
 /* Give a handle of another daemon's its object, or the one a concurrent
@@ -142,9 +150,7 @@ static gpointer handle_get(uint64_t fh)
 static gpointer handle_adopt(uint64_t fh, gpointer object, GDestroyNotify free_fn)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&handles_lock);
-	if (!handles)
-		handles = g_hash_table_new(g_direct_hash, g_direct_equal);
-	gpointer had = g_hash_table_lookup(handles, (gpointer)(uintptr_t)fh);
+	gpointer had = g_hash_table_lookup(handles_table(), (gpointer)(uintptr_t)fh);
 	if (had) {
 		free_fn(object);
 		return had;
@@ -158,8 +164,7 @@ static gpointer handle_remove(uint64_t fh)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&handles_lock);
 	gpointer object = NULL;
-	if (handles)
-		g_hash_table_steal_extended(handles, (gpointer)(uintptr_t)fh, NULL, &object);
+	g_hash_table_steal_extended(handles_table(), (gpointer)(uintptr_t)fh, NULL, &object);
 	return object;
 }
 

@@ -141,12 +141,13 @@ static gboolean evict_oldest(struct memo *m)
 	return TRUE;
 }
 
-/* The walk, timed on this thread's CPU clock, with the signals it saw. */
+/* The walk, timed on this thread's CPU clock, with the signals it saw:
+ * probed here unless probed is set (*ret_signals holds them then). */
 static int walk(struct memo *m, const struct memo_key *key, GBytes **ret_text,
-		struct memo_signals *ret_signals)
+		struct memo_signals *ret_signals, gboolean probed)
 {
 	gint64 cpu = m->ops.thread_cpu(m->ops.data);
-	int r = m->ops.probe(m->ops.data, key, ret_signals);
+	int r = probed ? 0 : m->ops.probe(m->ops.data, key, ret_signals);
 	if (r == 0)
 		r = m->ops.walk(m->ops.data, key, ret_text);
 	count(&m->walk_cpu_us, (guint64)MAX(m->ops.thread_cpu(m->ops.data) - cpu, 0));
@@ -182,7 +183,7 @@ int memo_get(struct memo *m, const struct memo_key *key, GBytes **ret_text)
 			GBytes *text = NULL;
 			struct memo_signals sig;
 			g_mutex_unlock(&s->lock);
-			int r = walk(m, key, &text, &sig);
+			int r = walk(m, key, &text, &sig, FALSE);
 			g_mutex_lock(&s->lock);
 			gint64 done = m->ops.now(m->ops.data);
 			e->walking = FALSE;
@@ -321,7 +322,7 @@ gboolean memo_refresh_step(struct memo *m, gint64 *ret_wait_us)
 	gboolean skip = r == 0 && memcmp(&sig, &then, sizeof(sig)) == 0 &&
 			now - walked_at < m->cfg.max_age_idle_us;
 	if (r == 0 && !skip)
-		r = walk(m, &p.key, &text, &sig);
+		r = walk(m, &p.key, &text, &sig, TRUE);
 	m->tokens_us -= (double)(m->ops.thread_cpu(m->ops.data) - cpu);
 
 	g_mutex_lock(&s->lock);

@@ -60,13 +60,37 @@ int caller_parse_status(const char *text, size_t len, struct caller_status *ret)
 	return 0;
 }
 
-/* The credentials of this thread before it acted as a caller. */
+/* The daemon's own capabilities and groups, which every thread has but
+ * while it acts as a caller, and which never change: read once. */
+struct daemon_creds {
+	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
+	GArray *groups; /* gid_t */
+};
+
+static const struct daemon_creds *daemon_creds(void)
+{
+	static struct daemon_creds d;
+	static gsize done;
+	if (g_once_init_enter(&done)) {
+		struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		int n = getgroups(0, NULL);
+		gboolean ok = syscall(SYS_capget, &hdr, d.caps) == 0 && n >= 0;
+		if (ok) {
+			d.groups = g_array_sized_new(FALSE, TRUE, sizeof(gid_t), (guint)n);
+			g_array_set_size(d.groups, (guint)n);
+			ok = getgroups(n, (gid_t *)(void *)d.groups->data) == n;
+		}
+		g_once_init_leave(&done, ok ? 1 : 2);
+	}
+	return done == 1 ? &d : NULL;
+}
+
+/* The filesystem ids of this thread before it acted as a caller, and
+ * whether it did (its capabilities and groups are the daemon's). */
 struct saved_creds {
 	gboolean active;
 	uid_t fsuid;
 	gid_t fsgid;
-	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
-	GArray *groups;
 };
 
 static void creds_restore(struct saved_creds *s)
@@ -74,15 +98,15 @@ static void creds_restore(struct saved_creds *s)
 	if (!s->active)
 		return;
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	const struct daemon_creds *d = daemon_creds(); /* set: s is active */
 	/* Capabilities first: setgroups needs CAP_SETGID back. */
-	if (syscall(SYS_capset, &hdr, s->caps) < 0 ||
-	    syscall(SYS_setgroups, (size_t)s->groups->len, (const gid_t *)(void *)s->groups->data) < 0)
+	if (syscall(SYS_capset, &hdr, d->caps) < 0 ||
+	    syscall(SYS_setgroups, (size_t)d->groups->len, (const gid_t *)(void *)d->groups->data) < 0)
 		g_error("cannot restore the daemon's credentials: %s", g_strerror(errno));
 	setfsuid(s->fsuid);
 	setfsgid(s->fsgid);
 	if ((uid_t)setfsuid((uid_t)-1) != s->fsuid || (gid_t)setfsgid((gid_t)-1) != s->fsgid)
 		g_error("cannot restore the daemon's filesystem ids");
-	g_clear_pointer(&s->groups, g_array_unref);
 	s->active = FALSE;
 }
 
@@ -178,26 +202,18 @@ static int creds_assume(const struct caller *c, int owner_proc_fd, pid_t owner, 
 		return r;
 
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	if (syscall(SYS_capget, &hdr, s->caps) < 0)
-		return -errno;
-	uint64_t ours = (uint64_t)s->caps[1].effective << 32 | s->caps[0].effective;
+	const struct daemon_creds *d = daemon_creds();
+	if (!d)
+		return -EIO;
+	uint64_t ours = (uint64_t)d->caps[1].effective << 32 | d->caps[0].effective;
 	if (c->uid == 0 && c->gid == 0 && (caller_caps & ours) == ours)
 		return 0; /* root with all of the daemon's capabilities: nothing to narrow */
-	int n = getgroups(0, NULL);
-	if (n < 0)
-		return -errno;
-	s->groups = g_array_sized_new(FALSE, TRUE, sizeof(gid_t), (guint)n);
-	g_array_set_size(s->groups, (guint)n);
-	if (getgroups(n, (gid_t *)(void *)s->groups->data) != n) {
-		g_clear_pointer(&s->groups, g_array_unref);
-		return -EIO;
-	}
 	s->fsuid = (uid_t)setfsuid((uid_t)-1);
 	s->fsgid = (gid_t)setfsgid((gid_t)-1);
 	s->active = TRUE;
 
 	struct __user_cap_data_struct narrowed[_LINUX_CAPABILITY_U32S_3];
-	memcpy(narrowed, s->caps, sizeof(narrowed));
+	memcpy(narrowed, d->caps, sizeof(narrowed));
 	narrowed[0].effective &= (uint32_t)caller_caps;
 	narrowed[1].effective &= (uint32_t)(caller_caps >> 32);
 

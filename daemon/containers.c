@@ -24,12 +24,10 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define PROC_SUPER_MAGIC 0x9fa0
-#define HANDOVER_ANSWER_TIMEOUT_S 60
 
 struct ns_view {
 	uint64_t ns;
@@ -41,7 +39,6 @@ struct ns_view {
 
 struct containers {
 	struct containers_config cfg;
-	char *socket_path;
 	int listen_fd;
 	GThread *acceptor;
 	GMutex lock;         /* guards by_ns, every ns_view in it, and sessions */
@@ -247,7 +244,7 @@ static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned
 	g_ptr_array_add(cs->sessions, s);
 	s->id = ++cs->last_id;
 	g_mutex_unlock(&cs->lock);
-	keeper_keep(cs->cfg.keeper, s->id, fuse_fd, s->nsv->ns_fd);
+	keeper_keep(cs->cfg.keeper, s->id, cs->cfg.host->proto_minor, fuse_fd, s->nsv->ns_fd);
 	/* The session owns fuse_fd from here; the hook keeps its own copy. */
 	g_thread_unref(g_thread_new("container", session_thread, s));
 	*ret = s;
@@ -390,7 +387,7 @@ static gboolean handle_handover(struct containers *cs, int conn)
 	guint sessions = cs->sessions->len;
 	g_mutex_unlock(&cs->lock);
 	/* Meanwhile no container can attach: give up on a silent new daemon. */
-	struct timeval timeout = { .tv_sec = HANDOVER_ANSWER_TIMEOUT_S };
+	struct timeval timeout = { .tv_sec = HANDOVER_TIMEOUT_S };
 	setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
 	if (hs.failed || fdmsg_send(conn, "end", NULL, 0) < 0 ||
 	    fdmsg_receive(conn, answer, sizeof(answer), NULL, &no_fds) <= 0 || strcmp(answer, "serving") != 0) {
@@ -450,26 +447,13 @@ static gpointer acceptor_thread(gpointer data)
 
 int containers_start(const struct containers_config *cfg, struct containers **ret)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	g_autofree char *dir = g_path_get_dirname(cfg->socket_path);
-
-	if (strlen(cfg->socket_path) >= sizeof(addr.sun_path))
-		return -ENAMETOOLONG;
-	if (g_mkdir_with_parents(dir, 0700) < 0)
-		return -errno;
-	strcpy(addr.sun_path, cfg->socket_path);
-	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = fdmsg_listen(cfg->socket_path, 16);
 	if (fd < 0)
-		return -errno;
-	unlink(cfg->socket_path);
-	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || chmod(cfg->socket_path, 0600) < 0 ||
-	    listen(fd, 16) < 0)
-		return -errno;
+		return fd;
 	struct containers *cs = g_new0(struct containers, 1);
 	cs->cfg = *cfg;
-	cs->socket_path = g_strdup(cfg->socket_path);
-	cs->cfg.socket_path = cs->socket_path;
-	cs->listen_fd = steal_fd(&fd);
+	cs->cfg.socket_path = g_strdup(cfg->socket_path);
+	cs->listen_fd = fd;
 	g_mutex_init(&cs->lock);
 	cs->by_ns = g_hash_table_new(g_int64_hash, g_int64_equal);
 	cs->sessions = g_ptr_array_new();
@@ -488,7 +472,7 @@ gboolean containers_stop(struct containers *cs)
 	g_thread_join(cs->acceptor);
 	close(cs->listen_fd);
 	if (!cs->handed_over)
-		unlink(cs->socket_path);
+		unlink(cs->cfg.socket_path);
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
 	return g_hash_table_size(cs->by_ns) > 0;
 }

@@ -14,7 +14,6 @@
 struct daemon_config {
 	const char *mountpoint;    /* absolute, canonical */
 	const char *fuse_options;  /* extra -o options for the FUSE mount, or NULL */
-	gboolean debug;
 	gboolean cpu_quota;        /* --cpu-limit=cpuset+quota */
 	struct memo_config smaps;  /* --smaps-max-age, --refresh-budget, ... */
 	const char *control_socket; /* --control-socket */
@@ -135,11 +134,11 @@ void handover_clear(struct handover *h);
 struct keeper;
 int keeper_start(const char *path, int wait_s, struct keeper **ret);
 /* Session id 0 is the host view's; a container's comes with its pid
- * namespace (ns_fd), the host's with -1. The fds stay the caller's. */
-void keeper_keep(struct keeper *k, unsigned id, int fuse_fd, int ns_fd);
+ * namespace (ns_fd), the host's with -1; proto_minor: the FUSE protocol
+ * minor version the kernel spoke (the same for all). The fds stay the
+ * caller's. */
+void keeper_keep(struct keeper *k, unsigned id, unsigned proto_minor, int fuse_fd, int ns_fd);
 void keeper_drop(struct keeper *k, unsigned id);
-/* The FUSE protocol minor version the kernel spoke (same for all). */
-void keeper_minor(struct keeper *k, unsigned proto_minor);
 /* A clean stop: the keeper lets go of everything and exits. */
 void keeper_quit(struct keeper *k);
 /* A connection to the keeper at path whose daemon died, ready to hand its
@@ -152,6 +151,14 @@ int keeper_connect(const char *path);
 #define FDMSG_MAX_FDS 4
 ssize_t fdmsg_send(int sock, const char *text, const int *fds, size_t n_fds);
 ssize_t fdmsg_receive(int sock, char *buf, size_t size, int *fds, size_t *n_fds);
+/* A listening SEQPACKET socket at path (its directory made, 0600, any
+ * old one replaced): the fd, or -errno. */
+int fdmsg_listen(const char *path, int backlog);
+/* Connect to path, send request, and read the first answer into reply
+ * (waiting at most timeout_s): the connection, or -errno. */
+int fdmsg_ask(const char *path, int timeout_s, const char *request, char *reply, size_t size);
+/* How long one daemon waits for another's next message in a handover. */
+#define HANDOVER_TIMEOUT_S 60
 
 /* Make dir ready to be mounted on: created if missing, a directory, not a
  * mount point (a stale cgprocfs mount left by a dead daemon is removed);

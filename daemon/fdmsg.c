@@ -1,8 +1,14 @@
 /* Messages with file descriptors on unix sockets (SCM_RIGHTS). */
 #include "daemon.h"
 
+#include "cleanup.h"
+
+#include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 ssize_t fdmsg_send(int sock, const char *text, const int *fds, size_t n_fds)
@@ -50,4 +56,50 @@ ssize_t fdmsg_receive(int sock, char *buf, size_t size, int *fds, size_t *n_fds)
 	*n_fds = got;
 	buf[n > 0 ? n : 0] = '\0';
 	return n;
+}
+
+/* path as a socket address. FALSE if it does not fit. */
+static gboolean socket_address(const char *path, struct sockaddr_un *ret)
+{
+	*ret = (struct sockaddr_un){ .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(ret->sun_path))
+		return FALSE;
+	strcpy(ret->sun_path, path);
+	return TRUE;
+}
+
+int fdmsg_listen(const char *path, int backlog)
+{
+	struct sockaddr_un addr;
+	g_autofree char *dir = g_path_get_dirname(path);
+
+	if (!socket_address(path, &addr))
+		return -ENAMETOOLONG;
+	if (g_mkdir_with_parents(dir, 0700) < 0)
+		return -errno;
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || chmod(path, 0600) < 0 || listen(fd, backlog) < 0)
+		return -errno;
+	return steal_fd(&fd);
+}
+
+int fdmsg_ask(const char *path, int timeout_s, const char *request, char *reply, size_t size)
+{
+	struct sockaddr_un addr;
+	struct timeval timeout = { .tv_sec = timeout_s };
+	size_t no_fds = 0;
+
+	if (!socket_address(path, &addr))
+		return -ENAMETOOLONG;
+	_cleanup_close_ int conn = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (conn < 0 || connect(conn, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+	    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) < 0 ||
+	    fdmsg_send(conn, request, NULL, 0) < 0)
+		return -errno;
+	if (fdmsg_receive(conn, reply, size, NULL, &no_fds) <= 0)
+		return -EPROTO;
+	return steal_fd(&conn);
 }

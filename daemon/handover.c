@@ -9,10 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
-#define ANSWER_TIMEOUT_S 30
 
 /* The control socket of the daemon serving mountpoint: it says where. */
 static char *control_socket_of(const char *mountpoint)
@@ -33,27 +31,21 @@ static void close_fds(int *fds, size_t n)
 /* Connect to the daemon serving mountpoint and ask for its sessions. */
 static int ask_daemon(const char *mountpoint, const char **ret_why)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	g_autofree char *socket_path = control_socket_of(mountpoint);
-	struct timeval timeout = { .tv_sec = ANSWER_TIMEOUT_S };
 	char text[64];
-	size_t no_fds = 0;
 
-	if (!socket_path || strlen(socket_path) >= sizeof(addr.sun_path)) {
+	if (!socket_path) {
 		*ret_why = "the running daemon names no control socket";
 		return -ENOENT;
 	}
-	strcpy(addr.sun_path, socket_path);
-	_cleanup_close_ int conn = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (conn < 0 || connect(conn, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
-	    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) < 0 ||
-	    fdmsg_send(conn, "handover", NULL, 0) < 0) {
-		*ret_why = "cannot reach the running daemon's control socket";
-		return -errno;
-	}
-	if (fdmsg_receive(conn, text, sizeof(text), NULL, &no_fds) <= 0 || strcmp(text, "ok") != 0) {
+	_cleanup_close_ int conn = fdmsg_ask(socket_path, HANDOVER_TIMEOUT_S, "handover", text, sizeof(text));
+	if (conn == -EPROTO || (conn >= 0 && strcmp(text, "ok") != 0)) {
 		*ret_why = "the running daemon did not hand over (too old for --replace?)";
 		return -EPROTO;
+	}
+	if (conn < 0) {
+		*ret_why = "cannot reach the running daemon's control socket";
+		return conn;
 	}
 	return steal_fd(&conn);
 }

@@ -4,7 +4,7 @@
  * a new daemon started on the same mountpoint takes the sessions over from
  * the keeper (the handover protocol of containers.c) and has the kernel
  * resend the requests the dead one had taken. The keeper gives up after
- * KEEPER_WAIT_S without a new daemon; a daemon that stops cleanly tells
+ * --keeper-wait seconds without a new daemon; a daemon that stops cleanly tells
  * it to go first, so that its views end as they always did. */
 #include "cleanup.h"
 #include "daemon.h"
@@ -17,15 +17,11 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/un.h>
 #include <unistd.h>
 
-#define KEEPER_WAIT_S 60
 
 struct keeper {
 	int sock; /* to the keeper process */
-	pid_t pid;
 };
 
 struct kept {
@@ -65,8 +61,9 @@ static gboolean hand_over(int conn, GHashTable *kept, unsigned minor)
 	       fdmsg_receive(conn, answer, sizeof(answer), NULL, &no_fds) > 0 && strcmp(answer, "serving") == 0;
 }
 
-/* Messages from the daemon: "minor <m>", "keep <id>" with the session's
- * fd (and a container's pid namespace), "drop <id>", "quit". FALSE once
+/* Messages from the daemon: "keep <id> <minor>" with the session's fd
+ * (and a container's pid namespace; minor: the FUSE protocol version the
+ * kernel spoke, the same for all), "drop <id>", "quit". FALSE once
  * the daemon is gone (EOF) or said quit (*ret_quit). */
 static gboolean from_daemon(int sock, GHashTable *kept, unsigned *minor, gboolean *ret_quit)
 {
@@ -82,7 +79,7 @@ static gboolean from_daemon(int sock, GHashTable *kept, unsigned *minor, gboolea
 		*ret_quit = TRUE;
 		return FALSE;
 	}
-	if (sscanf(text, "keep %u", &id) == 1 && n >= 1) {
+	if (sscanf(text, "keep %u %u", &id, minor) == 2 && n >= 1) {
 		struct kept *k = g_new(struct kept, 1);
 		*k = (struct kept){ fds[0], n >= 2 ? fds[1] : -1 };
 		g_hash_table_replace(kept, GUINT_TO_POINTER(id), k);
@@ -92,8 +89,6 @@ static gboolean from_daemon(int sock, GHashTable *kept, unsigned *minor, gboolea
 		close(fds[i]);
 	if (sscanf(text, "drop %u", &id) == 1)
 		g_hash_table_remove(kept, GUINT_TO_POINTER(id));
-	else
-		(void)!sscanf(text, "minor %u", minor);
 	return TRUE;
 }
 
@@ -170,41 +165,20 @@ static void keeper_main(int sock, int listen_fd, int wait_s, const char *path, i
 
 int keeper_connect(const char *path)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	char reply[64];
-	size_t no_fds = 0;
-	struct timeval timeout = { .tv_sec = 10 };
-
-	if (strlen(path) >= sizeof(addr.sun_path))
-		return -1;
-	strcpy(addr.sun_path, path);
-	_cleanup_close_ int conn = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (conn < 0 || connect(conn, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
-	    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) < 0 ||
-	    fdmsg_send(conn, "handover", NULL, 0) < 0 ||
-	    fdmsg_receive(conn, reply, sizeof(reply), NULL, &no_fds) <= 0 || strcmp(reply, "ok") != 0)
-		return -1;
-	return steal_fd(&conn);
+	_cleanup_close_ int conn = fdmsg_ask(path, HANDOVER_TIMEOUT_S, "handover", reply, sizeof(reply));
+	return conn >= 0 && strcmp(reply, "ok") == 0 ? steal_fd(&conn) : -1;
 }
 
 int keeper_start(const char *path, int wait_s, struct keeper **ret)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	int sv[2];
-
-	g_autofree char *dir = g_path_get_dirname(path);
-	if (strlen(path) >= sizeof(addr.sun_path))
-		return -ENAMETOOLONG;
-	if (g_mkdir_with_parents(dir, 0700) < 0)
-		return -errno;
-	strcpy(addr.sun_path, path);
-	_cleanup_close_ int listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (listen_fd < 0)
-		return -errno;
-	unlink(path);
 	struct stat st;
-	if (bind(listen_fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || chmod(path, 0600) < 0 ||
-	    listen(listen_fd, 4) < 0 || stat(path, &st) < 0)
+
+	_cleanup_close_ int listen_fd = fdmsg_listen(path, 4);
+	if (listen_fd < 0)
+		return listen_fd;
+	if (stat(path, &st) < 0)
 		return -errno;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
@@ -223,39 +197,28 @@ int keeper_start(const char *path, int wait_s, struct keeper **ret)
 	close(sv[1]);
 	struct keeper *k = g_new0(struct keeper, 1);
 	k->sock = sv[0];
-	k->pid = pid;
 	*ret = k;
 	return 0;
 }
 
-void keeper_keep(struct keeper *k, unsigned id, int fuse_fd, int ns_fd)
+void keeper_keep(struct keeper *k, unsigned id, unsigned proto_minor, int fuse_fd, int ns_fd)
 {
 	char text[32];
 	const int fds[2] = { fuse_fd, ns_fd };
 	if (!k)
 		return;
-	snprintf(text, sizeof(text), "keep %u", id);
+	snprintf(text, sizeof(text), "keep %u %u", id, proto_minor);
 	if (fdmsg_send(k->sock, text, fds, ns_fd >= 0 ? 2 : 1) < 0)
 		g_warning("cannot hand a session to the keeper: %s", g_strerror(errno));
 }
 
-static void tell(struct keeper *k, const char *word, unsigned value)
+void keeper_drop(struct keeper *k, unsigned id)
 {
 	char text[32];
 	if (!k)
 		return;
-	snprintf(text, sizeof(text), "%s %u", word, value);
+	snprintf(text, sizeof(text), "drop %u", id);
 	(void)!fdmsg_send(k->sock, text, NULL, 0);
-}
-
-void keeper_drop(struct keeper *k, unsigned id)
-{
-	tell(k, "drop", id);
-}
-
-void keeper_minor(struct keeper *k, unsigned proto_minor)
-{
-	tell(k, "minor", proto_minor);
 }
 
 void keeper_quit(struct keeper *k)

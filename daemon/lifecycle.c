@@ -360,8 +360,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	if (taking_over(cfg))
 		resume_the_rest(containers, watch, &state, &ho, cfg->recover_fd >= 0);
 	/* INIT was answered by now (the .real mount, or the one before). */
-	keeper_minor(keeper, state.proto_minor);
-	keeper_keep(keeper, 0, fuse_session_fd(loop.session), -1);
+	keeper_keep(keeper, 0, state.proto_minor, fuse_session_fd(loop.session), -1);
 	handover_clear(&ho);
 #ifdef HAVE_LIBSYSTEMD
 	sd_notify(0, "READY=1");

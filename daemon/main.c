@@ -45,6 +45,15 @@ static void fuse_log_to_glib(enum fuse_log_level level, const char *fmt, va_list
 		g_debug("fuse: %s", text);
 }
 
+/* The default control socket of the canonical mountpoint (NULL: none). */
+static char *socket_for(const char *mountpoint)
+{
+	if (!mountpoint)
+		return NULL;
+	g_autofree char *escaped = g_strdelimit(g_strdup(mountpoint + 1), "/", '-');
+	return g_strdup_printf("%s/%s.sock", DAEMON_CONTROL_DIR, escaped);
+}
+
 int main(int argc, char **argv)
 {
 	gboolean version = FALSE, foreground = FALSE, replace = FALSE;
@@ -138,9 +147,7 @@ int main(int argc, char **argv)
 	 * views for the next daemon: this one, then. */
 	const char *dir = rest && rest[0] ? rest[0] : DAEMON_DEFAULT_MOUNTPOINT;
 	g_autofree char *canonical = mountpoint_canonical(dir);
-	g_autofree char *escaped = canonical ? g_strdelimit(g_strdup(canonical + 1), "/", '-') : NULL;
-	g_autofree char *default_socket = escaped ? g_strdup_printf("%s/%s.sock", DAEMON_CONTROL_DIR, escaped) : NULL;
-	const char *socket_path = control_socket ? control_socket : default_socket;
+	g_autofree char *socket_path = control_socket ? g_strdup(control_socket) : socket_for(canonical);
 	g_autofree char *keeper_path = socket_path ? g_strconcat(socket_path, ".keeper", NULL) : NULL;
 	int recover_fd = keeper_path ? keeper_connect(keeper_path) : -1; /* with --replace too */
 	g_autofree char *mountpoint = NULL;
@@ -148,16 +155,13 @@ int main(int argc, char **argv)
 				&mountpoint))
 		return 1;
 	if (!socket_path) { /* the parent was created just now */
-		escaped = g_strdelimit(g_strdup(mountpoint + 1), "/", '-');
-		default_socket = g_strdup_printf("%s/%s.sock", DAEMON_CONTROL_DIR, escaped);
-		socket_path = default_socket;
+		socket_path = socket_for(mountpoint);
 		keeper_path = g_strconcat(socket_path, ".keeper", NULL);
 	}
 	g_autofree char *joined = fuse_opts ? g_strjoinv(",", fuse_opts) : NULL;
 	const struct daemon_config cfg = {
 		.mountpoint = mountpoint,
 		.fuse_options = joined,
-		.debug = debug_enabled,
 		.control_socket = socket_path,
 		.replace = replace,
 		.recover_fd = recover_fd,

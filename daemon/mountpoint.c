@@ -13,7 +13,7 @@
 
 /* realpath of the parent and the last component as given: works on a
  * stale FUSE mount, where stat of the mountpoint itself fails. */
-static char *canonical_path(const char *dir)
+char *mountpoint_canonical(const char *dir)
 {
 	g_autofree char *copy1 = g_strdup(dir);
 	g_autofree char *copy2 = g_strdup(dir);
@@ -35,8 +35,26 @@ static gboolean mount_is_dead(const char *path)
 	return statfs(path, &sfs) < 0 && errno == ENOTCONN;
 }
 
+/* The type of the filesystem mounted at path, NULL if none. */
+static char *top_fstype(const char *path)
+{
+	struct mount_entry top = { 0 };
+	if (!mountinfo_find(path, &top))
+		return NULL;
+	char *fstype = g_strdup(top.fstype);
+	mountinfo_entry_clear(&top);
+	return fstype;
+}
+
+/* A cgprocfs mount at path, whatever answers it (statfs is not asked: a
+ * mount a keeper holds for a dead daemon would not answer). */
+static gboolean has_cgprocfs(const char *path)
+{
+	g_autofree char *fstype = top_fstype(path);
+	return fstype && strcmp(fstype, "fuse.cgprocfs") == 0;
+}
+
 /* Is path served by a running cgprocfs? */
-static gboolean has_cgprocfs(const char *path);
 static gboolean served(const char *path)
 {
 	return has_cgprocfs(path) && !mount_is_dead(path);
@@ -46,12 +64,10 @@ static gboolean served(const char *path)
  * mount is removed, so a restart after a crash works. */
 static gboolean mountpoint_free(const char *path)
 {
-	struct mount_entry top = { 0 };
+	g_autofree char *fstype = top_fstype(path);
 
-	if (!mountinfo_find(path, &top))
+	if (!fstype)
 		return TRUE;
-	g_autofree char *fstype = g_strdup(top.fstype);
-	mountinfo_entry_clear(&top);
 	if (strcmp(fstype, "fuse.cgprocfs") != 0) {
 		fprintf(stderr, "cgprocfs: mountpoint %s is busy: a %s filesystem is mounted there; "
 			"unmount it or choose another directory\n", path, fstype);
@@ -71,22 +87,6 @@ static gboolean mountpoint_free(const char *path)
 	return TRUE;
 }
 
-char *mountpoint_canonical(const char *dir)
-{
-	return canonical_path(dir);
-}
-
-/* A cgprocfs mount at path, whatever answers it (statfs is not asked: a
- * mount a keeper holds for a dead daemon would not answer). */
-static gboolean has_cgprocfs(const char *path)
-{
-	struct mount_entry top = { 0 };
-	if (!mountinfo_find(path, &top))
-		return FALSE;
-	gboolean ours = strcmp(top.fstype, "fuse.cgprocfs") == 0;
-	mountinfo_entry_clear(&top);
-	return ours;
-}
 
 gboolean mountpoint_prepare(const char *dir, enum mountpoint_mode mode, char **ret_path)
 {
@@ -97,7 +97,7 @@ gboolean mountpoint_prepare(const char *dir, enum mountpoint_mode mode, char **r
 		fprintf(stderr, "cgprocfs: cannot create %s: %s\n", parent, g_strerror(errno));
 		return FALSE;
 	}
-	g_autofree char *path = canonical_path(dir);
+	g_autofree char *path = mountpoint_canonical(dir);
 	if (!path) {
 		fprintf(stderr, "cgprocfs: cannot resolve mountpoint %s: %s\n", dir, g_strerror(errno));
 		return FALSE;

@@ -40,12 +40,11 @@ static GHashTable *live_pids(int proc_fd)
 /* The last pid the namespace of proc_fd allocated, 0 if unknown. */
 static unsigned last_pid(int proc_fd)
 {
-	g_autoptr(GBytes) text = NULL;
+	g_autofree char *s = NULL;
 	guint64 n;
-	if (procfile_read_at(proc_fd, "sys/kernel/ns_last_pid", &text) < 0)
+	if (procfile_read_text_at(proc_fd, "sys/kernel/ns_last_pid", &s) < 0)
 		return 0;
-	g_autofree char *s = g_strstrip(g_strndup(g_bytes_get_data(text, NULL), g_bytes_get_size(text)));
-	return g_ascii_string_to_unsigned(s, 10, 0, G_MAXINT32, &n, NULL) ? (unsigned)n : 0;
+	return g_ascii_string_to_unsigned(g_strstrip(s), 10, 0, G_MAXINT32, &n, NULL) ? (unsigned)n : 0;
 }
 
 void recover_entries(struct pidwatch *w, struct ops_state *owner, int proc_fd, int pid_ns_fd)

@@ -256,13 +256,6 @@ int caller_readlinkat(const struct caller *c, pid_t owner, int dirfd, const char
 		      char **ret_target)
 {
 	struct saved_creds saved __attribute__((cleanup(creds_restore))) = { 0 };
-	char buf[4097];
 	int r = creds_assume(c, dirfd, owner, &saved);
-	if (r < 0)
-		return r;
-	ssize_t n = readlinkat(dirfd, path, buf, sizeof(buf) - 1);
-	if (n < 0)
-		return -errno;
-	*ret_target = g_strndup(buf, (gsize)n);
-	return 0;
+	return r < 0 ? r : procfile_readlink_at(dirfd, path, ret_target);
 }

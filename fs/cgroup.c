@@ -92,16 +92,10 @@ static gboolean step_up(char *dir)
 static int read_text(const struct cgroup_hierarchy *h, const char *dir, const char *name, char **ret)
 {
 	g_autofree char *path = g_build_filename(dir, name, NULL);
-	g_autoptr(GBytes) b = NULL;
-	int r = procfile_read_at(h->root_fd, path, &b);
-	if (r < 0)
-		return r;
-	gsize len;
-	const char *data = g_bytes_get_data(b, &len);
-	if (memchr(data, '\0', len))
-		return -EINVAL;
-	*ret = g_strstrip(g_strndup(data, len));
-	return 0;
+	int r = procfile_read_text_at(h->root_fd, path, ret);
+	if (r == 0)
+		g_strstrip(*ret);
+	return r;
 }
 
 static int bad(const char *dir, const char *name, char **ret_culprit)

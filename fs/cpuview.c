@@ -117,12 +117,9 @@ static void report_once(struct cpuview *cv, const char *file, int err)
 
 static int read_online(struct cpuview *cv, struct cpuset *ret)
 {
-	g_autoptr(GBytes) text = NULL;
-	int r = procfile_read_at(cv->cfg.sys_cpu_fd, "online", &text);
-	if (r < 0)
-		return r;
-	g_autofree char *s = g_strndup(g_bytes_get_data(text, NULL), g_bytes_get_size(text));
-	return cpuset_parse_list(s, ret);
+	g_autofree char *s = NULL;
+	int r = procfile_read_text_at(cv->cfg.sys_cpu_fd, "online", &s);
+	return r < 0 ? r : cpuset_parse_list(s, ret);
 }
 
 /* The caller's limits; FALSE (after reporting what was wrong) when its
@@ -130,19 +127,23 @@ static int read_online(struct cpuview *cv, struct cpuset *ret)
 static gboolean caller_limits(struct cpuview *cv, pid_t tid, struct cgroup_limits *ret)
 {
 	char path[32];
-	g_autoptr(GBytes) text = NULL;
+	g_autofree char *s = NULL;
 	struct cgroup_paths paths = { 0 };
 	g_autofree char *culprit = NULL;
 
 	snprintf(path, sizeof(path), "%d/cgroup", (int)tid);
-	if (procfile_read_at(cv->cfg.proc_fd, path, &text) < 0)
+	int r = procfile_read_text_at(cv->cfg.proc_fd, path, &s);
+	if (r == -EINVAL) {
+		report_once(cv, path, EINVAL);
+		return FALSE;
+	}
+	if (r < 0)
 		return FALSE; /* the caller is gone */
-	g_autofree char *s = g_strndup(g_bytes_get_data(text, NULL), g_bytes_get_size(text));
 	if (cgroup_parse_membership(s, &cv->cfg.cgroups, &paths) < 0) {
 		report_once(cv, path, EINVAL);
 		return FALSE;
 	}
-	int r = cgroup_read_limits(&cv->cfg.cgroups, &paths, ret, &culprit);
+	r = cgroup_read_limits(&cv->cfg.cgroups, &paths, ret, &culprit);
 	if (r == -EINVAL)
 		report_once(cv, culprit ? culprit : path, EINVAL);
 	cgroup_paths_clear(&paths);

@@ -40,6 +40,30 @@ int procfile_read_at(int dirfd, const char *path, GBytes **ret_content)
 	return procfile_read_fd(fd, ret_content);
 }
 
+int procfile_readlink_at(int dirfd, const char *path, char **ret_target)
+{
+	char buf[4097];
+	ssize_t n = readlinkat(dirfd, path, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return -errno;
+	*ret_target = g_strndup(buf, (gsize)n);
+	return 0;
+}
+
+int procfile_read_text_at(int dirfd, const char *path, char **ret_text)
+{
+	g_autoptr(GBytes) b = NULL;
+	int r = procfile_read_at(dirfd, path, &b);
+	if (r < 0)
+		return r;
+	gsize len;
+	const char *data = g_bytes_get_data(b, &len);
+	if (memchr(data, '\0', len))
+		return -EINVAL;
+	*ret_text = g_strndup(data, len);
+	return 0;
+}
+
 int procfile_parse_pid_stat(const char *text, size_t len, struct pid_stat *ret)
 {
 	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses,

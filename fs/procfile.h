@@ -13,6 +13,12 @@ int procfile_read_fd(int fd, GBytes **ret_content);
 /* Open dirfd/path read-only and read all of it. 0 or -errno. */
 int procfile_read_at(int dirfd, const char *path, GBytes **ret_content);
 
+/* The same, as a string: -EINVAL if the file holds a NUL byte. */
+int procfile_read_text_at(int dirfd, const char *path, char **ret_text);
+
+/* readlinkat(dirfd, path). 0 or -errno. */
+int procfile_readlink_at(int dirfd, const char *path, char **ret_target);
+
 struct pid_stat {
 	char state;          /* 'R', 'S', 'Z', ... */
 	uint64_t start_time; /* clock ticks after boot: with the pid, names a process */

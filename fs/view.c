@@ -182,6 +182,15 @@ int view_pid_ns_fd(const struct view *v)
 	return v->cfg.pid_ns_fd;
 }
 
+/* The row named name under parent, or ROW_NONE. */
+static enum row find_row(enum row parent, const char *name)
+{
+	for (enum row r = ROW_ROOT; r < ROW_COUNT; r++)
+		if (rows[r].parent == parent && strcmp(rows[r].name, name) == 0)
+			return r;
+	return ROW_NONE;
+}
+
 uint64_t view_proc_ino(void)
 {
 	return row_ino(ROW_PROC);
@@ -304,9 +313,10 @@ static const char *mirror_path(uint64_t aux)
 	return aux == 0 ? "." : g_quark_to_string((GQuark)aux);
 }
 
-static char *mirror_child_path(uint64_t parent_aux, const char *name)
+/* name under the directory interned as parent (0: the top). */
+static char *child_path(uint64_t parent, const char *name)
 {
-	return parent_aux == 0 ? g_strdup(name) : g_strconcat(mirror_path(parent_aux), "/", name, NULL);
+	return parent == 0 ? g_strdup(name) : g_strconcat(mirror_path(parent), "/", name, NULL);
 }
 
 static void attr_fill(const struct view *v, struct stat *st, uint64_t ino, mode_t mode, off_t size)
@@ -567,7 +577,7 @@ static int lookup_top_entry(struct view *v, const struct caller *c, const char *
 
 static int lookup_mirror_entry(struct view *v, uint64_t parent, const char *name, struct view_entry *ret)
 {
-	g_autofree char *path = mirror_child_path(ino_aux(parent), name);
+	g_autofree char *path = child_path(ino_aux(parent), name);
 	struct stat st;
 
 	if (fstatat(v->cfg.sys_cpu_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -610,9 +620,7 @@ static int lookup_vcpu_entry(struct view *v, const struct caller *c, uint64_t pa
 	g_autofree char *host = g_build_filename(dir, name, NULL);
 	if (fstatat(v->cfg.sys_cpu_fd, host, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
-	uint64_t sub = ino_sub(parent);
-	g_autofree char *path = sub ? g_build_filename(g_quark_to_string((GQuark)sub), name, NULL)
-				    : g_strdup(name);
+	g_autofree char *path = child_path(ino_sub(parent), name);
 	ret->ino = ino_vcpu_node(ino_vcpu(parent), g_quark_from_string(path));
 	return 0;
 }
@@ -620,11 +628,10 @@ static int lookup_vcpu_entry(struct view *v, const struct caller *c, uint64_t pa
 static int lookup_row_entry(struct view *v, const struct caller *c, enum row parent, const char *name,
 			    struct view_entry *ret)
 {
-	for (enum row r = ROW_ROOT; r < ROW_COUNT; r++) {
-		if (rows[r].parent == parent && strcmp(rows[r].name, name) == 0) {
-			ret->ino = row_ino(r);
-			return 0;
-		}
+	enum row r = find_row(parent, name);
+	if (r != ROW_NONE) {
+		ret->ino = row_ino(r);
+		return 0;
 	}
 	if (parent == ROW_PROC)
 		return lookup_top_entry(v, c, name, ret);
@@ -702,16 +709,6 @@ int view_getattr(struct view *v, const struct caller *c, uint64_t ino, struct st
 	return node_attr(v, c, ino, ret_attr, ret_timeout);
 }
 
-static int read_host_link(struct view *v, const char *path, char **ret)
-{
-	char buf[4097];
-	ssize_t n = readlinkat(v->cfg.sys_cpu_fd, path, buf, sizeof(buf) - 1);
-	if (n < 0)
-		return -errno;
-	*ret = g_strndup(buf, (gsize)n);
-	return 0;
-}
-
 int view_readlink(struct view *v, const struct caller *c, uint64_t ino, char **ret_target)
 {
 	enum node_kind kind = ino_kind(ino);
@@ -731,10 +728,10 @@ int view_readlink(struct view *v, const struct caller *c, uint64_t ino, char **r
 		return delegate_magic_target(c, v->cfg.proc_fd, ino_pid(ino), pid_entry_name(v, ino),
 					     ret_target);
 	case NODE_SYS_MIRROR:
-		return read_host_link(v, mirror_path(ino_aux(ino)), ret_target);
+		return procfile_readlink_at(v->cfg.sys_cpu_fd, mirror_path(ino_aux(ino)), ret_target);
 	case NODE_SYS_VCPU:
 		r = vcpu_host_path(v, c, ino, &path);
-		return r < 0 ? r : read_host_link(v, path, ret_target);
+		return r < 0 ? r : procfile_readlink_at(v->cfg.sys_cpu_fd, path, ret_target);
 	case NODE_STATIC_DIR:
 	case NODE_REAL_DIR:
 	case NODE_HOST_FILE:
@@ -770,13 +767,6 @@ struct listing {
 	pid_t skip;                /* a pid not to list */
 };
 
-static gboolean is_row_name(enum row parent, const char *name)
-{
-	for (enum row r = ROW_ROOT; r < ROW_COUNT; r++)
-		if (rows[r].parent == parent && strcmp(rows[r].name, name) == 0)
-			return TRUE;
-	return FALSE;
-}
 
 static void list_rows(GArray *entries, enum row parent)
 {
@@ -791,7 +781,7 @@ static void list_top_entry(const struct dirent *de, void *data)
 	struct listing *l = data;
 	pid_t pid;
 
-	if (is_row_name(ROW_PROC, de->d_name))
+	if (find_row(ROW_PROC, de->d_name) != ROW_NONE)
 		return; /* listed from the table */
 	if (parse_pid(de->d_name, &pid)) {
 		/* d_ino without the tag: reading every process's start time
@@ -822,7 +812,7 @@ static void list_mirror_entry(const struct dirent *de, void *data)
 	unsigned cpu;
 
 	if (ino_aux(l->parent) == 0) {
-		if (is_row_name(ROW_SYS_CPU, de->d_name))
+		if (find_row(ROW_SYS_CPU, de->d_name) != ROW_NONE)
 			return;
 		if (parse_cpu_dir(de->d_name, &cpu)) {
 			/* the host's CPU directories for a caller with no limit;
@@ -832,7 +822,7 @@ static void list_mirror_entry(const struct dirent *de, void *data)
 			return;
 		}
 	}
-	g_autofree char *path = mirror_child_path(ino_aux(l->parent), de->d_name);
+	g_autofree char *path = child_path(ino_aux(l->parent), de->d_name);
 	dirent_add(l->entries, de->d_name, ino_node(NODE_SYS_MIRROR, g_quark_from_string(path)),
 		   dtype_to_mode(de->d_type));
 }
@@ -840,9 +830,7 @@ static void list_mirror_entry(const struct dirent *de, void *data)
 static void list_vcpu_entry(const struct dirent *de, void *data)
 {
 	struct listing *l = data;
-	uint64_t sub = ino_sub(l->parent);
-	g_autofree char *path = sub ? g_build_filename(g_quark_to_string((GQuark)sub), de->d_name, NULL)
-				    : g_strdup(de->d_name);
+	g_autofree char *path = child_path(ino_sub(l->parent), de->d_name);
 	dirent_add(l->entries, de->d_name, ino_vcpu_node(ino_vcpu(l->parent), g_quark_from_string(path)),
 		   dtype_to_mode(de->d_type));
 }

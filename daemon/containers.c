@@ -364,33 +364,25 @@ static void send_watch(void *owner, pid_t pid, int pidfd, void *data)
 static gboolean handle_handover(struct containers *cs, int conn)
 {
 	struct handover_send hs = { conn, g_hash_table_new(g_direct_hash, g_direct_equal), FALSE };
-	char text[96];
-	char answer[16];
-	size_t no_fds = 0;
 
 	G_GNUC_UNUSED g_autoptr(GHashTable) index = hs.index;
 	const struct ops_state *host = cs->cfg.host;
-	int host_fd = fuse_session_fd(host->session);
-	snprintf(text, sizeof(text), "session %u", host->proto_minor);
-	hs.failed = fdmsg_send(conn, "ok", NULL, 0) < 0 || fdmsg_send(conn, text, &host_fd, 1) < 0;
+	hs.failed = fdmsg_send(conn, "ok", NULL, 0) < 0 ||
+		    !handover_send_session(conn, host->proto_minor, fuse_session_fd(host->session), -1);
 	g_hash_table_insert(hs.index, (gpointer)host, GUINT_TO_POINTER(1));
 	g_mutex_lock(&cs->lock);
 	for (guint i = 0; i < cs->sessions->len && !hs.failed; i++) {
 		struct session *s = g_ptr_array_index(cs->sessions, i);
-		int fds[2] = { fuse_session_fd(s->se), s->nsv->ns_fd };
-		snprintf(text, sizeof(text), "session %u", s->state.proto_minor);
-		hs.failed = fdmsg_send(conn, text, fds, 2) < 0;
+		hs.failed = !handover_send_session(conn, s->state.proto_minor, fuse_session_fd(s->se), s->nsv->ns_fd);
 		g_hash_table_insert(hs.index, &s->state, GUINT_TO_POINTER(i + 2));
 	}
 	/* Under cs->lock: no session ends, so no owner is freed, meanwhile. */
 	pidwatch_foreach(cs->cfg.watch, send_watch, &hs);
 	guint sessions = cs->sessions->len;
 	g_mutex_unlock(&cs->lock);
-	/* Meanwhile no container can attach: give up on a silent new daemon. */
-	struct timeval timeout = { .tv_sec = HANDOVER_TIMEOUT_S };
-	setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-	if (hs.failed || fdmsg_send(conn, "end", NULL, 0) < 0 ||
-	    fdmsg_receive(conn, answer, sizeof(answer), NULL, &no_fds) <= 0 || strcmp(answer, "serving") != 0) {
+	/* Meanwhile no container can attach: handover_finish gives up on a
+	 * silent new daemon. */
+	if (hs.failed || !handover_finish(conn)) {
 		g_warning("a handover to a new daemon failed: this one serves on");
 		return FALSE;
 	}

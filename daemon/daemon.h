@@ -126,6 +126,12 @@ int handover_take(const char *mountpoint, int conn, struct handover *ret, const 
 void handover_done(struct handover *h);
 /* Close what was not taken. */
 void handover_clear(struct handover *h);
+/* The giving side, after "ok": each session (sessions[0] the host's, with
+ * ns_fd -1), then optional "watch <session> <pid>" messages, then
+ * handover_finish, which says "end" and waits for "serving": TRUE once the
+ * new daemon serves them all. */
+gboolean handover_send_session(int conn, unsigned proto_minor, int fuse_fd, int ns_fd);
+gboolean handover_finish(int conn);
 
 /* The keeper (keeper.c): a process holding a copy of every session's fd,
  * so that a new daemon can take the views over if this one dies. Started

@@ -1,7 +1,8 @@
-/* Taking over from a running daemon (cgprocfs --replace): its sessions,
- * the host's and every container's, are served on here without a
- * remount, so nothing bound to them notices. See handle_handover in
- * containers.c for the other side. */
+/* The handover protocol: a new daemon takes the sessions, the host's and
+ * every container's, from the daemon serving them (cgprocfs --replace) or
+ * from the keeper of one that died, and serves them on without a remount,
+ * so nothing bound to them notices. The giving side is handle_handover
+ * (containers.c) or the keeper (keeper.c), with the two senders here. */
 #include "cleanup.h"
 #include "daemon.h"
 
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 
@@ -116,4 +118,22 @@ void handover_clear(struct handover *h)
 	if (h->conn >= 0)
 		close(h->conn);
 	h->conn = -1;
+}
+
+gboolean handover_send_session(int conn, unsigned proto_minor, int fuse_fd, int ns_fd)
+{
+	char text[32];
+	const int fds[2] = { fuse_fd, ns_fd };
+	snprintf(text, sizeof(text), "session %u", proto_minor);
+	return fdmsg_send(conn, text, fds, ns_fd >= 0 ? 2 : 1) >= 0;
+}
+
+gboolean handover_finish(int conn)
+{
+	struct timeval timeout = { .tv_sec = HANDOVER_TIMEOUT_S };
+	char answer[16];
+	size_t no_fds = 0;
+	return setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) == 0 &&
+	       fdmsg_send(conn, "end", NULL, 0) >= 0 &&
+	       fdmsg_receive(conn, answer, sizeof(answer), NULL, &no_fds) > 0 && strcmp(answer, "serving") == 0;
 }

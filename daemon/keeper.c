@@ -41,24 +41,19 @@ static void kept_free(gpointer p)
 /* Give the sessions to a new daemon on conn: the host's (id 0) first. */
 static gboolean hand_over(int conn, GHashTable *kept, unsigned minor)
 {
-	char text[32], answer[16];
-	size_t no_fds = 0;
 	GHashTableIter it;
 	gpointer id, value;
 
-	snprintf(text, sizeof(text), "session %u", minor);
 	struct kept *host = g_hash_table_lookup(kept, GUINT_TO_POINTER(0));
-	if (!host || minor == 0 || fdmsg_send(conn, text, &host->fuse_fd, 1) < 0)
+	if (!host || minor == 0 || !handover_send_session(conn, minor, host->fuse_fd, -1))
 		return FALSE;
 	g_hash_table_iter_init(&it, kept);
 	while (g_hash_table_iter_next(&it, &id, &value)) {
-		struct kept *k = value;
-		int fds[2] = { k->fuse_fd, k->ns_fd };
-		if (GPOINTER_TO_UINT(id) != 0 && fdmsg_send(conn, text, fds, 2) < 0)
+		const struct kept *k = value;
+		if (GPOINTER_TO_UINT(id) != 0 && !handover_send_session(conn, minor, k->fuse_fd, k->ns_fd))
 			return FALSE;
 	}
-	return fdmsg_send(conn, "end", NULL, 0) >= 0 &&
-	       fdmsg_receive(conn, answer, sizeof(answer), NULL, &no_fds) > 0 && strcmp(answer, "serving") == 0;
+	return handover_finish(conn);
 }
 
 /* Messages from the daemon: "keep <id> <minor>" with the session's fd

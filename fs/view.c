@@ -1022,12 +1022,23 @@ static int vcpu_host_path(struct view *v, const struct caller *c, uint64_t ino, 
 }
 
 /* A sysfs file read as the caller: a root-only file stays root-only. */
+/* A sysfs file as the caller could read it. Most are readable by all,
+ * and then opening them as the caller would decide nothing: only the
+ * others are opened again with the caller's credentials. */
 static int read_as_caller(const struct caller *c, int dirfd, const char *path, GBytes **ret)
 {
-	_cleanup_close_ int fd = -1;
-	int r = caller_openat(c, 0, dirfd, path, O_RDONLY | O_NOFOLLOW, &fd);
-	if (r < 0)
-		return r;
+	struct stat st;
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!(st.st_mode & S_IROTH)) {
+		close(steal_fd(&fd));
+		int r = caller_openat(c, 0, dirfd, path, O_RDONLY | O_NOFOLLOW, &fd);
+		if (r < 0)
+			return r;
+	}
 	return procfile_read_fd(fd, ret);
 }
 

@@ -240,7 +240,7 @@ int caller_openat(const struct caller *c, pid_t owner, int dirfd, const char *pa
 		return r;
 	int fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
-		return -errno;
+		return procfile_errno();
 	*ret_fd = fd;
 	return 0;
 }

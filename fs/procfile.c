@@ -22,7 +22,7 @@ int procfile_read_fd(int fd, GBytes **ret_content)
 				g_byte_array_set_size(buf, used);
 				continue;
 			}
-			return -errno;
+			return procfile_errno();
 		}
 		g_byte_array_set_size(buf, used + (guint)n);
 		if (n == 0)
@@ -36,7 +36,7 @@ int procfile_read_at(int dirfd, const char *path, GBytes **ret_content)
 {
 	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
-		return -errno;
+		return procfile_errno();
 	return procfile_read_fd(fd, ret_content);
 }
 
@@ -45,7 +45,7 @@ int procfile_readlink_at(int dirfd, const char *path, char **ret_target)
 	char buf[4097];
 	ssize_t n = readlinkat(dirfd, path, buf, sizeof(buf) - 1);
 	if (n < 0)
-		return -errno;
+		return procfile_errno();
 	*ret_target = g_strndup(buf, (gsize)n);
 	return 0;
 }
@@ -110,7 +110,7 @@ int procfile_pid_stat(int proc_fd, pid_t pid, struct pid_stat *ret)
 	snprintf(path, sizeof(path), "%d/stat", (int)pid);
 	int r = procfile_read_at(proc_fd, path, &text);
 	if (r < 0)
-		return r == -ESRCH ? -ENOENT : r;
+		return r;
 	gsize len;
 	const char *data = g_bytes_get_data(text, &len);
 	return procfile_parse_pid_stat(data, len, ret);

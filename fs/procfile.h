@@ -2,9 +2,18 @@
  * directory fd, and the few fields of /proc/<pid>/stat the view needs. */
 #pragma once
 
+#include <errno.h>
 #include <glib.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+/* -errno of a failed call on a procfs path, where a process that is gone
+ * (ESRCH from some of its files) is -ENOENT, as procfs answers lookups
+ * of it. */
+static inline int procfile_errno(void)
+{
+	return errno == ESRCH ? -ENOENT : -errno;
+}
 
 /* Read all of the already open fd from its current position.
  * Returns 0 or -errno; *ret_content is untouched on failure. */

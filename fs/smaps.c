@@ -125,7 +125,7 @@ static int walk(void *data, const struct memo_key *key, GBytes **ret_text)
 	if (!holds_key(pidfd))
 		return -ENOENT;
 	if (r < 0)
-		return r == -ESRCH ? -ENOENT : r;
+		return r;
 	*ret_text = g_steal_pointer(&text);
 	return 0;
 }
@@ -218,7 +218,7 @@ int smaps_read(struct smaps *s, const struct caller *c, uint64_t ns, pid_t pid, 
 	snprintf(path, sizeof(path), "%d/smaps_rollup", (int)pid);
 	r = caller_openat(c, pid, w.proc_fd, path, O_RDONLY, &fd);
 	if (r < 0)
-		return r == -ESRCH ? -ENOENT : r;
+		return r;
 	/* The check was made on the process of the pidfd if it is still alive. */
 	if (exited(pidfd))
 		return -ENOENT;

@@ -215,7 +215,7 @@ static int for_each_dirent(int dirfd, const char *path,
 {
 	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return procfile_errno();
 	DIR *dir = fdopendir(fd);
 	if (!dir) {
 		int err = errno;
@@ -249,7 +249,7 @@ static int proc_call_list(void *p)
 static int proc_call_stat(void *p)
 {
 	const struct proc_call *pc = p;
-	return fstatat(pc->v->cfg.proc_fd, pc->path, pc->st, 0) < 0 ? -errno : 0;
+	return fstatat(pc->v->cfg.proc_fd, pc->path, pc->st, 0) < 0 ? procfile_errno() : 0;
 }
 
 static int proc_as_caller(struct view *v, const struct caller *c, pid_t owner, int (*fn)(void *p),
@@ -376,8 +376,7 @@ static int stat_pid(struct view *v, const struct caller *c, pid_t pid, struct st
 			return r;
 		return proc_call_stat(&pc);
 	}
-	int r = proc_as_caller(v, c, pid, proc_call_stat, &pc);
-	return r == -ESRCH ? -ENOENT : r;
+	return proc_as_caller(v, c, pid, proc_call_stat, &pc);
 }
 
 static int pid_dir_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret)
@@ -917,7 +916,7 @@ int view_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray **
 		return -ENOTDIR;
 	}
 	if (r < 0)
-		return r == -ESRCH ? -ENOENT : r;
+		return r;
 	*ret_entries = g_steal_pointer(&entries);
 	return 0;
 }

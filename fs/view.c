@@ -2,6 +2,7 @@
 
 #include "cleanup.h"
 #include "delegate.h"
+#include "names.h"
 #include "pidns.h"
 #include "procfile.h"
 #include "smaps.h"
@@ -42,9 +43,9 @@ enum node_kind {
  *   pid kinds   bits 38-59 pid, 30-37 entry name, 0-29 process tag (the
  *               low bits of its start time; a recycled pid gets other
  *               inodes) or, for magic links, a per-lookup generation
- *   vcpu kind   bits 25-37 the caller's CPU number, 0-24 the GQuark of
+ *   vcpu kind   bits 25-37 the caller's CPU number, 0-24 the names.h number of
  *               the path inside its directory (0: the directory)
- *   other kinds bits 0-37 a row of the static table, or the GQuark of a
+ *   other kinds bits 0-37 a row of the static table, or the names.h number of a
  *               path (0 stands for the mirror's root)
  * The root row is 1 in a kind-0 node, so the root is inode 1 as FUSE wants. */
 #define INO_KIND_SHIFT 60
@@ -276,12 +277,58 @@ static void index_pid_entry(const struct dirent *de, void *data)
 	g_ptr_array_add(v->pid_entry_names, g_strdup(de->d_name));
 }
 
+static gboolean parse_pid(const char *name, pid_t *ret);
+
+/* Intern dir/<entries> (sorted, depth levels down) as paths under prefix;
+ * what is not a name (a pid) is skipped. */
+static void intern_tree(int dirfd, const char *dir, const char *prefix, int depth)
+{
+	struct dirent **list;
+	int fd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	g_autofree char *self = g_strdup_printf("/proc/self/fd/%d", fd);
+	int n = scandir(self, &list, NULL, alphasort);
+	for (int i = 0; i < n; i++) {
+		const char *name = list[i]->d_name;
+		pid_t pid;
+		if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0 && !parse_pid(name, &pid)) {
+			g_autofree char *path = *prefix ? g_strconcat(prefix, "/", name, NULL) : g_strdup(name);
+			names_intern(path);
+			if (depth > 1 && list[i]->d_type == DT_DIR) {
+				g_autofree char *sub = g_strconcat(dir, "/", name, NULL);
+				intern_tree(dirfd, sub, path, depth - 1);
+			}
+		}
+		free(list[i]);
+	}
+	if (n >= 0)
+		free(list);
+	close(fd);
+}
+
+/* The names inodes carry, interned once, sorted: a daemon taking over
+ * from another knows the numbers of the inodes the kernel cached before
+ * it sees their names, and two names of one hash get the same numbers in
+ * both. The top of the procfs, the CPU directory, and a CPU's own. */
+static void intern_known_names(const struct view_config *cfg)
+{
+	static gsize done;
+	if (!g_once_init_enter(&done))
+		return;
+	intern_tree(cfg->proc_fd, ".", "", 1);
+	intern_tree(cfg->sys_cpu_fd, ".", "", 4);
+	intern_tree(cfg->sys_cpu_fd, "cpu0", "", 3);
+	g_once_init_leave(&done, 1);
+}
+
 int view_new(const struct view_config *cfg, struct view **ret_view)
 {
 	g_autofree struct view *v = g_new0(struct view, 1);
 
 	v->cfg = *cfg;
 	clock_gettime(CLOCK_REALTIME, &v->born);
+	intern_known_names(cfg);
 	v->pid_entry_index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	v->pid_entry_names = g_ptr_array_new_with_free_func(g_free);
 	g_ptr_array_add(v->pid_entry_names, NULL);
@@ -310,7 +357,7 @@ void view_free(struct view *v)
 
 static const char *mirror_path(uint64_t aux)
 {
-	return aux == 0 ? "." : g_quark_to_string((GQuark)aux);
+	return aux == 0 ? "." : names_lookup(aux);
 }
 
 /* name under the directory interned as parent (0: the top). */
@@ -434,7 +481,7 @@ static int node_attr(struct view *v, const struct caller *c, uint64_t ino, struc
 		attr_fill(v, ret, ino, S_IFREG | 0444, 0);
 		return 0;
 	case NODE_TOP_LINK:
-		name = g_quark_to_string((GQuark)ino_aux(ino));
+		name = names_lookup(ino_aux(ino));
 		attr_fill(v, ret, ino, S_IFLNK | 0777, (off_t)(strlen(DELEGATE_REAL_NAME "/") + strlen(name)));
 		return 0;
 	case NODE_PID_DIR:
@@ -480,7 +527,7 @@ static gboolean ino_valid(const struct view *v, uint64_t ino)
 		return ino_aux(ino) > ROW_NONE && ino_aux(ino) < ROW_COUNT &&
 		       rows[ino_aux(ino)].kind == kind;
 	case NODE_TOP_LINK:
-		return g_quark_to_string((GQuark)ino_aux(ino)) != NULL;
+		return names_lookup(ino_aux(ino)) != NULL;
 	case NODE_PID_DIR:
 		return ino_name(ino) == 0;
 	case NODE_PID_LINK:
@@ -489,9 +536,9 @@ static gboolean ino_valid(const struct view *v, uint64_t ino)
 		return pid_entry_name(v, ino) != NULL &&
 		       pid_entry_kind(pid_entry_name(v, ino)) == kind;
 	case NODE_SYS_MIRROR:
-		return ino_aux(ino) == 0 || g_quark_to_string((GQuark)ino_aux(ino)) != NULL;
+		return ino_aux(ino) == 0 || names_lookup(ino_aux(ino)) != NULL;
 	case NODE_SYS_VCPU:
-		return ino_sub(ino) == 0 || g_quark_to_string((GQuark)ino_sub(ino)) != NULL;
+		return ino_sub(ino) == 0 || names_lookup(ino_sub(ino)) != NULL;
 	case NODE_KIND_COUNT:
 		break;
 	}
@@ -570,7 +617,7 @@ static int lookup_top_entry(struct view *v, const struct caller *c, const char *
 	if (fstatat(v->cfg.proc_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
 	/* Interned only once the kernel has shown the name exists. */
-	ret->ino = ino_node(NODE_TOP_LINK, g_quark_from_string(name));
+	ret->ino = ino_node(NODE_TOP_LINK, names_intern(name));
 	return 0;
 }
 
@@ -581,7 +628,7 @@ static int lookup_mirror_entry(struct view *v, uint64_t parent, const char *name
 
 	if (fstatat(v->cfg.sys_cpu_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
-	ret->ino = ino_node(NODE_SYS_MIRROR, g_quark_from_string(path));
+	ret->ino = ino_node(NODE_SYS_MIRROR, names_intern(path));
 	return 0;
 }
 
@@ -620,7 +667,7 @@ static int lookup_vcpu_entry(struct view *v, const struct caller *c, uint64_t pa
 	if (fstatat(v->cfg.sys_cpu_fd, host, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
 	g_autofree char *path = child_path(ino_sub(parent), name);
-	ret->ino = ino_vcpu_node(ino_vcpu(parent), g_quark_from_string(path));
+	ret->ino = ino_vcpu_node(ino_vcpu(parent), names_intern(path));
 	return 0;
 }
 
@@ -718,7 +765,7 @@ int view_readlink(struct view *v, const struct caller *c, uint64_t ino, char **r
 		return -ESTALE;
 	switch (kind) {
 	case NODE_TOP_LINK:
-		*ret_target = delegate_top_target(g_quark_to_string((GQuark)ino_aux(ino)));
+		*ret_target = delegate_top_target(names_lookup(ino_aux(ino)));
 		return 0;
 	case NODE_PID_LINK:
 		*ret_target = delegate_pid_target(ino_pid(ino), pid_entry_name(v, ino));
@@ -788,7 +835,7 @@ static void list_top_entry(const struct dirent *de, void *data)
 		if (pid != l->skip)
 			dirent_add(l->entries, de->d_name, ino_pid_node(NODE_PID_DIR, pid, 0, 0), S_IFDIR);
 	} else {
-		dirent_add(l->entries, de->d_name, ino_node(NODE_TOP_LINK, g_quark_from_string(de->d_name)),
+		dirent_add(l->entries, de->d_name, ino_node(NODE_TOP_LINK, names_intern(de->d_name)),
 			   S_IFLNK);
 	}
 }
@@ -822,7 +869,7 @@ static void list_mirror_entry(const struct dirent *de, void *data)
 		}
 	}
 	g_autofree char *path = child_path(ino_aux(l->parent), de->d_name);
-	dirent_add(l->entries, de->d_name, ino_node(NODE_SYS_MIRROR, g_quark_from_string(path)),
+	dirent_add(l->entries, de->d_name, ino_node(NODE_SYS_MIRROR, names_intern(path)),
 		   dtype_to_mode(de->d_type));
 }
 
@@ -830,7 +877,7 @@ static void list_vcpu_entry(const struct dirent *de, void *data)
 {
 	struct listing *l = data;
 	g_autofree char *path = child_path(ino_sub(l->parent), de->d_name);
-	dirent_add(l->entries, de->d_name, ino_vcpu_node(ino_vcpu(l->parent), g_quark_from_string(path)),
+	dirent_add(l->entries, de->d_name, ino_vcpu_node(ino_vcpu(l->parent), names_intern(path)),
 		   dtype_to_mode(de->d_type));
 }
 
@@ -1009,7 +1056,7 @@ static int vcpu_map_path(const struct cpu_map *map, uint64_t ino, char **ret)
 		host = map->host[cpu];
 	else
 		return -ENOENT;
-	*ret = sub ? g_strdup_printf("cpu%u/%s", host, g_quark_to_string((GQuark)sub))
+	*ret = sub ? g_strdup_printf("cpu%u/%s", host, names_lookup(sub))
 		   : g_strdup_printf("cpu%u", host);
 	return 0;
 }

@@ -10,6 +10,7 @@
  * session, the host view's included (handle_handover). */
 #include "cleanup.h"
 #include "daemon.h"
+#include "metrics.h"
 #include "ops.h"
 #include "view.h"
 
@@ -472,18 +473,12 @@ gboolean containers_stop(struct containers *cs)
 void containers_render_stats(struct containers *cs, GString *out)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
-	g_string_append_printf(out,
-			       "# HELP cgprocfs_container_views Pid namespaces with a view.\n"
-			       "# TYPE cgprocfs_container_views gauge\n"
-			       "cgprocfs_container_views %u\n"
-			       "# HELP cgprocfs_container_sessions Containers' FUSE sessions served.\n"
-			       "# TYPE cgprocfs_container_sessions gauge\n"
-			       "cgprocfs_container_sessions %u\n"
-			       "# HELP cgprocfs_container_attaches_total Containers attached by their hook.\n"
-			       "# TYPE cgprocfs_container_attaches_total counter\n"
-			       "cgprocfs_container_attaches_total %" G_GUINT64_FORMAT "\n"
-			       "# HELP cgprocfs_container_attach_failures_total Attach requests refused or failed.\n"
-			       "# TYPE cgprocfs_container_attach_failures_total counter\n"
-			       "cgprocfs_container_attach_failures_total %" G_GUINT64_FORMAT "\n",
-			       g_hash_table_size(cs->by_ns), cs->sessions->len, cs->attaches, cs->attach_failures);
+	metrics_u64(out, "cgprocfs_container_views", "gauge", "Pid namespaces with a view.",
+		    g_hash_table_size(cs->by_ns));
+	metrics_u64(out, "cgprocfs_container_sessions", "gauge", "Containers' FUSE sessions served.",
+		    cs->sessions->len);
+	metrics_u64(out, "cgprocfs_container_attaches_total", "counter", "Containers attached by their hook.",
+		    cs->attaches);
+	metrics_u64(out, "cgprocfs_container_attach_failures_total", "counter", "Attach requests refused or failed.",
+		    cs->attach_failures);
 }

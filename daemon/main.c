@@ -1,5 +1,6 @@
 /* cgprocfs: a container-scoped view of /proc, served with FUSE. */
 #include "daemon.h"
+#include "log.h"
 
 #include <errno.h>
 #include <fuse_lowlevel.h>
@@ -7,43 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-static gboolean debug_enabled;
-
-static GLogWriterOutput log_writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
-				   gpointer data)
-{
-	const char *message = NULL;
-	const char *prefix = "";
-
-	if ((level & G_LOG_LEVEL_DEBUG) && !debug_enabled)
-		return G_LOG_WRITER_HANDLED;
-	for (gsize i = 0; i < n_fields; i++)
-		if (strcmp(fields[i].key, "MESSAGE") == 0)
-			message = fields[i].value;
-	if (level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL))
-		prefix = "error: ";
-	else if (level & G_LOG_LEVEL_WARNING)
-		prefix = "warning: ";
-	else if (level & G_LOG_LEVEL_DEBUG)
-		prefix = "debug: ";
-	fprintf(stderr, "cgprocfs: %s%s\n", prefix, message ? message : "");
-	return G_LOG_WRITER_HANDLED;
-}
-
-/* libfuse's own messages go to the same log. */
-G_GNUC_PRINTF(2, 0)
-static void fuse_log_to_glib(enum fuse_log_level level, const char *fmt, va_list ap)
-{
-	g_autofree char *text = g_strdup_vprintf(fmt, ap);
-	g_strchomp(text);
-	if (level <= FUSE_LOG_ERR)
-		g_warning("fuse: %s", text);
-	else if (level <= FUSE_LOG_INFO)
-		g_message("fuse: %s", text);
-	else
-		g_debug("fuse: %s", text);
-}
 
 /* The default control socket of the canonical mountpoint (NULL: none). */
 static char *socket_for(const char *mountpoint)
@@ -56,7 +20,7 @@ static char *socket_for(const char *mountpoint)
 
 int main(int argc, char **argv)
 {
-	gboolean version = FALSE, foreground = FALSE, replace = FALSE;
+	gboolean debug_enabled = FALSE, version = FALSE, foreground = FALSE, replace = FALSE;
 	int keeper_wait = 60;
 	g_autofree char *cpu_limit = NULL;
 	double max_age = 5, max_age_idle = 60, budget_percent = 5;
@@ -93,8 +57,7 @@ int main(int argc, char **argv)
 	g_autoptr(GOptionContext) ctx = g_option_context_new("[MOUNTPOINT]");
 	g_autoptr(GError) error = NULL;
 
-	g_log_set_writer_func(log_writer, NULL, NULL);
-	fuse_set_log_func(fuse_log_to_glib);
+	log_setup(FALSE);
 	g_option_context_set_summary(ctx,
 		"Mount a container-scoped view of /proc and /sys/devices/system/cpu at MOUNTPOINT\n"
 		"(default " DAEMON_DEFAULT_MOUNTPOINT ") and serve it in the foreground until SIGINT or SIGTERM.");
@@ -103,6 +66,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cgprocfs: %s (see cgprocfs --help)\n", error->message);
 		return 2;
 	}
+	log_setup(debug_enabled);
 	if (version) {
 		printf("cgprocfs %s (libfuse %s)\n", CGPROCFS_VERSION, fuse_pkgversion());
 		return 0;

@@ -2,6 +2,7 @@
  * all of its workers are busy, that can all be stopped between requests
  * (serve_drain: a handover to another daemon loses no request). */
 #include "daemon.h"
+#include "metrics.h"
 
 #include <errno.h>
 #include <fuse_lowlevel.h>
@@ -187,16 +188,16 @@ void serve_render_stats(GString *out)
 	};
 	guint64 counted = 0, all = 0;
 
-	g_string_append(out, "# HELP cgprocfs_requests_total FUSE requests taken, by operation, over every view.\n"
-			     "# TYPE cgprocfs_requests_total counter\n");
+	metrics_header(out, "cgprocfs_requests_total", "counter", "FUSE requests taken, by operation, over every view.");
 	for (size_t i = 0; i < G_N_ELEMENTS(ops); i++) {
 		guint64 n = requests[ops[i].opcode];
 		counted += n;
-		g_string_append_printf(out, "cgprocfs_requests_total{op=\"%s\"} %" G_GUINT64_FORMAT "\n", ops[i].name, n);
+		g_autofree char *label = g_strdup_printf("op=\"%s\"", ops[i].name);
+		metrics_sample(out, "cgprocfs_requests_total", label, n);
 	}
 	for (size_t i = 0; i < COUNTED_OPCODES; i++)
 		all += requests[i];
-	g_string_append_printf(out, "cgprocfs_requests_total{op=\"other\"} %" G_GUINT64_FORMAT "\n", all - counted);
+	metrics_sample(out, "cgprocfs_requests_total", "op=\"other\"", all - counted);
 }
 
 /* FUSE 7.40 (Linux 6.9); older headers lack it. */

@@ -1,5 +1,7 @@
 #include "smaps.h"
 
+#include "metrics.h"
+
 #include "cleanup.h"
 #include "pidns.h"
 #include "procfile.h"
@@ -250,13 +252,11 @@ GString *smaps_render_stats(struct smaps *s)
 	memo_get_stats(s->memo, &st);
 	guint64 values[] = { st.hits, st.misses, st.stale_serves, st.walks, st.walks_skipped,
 			     st.evictions, st.budget_overruns, st.entries };
-	for (size_t i = 0; i < G_N_ELEMENTS(rows); i++)
-		g_string_append_printf(out, "# HELP cgprocfs_smaps_%s %s\n# TYPE cgprocfs_smaps_%s %s\ncgprocfs_smaps_%s %" G_GUINT64_FORMAT "\n",
-				       rows[i].name, rows[i].help, rows[i].name, rows[i].type, rows[i].name, values[i]);
-	g_string_append_printf(out,
-			       "# HELP cgprocfs_smaps_walk_cpu_seconds_total CPU time spent walking processes.\n"
-			       "# TYPE cgprocfs_smaps_walk_cpu_seconds_total counter\n"
-			       "cgprocfs_smaps_walk_cpu_seconds_total %.6f\n",
-			       (double)st.walk_cpu_us / G_USEC_PER_SEC);
+	for (size_t i = 0; i < G_N_ELEMENTS(rows); i++) {
+		g_autofree char *name = g_strconcat("cgprocfs_smaps_", rows[i].name, NULL);
+		metrics_u64(out, name, rows[i].type, rows[i].help, values[i]);
+	}
+	metrics_seconds(out, "cgprocfs_smaps_walk_cpu_seconds_total", "CPU time spent walking processes.",
+			(double)st.walk_cpu_us / G_USEC_PER_SEC);
 	return out;
 }

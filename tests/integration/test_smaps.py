@@ -560,12 +560,17 @@ def make_tests():
 
 
 def wait_exec(pid, timeout=2.0):
-    """Wait until process pid runs sleep (its fork has exec'd)."""
+    """Wait until process pid runs sleep and sleeps (its fork has exec'd).
+    The exe link names sleep from early in execve, before the binary is
+    mapped: a walk then sees only the new stack. Sleeping (state S) comes
+    after the exec is done."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
             if os.readlink("/proc/%d/exe" % pid).endswith("/sleep"):
-                return
+                with open("/proc/%d/stat" % pid) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "S":
+                        return
         except OSError:
             return
         time.sleep(0.001)

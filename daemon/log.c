@@ -47,9 +47,15 @@ static void fuse_log_to_glib(enum fuse_log_level level, const char *fmt, va_list
 
 void log_setup(gboolean debug)
 {
+	static gsize installed;
+
 	debug_enabled = debug;
-	g_log_set_writer_func(log_writer, NULL, NULL);
-	fuse_set_log_func(fuse_log_to_glib);
+	/* glib takes a writer once per process; later calls only set debug. */
+	if (g_once_init_enter(&installed)) {
+		g_log_set_writer_func(log_writer, NULL, NULL);
+		fuse_set_log_func(fuse_log_to_glib);
+		g_once_init_leave(&installed, 1);
+	}
 }
 
 int log_set_error(GError **error, int negative_errno, const char *fmt, ...)

@@ -21,7 +21,7 @@
 GQuark cgprocfs_error_quark(void);
 
 /* Route glib's and libfuse's messages to stderr, one line each; debug
- * messages only when debug is TRUE. */
+ * messages only when debug is TRUE. Called again, it only sets debug. */
 void log_setup(gboolean debug);
 
 /* Set *error (if error is not NULL) to "<printf text>: <strerror(-negative_errno)>",

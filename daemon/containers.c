@@ -10,12 +10,14 @@
  * session, the host view's included (handle_handover). */
 #include "cleanup.h"
 #include "daemon.h"
+#include "log.h"
 #include "metrics.h"
-#include "ops.h"
+#include "session.h"
 #include "view.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -28,8 +30,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define PROC_SUPER_MAGIC 0x9fa0
-
+/* The view of one pid namespace, shared by its containers' sessions;
+ * freed by ns_view_release when the last of them ends. */
 struct ns_view {
 	uint64_t ns;
 	int ns_fd;   /* the pid namespace */
@@ -38,25 +40,28 @@ struct ns_view {
 	unsigned sessions;
 };
 
+/* Freed never while the daemon runs: container sessions may outlive
+ * containers_stop (they end with the process). */
 struct containers {
 	struct containers_config cfg;
 	int listen_fd;
 	GThread *acceptor;
-	GMutex lock;         /* guards by_ns, every ns_view in it, and sessions */
-	GHashTable *by_ns;   /* ns -> struct ns_view* */
-	GPtrArray *sessions; /* struct session*: every container view served */
-	gboolean handed_over; /* the socket path is the new daemon's now */
-	unsigned last_id;     /* of a session, for the keeper (the host's is 0) */
-	guint64 attaches, attach_failures; /* under lock */
+	GMutex lock;           /* guards by_ns, every ns_view in it, served, last_id and the counters */
+	GHashTable *by_ns;     /* ns -> struct ns_view* */
+	GPtrArray *served;     /* struct container*: every container view served */
+	gboolean handed_over;  /* the socket path is the new daemon's now */
+	unsigned last_id;      /* of a session, for the keeper (the host's is 0) */
+	guint64 attaches, attach_failures;
 };
 
-struct session {
-	struct containers *owner;
-	unsigned id;      /* the keeper's */
-	gboolean recover; /* taken from a dead daemon's keeper */
+/* A container's session and the namespace view it serves. Owned by its
+ * thread (container_thread), which frees both when the session ends; in
+ * cs->served until then. */
+struct container {
+	struct containers *cs;
+	struct session *session;
 	struct ns_view *nsv;
-	struct ops_state state;
-	struct fuse_session *se;
+	gboolean recover; /* taken from a dead daemon's keeper */
 };
 
 static void ns_view_release(struct containers *cs, struct ns_view *nsv)
@@ -107,8 +112,10 @@ static int procfs_of_pid_ns(int host_proc_fd, int ns, int *ret_fd)
 	if (child == 0)
 		send_new_procfs(child_sock);
 	int err = errno;
+	/* Harmless if it fails: this thread forks only here, after a setns. */
 	if (setns(own, CLONE_NEWPID) < 0)
-		g_error("cannot take the daemon's pid namespace back: %s", g_strerror(errno));
+		g_warning("cannot take the daemon's pid namespace back for the control thread: %s",
+			  g_strerror(errno));
 	if (child < 0)
 		return -err;
 	close(steal_fd(&child_sock));
@@ -123,47 +130,59 @@ static int procfs_of_pid_ns(int host_proc_fd, int ns, int *ret_fd)
 	return r;
 }
 
-/* The view of the pid namespace of ns_fd, made if there is none. */
+/* A new view of the pid namespace ns (of ns_fd), its procfs made here.
+ * Under cs->lock. */
+static int ns_view_new(struct containers *cs, int ns_fd, uint64_t ns, struct ns_view **ret)
+{
+	struct stat init_ns;
+	struct statfs sfs;
+	_cleanup_close_ int proc_fd = -1;
+	_cleanup_close_ int own_ns_fd = fcntl(ns_fd, F_DUPFD_CLOEXEC, 3);
+
+	if (own_ns_fd < 0)
+		return -errno;
+	int r = procfs_of_pid_ns(cs->cfg.host_proc_fd, own_ns_fd, &proc_fd);
+	if (r < 0)
+		return r;
+	/* A procfs, and of that namespace (its init is pid 1 there). */
+	if (fstatfs(proc_fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC ||
+	    fstatat(proc_fd, "1/ns/pid", &init_ns, 0) < 0 || init_ns.st_ino != ns)
+		return -EINVAL;
+	const struct view_config vcfg = {
+		.proc_fd = proc_fd,
+		.sys_cpu_fd = cs->cfg.sys_cpu_fd,
+		.cpuview = cs->cfg.cpuview,
+		.smaps = cs->cfg.smaps,
+		.pid_ns_fd = own_ns_fd,
+		.pid_ns = ns,
+	};
+	g_autofree struct ns_view *nsv = g_new0(struct ns_view, 1);
+	r = view_new(&vcfg, &nsv->view);
+	if (r < 0)
+		return r;
+	nsv->ns = ns;
+	nsv->ns_fd = steal_fd(&own_ns_fd);
+	nsv->proc_fd = steal_fd(&proc_fd);
+	smaps_add_namespace(cs->cfg.smaps, ns, nsv->proc_fd, nsv->ns_fd);
+	g_hash_table_insert(cs->by_ns, &nsv->ns, nsv);
+	*ret = g_steal_pointer(&nsv);
+	return 0;
+}
+
+/* The view of the pid namespace of ns_fd, made if there is none; one more
+ * session of it. */
 static int ns_view_get(struct containers *cs, int ns_fd, struct ns_view **ret)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
-	struct stat init_ns, ns_st;
-	struct statfs sfs;
-	_cleanup_close_ int proc_fd = -1;
+	struct stat ns_st;
 
 	if (fstat(ns_fd, &ns_st) < 0)
 		return -errno;
-	uint64_t ns = ns_st.st_ino;
-	struct ns_view *nsv = g_hash_table_lookup(cs->by_ns, &ns);
+	struct ns_view *nsv = g_hash_table_lookup(cs->by_ns, &(uint64_t){ ns_st.st_ino });
 	if (!nsv) {
-		_cleanup_close_ int own_ns_fd = fcntl(ns_fd, F_DUPFD_CLOEXEC, 3);
-		if (own_ns_fd < 0)
-			return -errno;
-		int r = procfs_of_pid_ns(cs->cfg.host_proc_fd, own_ns_fd, &proc_fd);
+		int r = ns_view_new(cs, ns_fd, ns_st.st_ino, &nsv);
 		if (r < 0)
 			return r;
-		/* A procfs, and of that namespace (its init is pid 1 there). */
-		if (fstatfs(proc_fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC ||
-		    fstatat(proc_fd, "1/ns/pid", &init_ns, 0) < 0 || init_ns.st_ino != ns)
-			return -EINVAL;
-		const struct view_config vcfg = {
-			.proc_fd = proc_fd,
-			.sys_cpu_fd = cs->cfg.sys_cpu_fd,
-			.cpuview = cs->cfg.cpuview,
-			.smaps = cs->cfg.smaps,
-			.pid_ns_fd = own_ns_fd,
-			.pid_ns = ns,
-		};
-		g_autofree struct ns_view *made = g_new0(struct ns_view, 1);
-		r = view_new(&vcfg, &made->view);
-		if (r < 0)
-			return r;
-		nsv = g_steal_pointer(&made);
-		nsv->ns = ns;
-		nsv->ns_fd = steal_fd(&own_ns_fd);
-		nsv->proc_fd = steal_fd(&proc_fd);
-		smaps_add_namespace(cs->cfg.smaps, ns, nsv->proc_fd, nsv->ns_fd);
-		g_hash_table_insert(cs->by_ns, &nsv->ns, nsv);
 	}
 	nsv->sessions++;
 	*ret = nsv;
@@ -172,120 +191,103 @@ static int ns_view_get(struct containers *cs, int ns_fd, struct ns_view **ret)
 
 static gpointer recover_thread(gpointer data)
 {
-	struct session *s = data;
-	recover_entries(s->owner->cfg.watch, &s->state, s->nsv->proc_fd, s->nsv->ns_fd);
+	struct container *c = data;
+	recover_entries(c->session, c->nsv->proc_fd);
 	return NULL;
 }
 
-static gpointer session_thread(gpointer data)
+static gpointer container_thread(gpointer data)
 {
-	struct session *s = data;
+	struct container *c = data;
+	struct containers *cs = c->cs;
 
 	GThread *recovering = NULL;
-	if (s->recover) {
+	if (c->recover) {
 		/* While the session is served: dropping an entry waits for the
 		 * lookups in its directory, which the workers answer. Joined
-		 * below, before the session's state goes. */
-		session_resend(s->se);
-		recovering = g_thread_new("recover", recover_thread, s);
+		 * below, before the session goes. */
+		recovering = g_thread_new("recover", recover_thread, c);
 	}
-	gboolean handed_over = session_serve(s->se) == -ECANCELED;
+	gboolean handed_over = session_serve(c->session) == -ECANCELED;
 	if (recovering)
 		g_thread_join(recovering);
 	if (!handed_over)
-		keeper_drop(s->owner->cfg.keeper, s->id);
-	g_mutex_lock(&s->owner->lock);
-	g_ptr_array_remove_fast(s->owner->sessions, s);
-	g_mutex_unlock(&s->owner->lock);
-	pidwatch_forget_owner(s->owner->cfg.watch, &s->state);
+		keeper_drop(cs->cfg.keeper, session_id(c->session));
+	g_mutex_lock(&cs->lock);
+	g_ptr_array_remove_fast(cs->served, c);
+	g_mutex_unlock(&cs->lock);
 	if (!handed_over)
-		g_message("container view of pid namespace %" G_GUINT64_FORMAT " ended", s->nsv->ns);
-	fuse_session_destroy(s->se);
-	ns_view_release(s->owner, s->nsv);
-	g_free(s);
+		g_message("container view of pid namespace %" G_GUINT64_FORMAT " ended", c->nsv->ns);
+	session_free(c->session);
+	ns_view_release(cs, c->nsv);
+	g_free(c);
 	return NULL;
 }
 
 /* Serve the view of the pid namespace of ns_fd on fuse_fd (taken on
  * success), from a thread of its own. A session that another daemon
- * served until a handover is resumed with its protocol minor version
- * (0 for a new one); recover: that daemon died (see recover.c). 0 or
- * -errno with *ret_why. */
-static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned resume_minor,
-			 gboolean recover, struct session **ret, const char **ret_why)
+ * served until a handover is taken up with its protocol minor version
+ * (0 for a new one) and the process watches it had (taken); recover: that
+ * daemon died (see recover.c). 0 or -errno with *error set. */
+static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned resume_minor, gboolean recover,
+			 GArray *watches, struct container **ret, GError **error)
 {
-	struct session *s = g_new0(struct session, 1);
-	s->owner = cs;
-	s->recover = recover;
-	int r = ns_view_get(cs, ns_fd, &s->nsv);
+	g_autofree struct container *c = g_new0(struct container, 1);
+	c->cs = cs;
+	c->recover = recover;
+	int r = ns_view_get(cs, ns_fd, &c->nsv);
+	if (r < 0)
+		return log_set_error(error, r, "cannot mount a procfs of the container's pid namespace");
+	c->session = session_new(cs->cfg.server, c->nsv->view, cs->cfg.watch, cs->cfg.host_proc_fd, NULL);
+	r = c->session ? session_take_up(c->session, fuse_fd, resume_minor, recover) : -EINVAL;
 	if (r < 0) {
-		g_free(s);
-		*ret_why = "cannot mount a procfs of the container's pid namespace";
-		return r;
+		session_free(c->session);
+		ns_view_release(cs, c->nsv);
+		return log_set_error(error, r, "cannot start a FUSE session on that fd");
 	}
-	s->state = (struct ops_state){ .view = s->nsv->view, .watch = cs->cfg.watch, .proc_fd = cs->cfg.host_proc_fd };
-	char *argv[] = { "cgprocfs", NULL };
-	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
-	s->se = fuse_session_new(&args, &ops_table, sizeof(ops_table), &s->state);
-	fuse_opt_free_args(&args);
-	char dev[32];
-	snprintf(dev, sizeof(dev), "/dev/fd/%d", fuse_fd);
-	if (!s->se || fuse_session_mount(s->se, dev) != 0) {
-		if (s->se)
-			fuse_session_destroy(s->se);
-		ns_view_release(cs, s->nsv);
-		g_free(s);
-		*ret_why = "cannot start a FUSE session on that fd";
-		return -EINVAL;
-	}
-	s->state.session = s->se;
-	if (resume_minor)
-		session_resume(s->se, resume_minor);
+	/* Before it serves: a session that ends at once forgets them. */
+	session_adopt_watches(c->session, watches);
 	g_mutex_lock(&cs->lock);
-	g_ptr_array_add(cs->sessions, s);
-	s->id = ++cs->last_id;
+	g_ptr_array_add(cs->served, c);
+	session_set_id(c->session, ++cs->last_id);
 	g_mutex_unlock(&cs->lock);
-	keeper_keep(cs->cfg.keeper, s->id, cs->cfg.host->proto_minor, fuse_fd, s->nsv->ns_fd);
+	keeper_keep(cs->cfg.keeper, session_id(c->session), session_proto_minor(cs->cfg.host), fuse_fd,
+		    c->nsv->ns_fd);
 	/* The session owns fuse_fd from here; the hook keeps its own copy. */
-	g_thread_unref(g_thread_new("container", session_thread, s));
-	*ret = s;
+	*ret = c;
+	g_thread_unref(g_thread_new("container", container_thread, g_steal_pointer(&c)));
 	return 0;
 }
 
 /* Start serving a view of the pid namespace of pid on fuse_fd (taken on
- * success). 0 or -errno with *ret_why. */
-static int attach(struct containers *cs, pid_t pid, int fuse_fd, const char **ret_why)
+ * success). 0 or -errno with *error set. */
+static int attach(struct containers *cs, pid_t pid, int fuse_fd, GError **error)
 {
 	char path[48];
-	struct session *s;
+	struct container *c;
 
 	snprintf(path, sizeof(path), "%d/ns/pid", (int)pid);
 	_cleanup_close_ int ns_fd = openat(cs->cfg.host_proc_fd, path, O_RDONLY | O_CLOEXEC);
-	if (ns_fd < 0) {
-		*ret_why = "no such process";
-		return -ESRCH;
-	}
+	if (ns_fd < 0)
+		return log_set_message(error, "no such process"), -ESRCH;
 	gint64 started = g_get_monotonic_time();
-	int r = start_session(cs, ns_fd, fuse_fd, 0, FALSE, &s, ret_why);
+	int r = start_session(cs, ns_fd, fuse_fd, 0, FALSE, NULL, &c, error);
 	if (r < 0)
 		return r;
 	g_message("serving the view of pid namespace %" G_GUINT64_FORMAT " (container init %d), set up in %.1f ms",
-		  s->nsv->ns, (int)pid, (double)(g_get_monotonic_time() - started) / 1000);
+		  c->nsv->ns, (int)pid, (double)(g_get_monotonic_time() - started) / 1000);
 	return 0;
 }
 
 int containers_resume(struct containers *cs, int fuse_fd, int ns_fd, unsigned proto_minor, gboolean resend,
-		      struct ops_state **ret_owner)
+		      GArray *watches)
 {
-	const char *why = NULL;
-	struct session *s;
-	int r = start_session(cs, ns_fd, fuse_fd, proto_minor, resend, &s, &why);
-	if (r < 0) {
-		g_warning("cannot resume a container's view: %s (%s)", why, g_strerror(-r));
-		return r;
-	}
-	*ret_owner = &s->state;
-	return 0;
+	g_autoptr(GError) error = NULL;
+	struct container *c;
+	int r = start_session(cs, ns_fd, fuse_fd, proto_minor, resend, watches, &c, &error);
+	if (r < 0)
+		g_warning("cannot resume a container's view: %s", error->message);
+	return r;
 }
 
 /* A detached FUSE mount on fuse_fd, made here so that the FUSE connection
@@ -315,14 +317,14 @@ static int mount_detached(int fuse_fd)
  * "error: ...". */
 static void handle_attach(struct containers *cs, int conn, pid_t pid)
 {
-	const char *why = "bad request";
+	g_autoptr(GError) error = NULL;
 	_cleanup_close_ int fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
 	_cleanup_close_ int mnt = fuse_fd < 0 ? -errno : mount_detached(fuse_fd);
 	int r = mnt;
 	if (r < 0) {
-		why = "cannot make a FUSE mount";
+		log_set_error(&error, r, "cannot make a FUSE mount");
 	} else {
-		r = attach(cs, pid, fuse_fd, &why);
+		r = attach(cs, pid, fuse_fd, &error);
 		if (r == 0)
 			fuse_fd = -1; /* the session's now */
 	}
@@ -336,8 +338,8 @@ static void handle_attach(struct containers *cs, int conn, pid_t pid)
 		(void)!fdmsg_send(conn, "ok", &mnt, 1);
 		return;
 	}
-	g_autofree char *reply = g_strdup_printf("error: %s", why);
-	g_warning("refused to attach a container (pid %d): %s", (int)pid, why);
+	g_autofree char *reply = g_strdup_printf("error: %s", error->message);
+	g_warning("refused to attach a container (pid %d): %s", (int)pid, error->message);
 	(void)!write(conn, reply, strlen(reply));
 }
 
@@ -367,19 +369,19 @@ static gboolean handle_handover(struct containers *cs, int conn)
 	struct handover_send hs = { conn, g_hash_table_new(g_direct_hash, g_direct_equal), FALSE };
 
 	G_GNUC_UNUSED g_autoptr(GHashTable) index = hs.index;
-	const struct ops_state *host = cs->cfg.host;
+	struct session *host = cs->cfg.host;
 	hs.failed = fdmsg_send(conn, "ok", NULL, 0) < 0 ||
-		    !handover_send_session(conn, host->proto_minor, fuse_session_fd(host->session), -1);
-	g_hash_table_insert(hs.index, (gpointer)host, GUINT_TO_POINTER(1));
+		    !handover_send_session(conn, session_proto_minor(host), session_fuse_fd(host), -1);
+	g_hash_table_insert(hs.index, session_ops(host), GUINT_TO_POINTER(1));
 	g_mutex_lock(&cs->lock);
-	for (guint i = 0; i < cs->sessions->len && !hs.failed; i++) {
-		struct session *s = g_ptr_array_index(cs->sessions, i);
-		hs.failed = !handover_send_session(conn, s->state.proto_minor, fuse_session_fd(s->se), s->nsv->ns_fd);
-		g_hash_table_insert(hs.index, &s->state, GUINT_TO_POINTER(i + 2));
+	for (guint i = 0; i < cs->served->len && !hs.failed; i++) {
+		struct session *s = ((struct container *)g_ptr_array_index(cs->served, i))->session;
+		hs.failed = !handover_send_session(conn, session_proto_minor(s), session_fuse_fd(s), session_ns_fd(s));
+		g_hash_table_insert(hs.index, session_ops(s), GUINT_TO_POINTER(i + 2));
 	}
 	/* Under cs->lock: no session ends, so no owner is freed, meanwhile. */
 	pidwatch_foreach(cs->cfg.watch, send_watch, &hs);
-	guint sessions = cs->sessions->len;
+	guint sessions = cs->served->len;
 	g_mutex_unlock(&cs->lock);
 	/* Meanwhile no container can attach: handover_finish gives up on a
 	 * silent new daemon. */
@@ -449,7 +451,7 @@ int containers_start(const struct containers_config *cfg, struct containers **re
 	cs->listen_fd = fd;
 	g_mutex_init(&cs->lock);
 	cs->by_ns = g_hash_table_new(g_int64_hash, g_int64_equal);
-	cs->sessions = g_ptr_array_new();
+	cs->served = g_ptr_array_new();
 	cs->acceptor = g_thread_new("control", acceptor_thread, cs);
 	*ret = cs;
 	return 0;
@@ -476,7 +478,7 @@ void containers_render_stats(struct containers *cs, GString *out)
 	metrics_u64(out, "cgprocfs_container_views", "gauge", "Pid namespaces with a view.",
 		    g_hash_table_size(cs->by_ns));
 	metrics_u64(out, "cgprocfs_container_sessions", "gauge", "Containers' FUSE sessions served.",
-		    cs->sessions->len);
+		    cs->served->len);
 	metrics_u64(out, "cgprocfs_container_attaches_total", "counter", "Containers attached by their hook.",
 		    cs->attaches);
 	metrics_u64(out, "cgprocfs_container_attach_failures_total", "counter", "Attach requests refused or failed.",

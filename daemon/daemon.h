@@ -25,6 +25,8 @@ struct daemon_config {
 
 /* Containers: views of other pid namespaces, attached by the OCI hook
  * over a control socket. */
+struct session;
+struct server;
 struct containers_config {
 	const char *socket_path;
 	int host_proc_fd;  /* the daemon's procfs: where callers are found */
@@ -32,19 +34,20 @@ struct containers_config {
 	struct cpuview *cpuview;
 	struct smaps *smaps;
 	struct pidwatch *watch;
-	struct ops_state *host; /* the host view's session, for a handover */
+	struct server *server;
+	struct session *host; /* the host view's session, for a handover */
 	void (*handed_over)(void *data); /* all sessions are a new daemon's */
 	void *handed_over_data;
 	struct keeper *keeper;
 };
 struct containers;
-struct ops_state;
 int containers_start(const struct containers_config *cfg, struct containers **ret);
 /* Serve a container's view that another daemon served until a handover:
- * fuse_fd (taken on success) of the pid namespace of ns_fd. *ret_owner:
- * the session's state, the owner of its process watches. 0 or -errno. */
+ * fuse_fd (taken on success) of the pid namespace of ns_fd, with the
+ * process watches it had (a GArray of struct session_watch, taken; or
+ * NULL); resend: that daemon died. 0 or -errno (logged). */
 int containers_resume(struct containers *cs, int fuse_fd, int ns_fd, unsigned proto_minor, gboolean resend,
-		      struct ops_state **ret_owner);
+		      GArray *watches);
 /* The containers' gauges and counters (Prometheus text). */
 void containers_render_stats(struct containers *cs, GString *out);
 /* Stop taking new containers. TRUE if containers' views are still served:
@@ -74,33 +77,12 @@ void cgroups_clear(struct daemon_cgroups *c);
  * be blocked in every thread. */
 int lifecycle_serve(const struct daemon_config *cfg);
 
-/* Serving FUSE sessions (serve.c). serve_init once, before any session;
- * session_serve serves se with a pool of worker threads until the mount
- * goes away or serve_drain: 0 or -errno. serve_drain stops every session's
- * workers between requests, so that another daemon holding the same
- * /dev/fuse fds answers the rest; TRUE once no worker is left. */
-struct fuse_session;
-void serve_init(void);
-int session_serve(struct fuse_session *se);
-gboolean serve_drain(void);
-/* cgprocfs_requests_total, by operation (Prometheus text). */
-void serve_render_stats(GString *out);
-/* Take up se, on the /dev/fuse fd of a session another daemon served until
- * now: the kernel's INIT was answered by that daemon, with protocol minor
- * version proto_minor (struct ops_state.proto_minor there). */
-void session_resume(struct fuse_session *se, unsigned proto_minor);
-/* After taking se over from a dead daemon: have the kernel send again the
- * requests that one had taken and not answered. */
-void session_resend(struct fuse_session *se);
-
 /* After taking a view over from a dead daemon, whose process watches died
  * with it (recover.c): watch every live process of the view's procfs
- * (proc_fd, pid namespace pid_ns_fd, -1 for the daemon's) for owner, and
- * drop the kernel's entries of numbers that name no process now. Only
- * while owner's session is served: dropping an entry waits for the
- * lookups under way in its directory. */
-struct ops_state;
-void recover_entries(struct pidwatch *w, struct ops_state *owner, int proc_fd, int pid_ns_fd);
+ * (proc_fd) for session s again, and drop the kernel's entries of numbers
+ * that name no process now. Only while s is served: dropping an entry
+ * waits for the lookups under way in its directory. */
+void recover_entries(struct session *s, int proc_fd);
 
 /* Taking over from the daemon serving a mountpoint (handover.c). */
 struct handover_session {

@@ -1,9 +1,10 @@
 /* Start-up, serving and teardown of one daemon. */
 #include "cleanup.h"
 #include "daemon.h"
+#include "log.h"
 #include "mountinfo.h"
-#include "ops.h"
 #include "pidwatch.h"
+#include "session.h"
 #include "view.h"
 
 #ifdef HAVE_LIBSYSTEMD
@@ -20,39 +21,60 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* How long teardown waits for the FUSE loop once the mount is gone. */
+/* How long teardown waits for the host session's workers once the mount is gone. */
 #define LOOP_EXIT_WAIT_US (2 * G_USEC_PER_SEC)
 
-struct loop {
-	struct fuse_session *session;
-	GMutex lock; /* guards done */
-	GCond cond;
-	gboolean done;
+/* Everything one daemon runs, owned by lifecycle_serve's thread. Other
+ * threads read: containers (atomically, for .cgprocfs/stats) and
+ * handed_over (atomic); loop_done under loop_lock. */
+struct daemon {
+	const struct daemon_config *cfg;
+	int proc_fd, sys_cpu_fd;
+	struct daemon_cgroups cgroups;
+	struct cpuview *cpuview;
+	struct smaps *smaps;
+	struct view *view;
+	struct pidwatch *watch;
+	struct refresher *refresher;
+	struct keeper *keeper;
+	struct server *server;
+	struct session *host;
+	struct containers *containers;
+	struct handover ho;
+	GThread *loop_th, *watch_th;
+	GMutex loop_lock; /* guards loop_done */
+	GCond loop_cond;
+	gboolean loop_done;
+	char *real_path; /* <mountpoint>/proc/.real */
+	char *real_opts; /* the restricting options of the daemon's /proc, or NULL */
+	gboolean real_mounted;
+	gint handed_over; /* set once this daemon's sessions are another's */
 };
 
+/* Serves the host view until it ends. */
 static gpointer loop_thread(gpointer data)
 {
-	struct loop *l = data;
-	int r = session_serve(l->session);
+	struct daemon *d = data;
+	int r = session_serve(d->host);
 	if (r < 0 && r != -ECANCELED)
 		g_warning("FUSE session ended: %s", g_strerror(-r));
-	g_mutex_lock(&l->lock);
-	l->done = TRUE;
-	g_cond_signal(&l->cond);
-	g_mutex_unlock(&l->lock);
+	g_mutex_lock(&d->loop_lock);
+	d->loop_done = TRUE;
+	g_cond_signal(&d->loop_cond);
+	g_mutex_unlock(&d->loop_lock);
 	/* If the mount went away under us (umount by hand), wake main. */
 	kill(getpid(), SIGTERM);
 	return NULL;
 }
 
-static gboolean loop_wait_done(struct loop *l, gint64 timeout_us)
+static gboolean loop_wait_done(struct daemon *d, gint64 timeout_us)
 {
 	gint64 deadline = g_get_monotonic_time() + timeout_us;
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&d->loop_lock);
 
-	while (!l->done)
-		if (!g_cond_wait_until(&l->cond, &l->lock, deadline))
-			return l->done;
+	while (!d->loop_done)
+		if (!g_cond_wait_until(&d->loop_cond, &d->loop_lock, deadline))
+			return d->loop_done;
 	return TRUE;
 }
 
@@ -144,24 +166,20 @@ static void announce(const char *mnt)
 		  mnt, mnt, mnt, mnt, mnt, mnt);
 }
 
-/* The containers, once started: for .cgprocfs/stats (atomic). */
-static struct containers *stats_containers;
-
 /* .cgprocfs/stats beyond the memo's. */
 static void more_stats(GString *out, void *data)
 {
-	serve_render_stats(out);
-	struct containers *cs = g_atomic_pointer_get(&stats_containers);
+	struct daemon *d = data;
+	server_render_stats(d->server, out);
+	struct containers *cs = g_atomic_pointer_get(&d->containers);
 	if (cs)
 		containers_render_stats(cs, out);
 }
 
-/* Set once this daemon's sessions are another's (see containers.c). */
-static gint handed_over;
-
 static void on_handed_over(void *data)
 {
-	g_atomic_int_set(&handed_over, 1);
+	struct daemon *d = data;
+	g_atomic_int_set(&d->handed_over, 1);
 	kill(getpid(), SIGTERM); /* wakes the main thread */
 }
 
@@ -171,257 +189,294 @@ static gboolean taking_over(const struct daemon_config *cfg)
 	return cfg->replace || cfg->recover_fd >= 0;
 }
 
-/* The host view's session: mounted, or taken up from the daemon (or the
- * keeper) that served it. 0 or -1 after saying why. */
-static int mount_or_resume(const struct daemon_config *cfg, struct fuse_session *se, struct handover *ho)
+/* The CPU view, the memo, the host's view and the process watch. */
+static gboolean make_views(struct daemon *d, GError **error)
 {
-	char dev[32];
+	int r;
 
-	if (!taking_over(cfg)) {
-		if (fuse_session_mount(se, cfg->mountpoint) == 0)
-			return 0;
-		g_printerr("cgprocfs: cannot mount on %s (see the fuse message above)\n", cfg->mountpoint);
-		return -1;
-	}
-	struct handover_session *host = &g_array_index(ho->sessions, struct handover_session, 0);
-	snprintf(dev, sizeof(dev), "/dev/fd/%d", host->fuse_fd);
-	if (fuse_session_mount(se, dev) != 0) {
-		g_printerr("cgprocfs: cannot take up the session of %s\n", cfg->mountpoint);
-		return -1;
-	}
-	host->fuse_fd = -1; /* the session's now */
-	session_resume(se, host->proto_minor);
-	return 0;
+	cgroups_discover(&d->cgroups);
+	cgroups_log(&d->cgroups);
+	const struct cpuview_config ccfg = {
+		.proc_fd = d->proc_fd,
+		.sys_cpu_fd = d->sys_cpu_fd,
+		.cgroups = d->cgroups.config,
+		.use_quota = d->cfg->cpu_quota,
+		.report = report_bad_cgroup,
+	};
+	r = cpuview_new(&ccfg, &d->cpuview);
+	if (r < 0)
+		return log_set_error(error, r, "cannot set up the CPU view"), FALSE;
+	struct stat pidns;
+	const struct smaps_config scfg = {
+		.proc_fd = d->proc_fd,
+		.ns = fstatat(d->proc_fd, "self/ns/pid", &pidns, 0) == 0 ? pidns.st_ino : 0,
+		.memo = d->cfg->smaps,
+		.wake_refresher = refresher_wake,
+		.wake_data = d->refresher,
+	};
+	d->smaps = smaps_new(&scfg);
+	const struct view_config vcfg = {
+		.proc_fd = d->proc_fd, .sys_cpu_fd = d->sys_cpu_fd, .cpuview = d->cpuview, .smaps = d->smaps,
+		.pid_ns_fd = -1,
+		.pid_ns = scfg.ns,
+		.hidepid = hides_processes(d->real_opts),
+		.more_stats = more_stats,
+		.more_stats_data = d,
+		.control_socket = d->cfg->control_socket,
+	};
+	r = view_new(&vcfg, &d->view);
+	if (r < 0)
+		return log_set_error(error, r, "cannot read the process directories of /proc"), FALSE;
+	r = pidwatch_new(ops_forget_pid, &d->watch);
+	if (r < 0)
+		return log_set_error(error, r, "cannot watch processes"), FALSE;
+	return TRUE;
 }
 
-/* With --replace, once the host view is served here: the containers'
- * views and the watches of cached processes, then the old daemon is told
- * to stop. */
-static void resume_the_rest(struct containers *cs, struct pidwatch *watch, struct ops_state *host,
-			    struct handover *ho, gboolean resend)
+/* The host view's session, mounted or taken up from the daemon (or the
+ * keeper) that served it. */
+static gboolean make_host_session(struct daemon *d, GError **error)
 {
-	g_autofree struct ops_state **owners = g_new0(struct ops_state *, ho->sessions->len);
-	guint resumed = 0;
-
-	owners[0] = host;
-	for (guint i = 1; i < ho->sessions->len && cs; i++) {
-		struct handover_session *s = &g_array_index(ho->sessions, struct handover_session, i);
-		if (containers_resume(cs, s->fuse_fd, s->ns_fd, s->proto_minor, resend, &owners[i]) == 0) {
-			s->fuse_fd = -1;
-			resumed++;
-		}
-	}
-	for (guint i = 0; i < ho->watches->len; i++) {
-		struct handover_watch *w = &g_array_index(ho->watches, struct handover_watch, i);
-		if (owners[w->session]) {
-			pidwatch_adopt(watch, owners[w->session], w->pid, w->pidfd);
-			w->pidfd = -1;
-		}
-	}
-	if (resumed + 1 < ho->sessions->len)
-		g_warning("%u container view(s) could not be taken over: they stop working now",
-			  ho->sessions->len - 1 - resumed);
-	if (resend) {
-		session_resend(host->session);
-		recover_entries(watch, host, host->proc_fd, -1);
-	}
-	handover_done(ho);
-	g_message("took over the host view and %u container view(s) from %s", resumed,
-		  resend ? "the keeper of a daemon that died" : "the running daemon");
-}
-
-int lifecycle_serve(const struct daemon_config *cfg)
-{
-	int status = 1;
-	_cleanup_close_ int proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	_cleanup_close_ int sys_cpu_fd = open("/sys/devices/system/cpu", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct view *view = NULL;
-	struct cpuview *cpuview = NULL;
-	struct smaps *smaps = NULL;
-	struct refresher *refresher = refresher_new();
-	struct keeper *keeper = NULL;
-	struct containers *containers = NULL;
-	struct daemon_cgroups cgroups = { 0 };
-	struct pidwatch *watch = NULL;
-	struct ops_state state = { .proc_fd = proc_fd };
-	struct loop loop = { 0 };
-	struct handover ho = { .conn = -1 };
-	const char *why;
-	GThread *loop_th = NULL, *watch_th = NULL;
-	g_autofree char *real_path = g_build_filename(cfg->mountpoint, "proc", ".real", NULL);
-	g_autofree char *real_opts = real_proc_options();
+	const struct daemon_config *cfg = d->cfg;
 	/* Read-only: nothing in the view is written through FUSE (writes go to
 	 * the real procfs behind the symlinks), and the kernel then keeps no
 	 * access times to refresh with a GETATTR after each read. */
 	g_autofree char *opts = g_strdup_printf("ro,allow_other,fsname=cgprocfs,subtype=cgprocfs%s%s",
 						cfg->fuse_options ? "," : "",
 						cfg->fuse_options ? cfg->fuse_options : "");
-	gboolean real_mounted = FALSE, containers_live = FALSE;
-	int r;
+	const char *why;
 
-	if (proc_fd < 0 || sys_cpu_fd < 0) {
-		g_printerr("cgprocfs: cannot open %s: %s\n", proc_fd < 0 ? "/proc" : "/sys/devices/system/cpu",
-			   g_strerror(errno));
-		return 1;
+	if (taking_over(cfg) && handover_take(cfg->mountpoint, cfg->recover_fd, &d->ho, &why) < 0)
+		return log_set_message(error, "cannot take over %s: %s", cfg->mountpoint, why), FALSE;
+	d->host = session_new(d->server, d->view, d->watch, d->proc_fd, opts);
+	if (!d->host)
+		return log_set_message(error, "cannot start the FUSE session (check the -o options)"), FALSE;
+	if (!taking_over(cfg)) {
+		if (session_mount(d->host, cfg->mountpoint) == 0)
+			return TRUE;
+		return log_set_message(error, "cannot mount on %s (see the fuse message above)", cfg->mountpoint),
+		       FALSE;
 	}
-	raise_fd_limit();
-	/* Before any thread: the keeper is forked. */
-	r = keeper_start(cfg->keeper_path, cfg->keeper_wait_s, &keeper);
-	if (r < 0)
-		g_warning("cannot start the keeper at %s (%s): the views end if this daemon dies",
-			  cfg->keeper_path, g_strerror(-r));
-	cgroups_discover(&cgroups);
-	cgroups_log(&cgroups);
-	const struct cpuview_config ccfg = {
-		.proc_fd = proc_fd,
-		.sys_cpu_fd = sys_cpu_fd,
-		.cgroups = cgroups.config,
-		.use_quota = cfg->cpu_quota,
-		.report = report_bad_cgroup,
-	};
-	r = cpuview_new(&ccfg, &cpuview);
-	if (r < 0) {
-		g_printerr("cgprocfs: cannot set up the CPU view: %s\n", g_strerror(-r));
-		goto out;
-	}
-	struct stat pidns;
-	const struct smaps_config scfg = {
-		.proc_fd = proc_fd,
-		.ns = fstatat(proc_fd, "self/ns/pid", &pidns, 0) == 0 ? pidns.st_ino : 0,
-		.memo = cfg->smaps,
-		.wake_refresher = refresher_wake,
-		.wake_data = refresher,
-	};
-	smaps = smaps_new(&scfg);
-	const struct view_config vcfg = {
-		.proc_fd = proc_fd, .sys_cpu_fd = sys_cpu_fd, .cpuview = cpuview, .smaps = smaps,
-		.pid_ns_fd = -1,
-		.pid_ns = scfg.ns,
-		.hidepid = hides_processes(real_opts),
-		.more_stats = more_stats,
-		.control_socket = cfg->control_socket,
-	};
-	r = view_new(&vcfg, &view);
-	if (r < 0) {
-		g_printerr("cgprocfs: cannot read /proc/self: %s\n", g_strerror(-r));
-		goto out;
-	}
-	r = pidwatch_new(ops_forget_pid, &watch);
-	if (r < 0) {
-		g_printerr("cgprocfs: cannot watch processes: %s\n", g_strerror(-r));
-		goto out;
-	}
-	state.view = view;
-	state.watch = watch;
-	if (taking_over(cfg) && handover_take(cfg->mountpoint, cfg->recover_fd, &ho, &why) < 0) {
-		g_printerr("cgprocfs: cannot take over %s: %s\n", cfg->mountpoint, why);
-		goto out;
-	}
+	struct handover_session *taken = &g_array_index(d->ho.sessions, struct handover_session, 0);
+	if (session_take_up(d->host, taken->fuse_fd, taken->proto_minor, cfg->recover_fd >= 0) < 0)
+		return log_set_message(error, "cannot take up the session of %s", cfg->mountpoint), FALSE;
+	taken->fuse_fd = -1; /* the session's now */
+	return TRUE;
+}
 
-	char *argv[] = { "cgprocfs", "-o", opts, NULL };
-	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
-	loop.session = fuse_session_new(&args, &ops_table, sizeof(ops_table), &state);
-	if (!loop.session) {
-		g_printerr("cgprocfs: cannot start the FUSE session (check the -o options)\n");
-		goto out;
+/* The watches handed over with session number i, as session_watch entries. */
+static GArray *watches_of(struct handover *ho, guint i)
+{
+	GArray *out = g_array_new(FALSE, FALSE, sizeof(struct session_watch));
+	for (guint k = 0; k < ho->watches->len; k++) {
+		struct handover_watch *w = &g_array_index(ho->watches, struct handover_watch, k);
+		if (w->session == i && w->pidfd >= 0) {
+			const struct session_watch sw = { w->pid, steal_fd(&w->pidfd) };
+			g_array_append_val(out, sw);
+		}
 	}
-	state.session = loop.session;
-	if (mount_or_resume(cfg, loop.session, &ho) < 0)
-		goto out_session;
-	g_mutex_init(&loop.lock);
-	g_cond_init(&loop.cond);
-	watch_th = g_thread_new("pidwatch", pidwatch_thread, watch);
-	refresher_start(refresher, smaps);
-	loop_th = g_thread_new("fuse", loop_thread, &loop);
+	return out;
+}
 
+/* With --replace or from a keeper, once the host view is served here: the
+ * containers' views, each with the watches of its cached processes taken
+ * before it serves, then the old daemon is told to stop. */
+static void resume_the_rest(struct daemon *d, gboolean resend)
+{
+	struct handover *ho = &d->ho;
+	guint resumed = 0;
+
+	for (guint i = 1; i < ho->sessions->len && d->containers; i++) {
+		struct handover_session *s = &g_array_index(ho->sessions, struct handover_session, i);
+		g_autoptr(GArray) watches = watches_of(ho, i);
+		if (containers_resume(d->containers, s->fuse_fd, s->ns_fd, s->proto_minor, resend, watches) == 0) {
+			s->fuse_fd = -1;
+			resumed++;
+		}
+		for (guint k = 0; k < watches->len; k++) /* those not taken */
+			if (g_array_index(watches, struct session_watch, k).pidfd >= 0)
+				close(g_array_index(watches, struct session_watch, k).pidfd);
+	}
+	if (resumed + 1 < ho->sessions->len)
+		g_warning("%u container view(s) could not be taken over: they stop working now",
+			  ho->sessions->len - 1 - resumed);
+	if (resend)
+		recover_entries(d->host, d->proc_fd);
+	handover_done(ho);
+	g_message("took over the host view and %u container view(s) from %s", resumed,
+		  resend ? "the keeper of a daemon that died" : "the running daemon");
+}
+
+/* Serve the host view, with its procfs at proc/.real, and the containers. */
+static gboolean start_serving(struct daemon *d, GError **error)
+{
+	const struct daemon_config *cfg = d->cfg;
+
+	if (taking_over(cfg)) {
+		g_autoptr(GArray) watches = watches_of(&d->ho, 0);
+		session_adopt_watches(d->host, watches);
+	}
+	d->watch_th = g_thread_new("pidwatch", pidwatch_thread, d->watch);
+	refresher_start(d->refresher, d->smaps);
+	d->loop_th = g_thread_new("fuse", loop_thread, d);
 	/* The mount's own path walk is answered by the loop just started.
 	 * Taken over, it is there already. */
-	if (!taking_over(cfg) && mount("proc", real_path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, real_opts) < 0) {
-		g_printerr("cgprocfs: cannot mount the real procfs at %s: %s\n", real_path, g_strerror(errno));
-		goto out_unmount;
-	}
-	real_mounted = TRUE;
-	const struct containers_config ccfg_containers = {
+	if (!taking_over(cfg) &&
+	    mount("proc", d->real_path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, d->real_opts) < 0)
+		return log_set_error(error, -errno, "cannot mount the real procfs at %s", d->real_path), FALSE;
+	d->real_mounted = TRUE;
+	const struct containers_config ccfg = {
 		.socket_path = cfg->control_socket,
-		.host_proc_fd = proc_fd,
-		.sys_cpu_fd = sys_cpu_fd,
-		.cpuview = cpuview,
-		.smaps = smaps,
-		.watch = watch,
-		.host = &state,
+		.host_proc_fd = d->proc_fd,
+		.sys_cpu_fd = d->sys_cpu_fd,
+		.cpuview = d->cpuview,
+		.smaps = d->smaps,
+		.watch = d->watch,
+		.server = d->server,
+		.host = d->host,
 		.handed_over = on_handed_over,
-		.keeper = keeper,
+		.handed_over_data = d,
+		.keeper = d->keeper,
 	};
-	r = containers_start(&ccfg_containers, &containers);
+	struct containers *cs = NULL;
+	int r = containers_start(&ccfg, &cs);
 	if (r < 0)
 		g_warning("cannot listen on %s (%s): containers cannot attach", cfg->control_socket, g_strerror(-r));
 	else
-		g_atomic_pointer_set(&stats_containers, containers);
+		g_atomic_pointer_set(&d->containers, cs);
 	if (taking_over(cfg))
-		resume_the_rest(containers, watch, &state, &ho, cfg->recover_fd >= 0);
+		resume_the_rest(d, cfg->recover_fd >= 0);
 	/* INIT was answered by now (the .real mount, or the one before). */
-	keeper_keep(keeper, 0, state.proto_minor, fuse_session_fd(loop.session), -1);
-	handover_clear(&ho);
-#ifdef HAVE_LIBSYSTEMD
-	sd_notify(0, "READY=1");
-#endif
-	announce(cfg->mountpoint);
+	keeper_keep(d->keeper, 0, session_proto_minor(d->host), session_fuse_fd(d->host), -1);
+	handover_clear(&d->ho);
+	return TRUE;
+}
 
-	int sig = wait_for_stop_signal();
-	if (g_atomic_int_get(&handed_over)) {
-		/* Every session is the new daemon's: answer what was taken,
-		 * then leave with everything mounted. */
-		keeper_quit(g_steal_pointer(&keeper));
-		containers_stop(containers);
-		refresher_free(g_steal_pointer(&refresher));
-		if (!serve_drain())
-			g_warning("requests still being answered after the handover: exiting anyway");
-		g_message("handed over: exiting, %s stays served by the new daemon", cfg->mountpoint);
-		return 0;
-	}
-	g_message("%s: unmounting %s", strsignal(sig), cfg->mountpoint);
-#ifdef HAVE_LIBSYSTEMD
-	sd_notify(0, "STOPPING=1");
-#endif
-	status = 0;
+/* Every session is the new daemon's: answer what was taken, then leave
+ * with everything mounted. */
+static int exit_handed_over(struct daemon *d)
+{
+	keeper_quit(g_steal_pointer(&d->keeper));
+	containers_stop(d->containers);
+	refresher_free(g_steal_pointer(&d->refresher));
+	if (!server_drain(d->server))
+		g_warning("requests still being answered after the handover: exiting anyway");
+	g_message("handed over: exiting, %s stays served by the new daemon", d->cfg->mountpoint);
+	return 0;
+}
 
-out_unmount:
+/* Unmount and stop what start_serving started. FALSE if the host session's
+ * workers are still serving binds of the view elsewhere: then nothing
+ * they use may be freed. */
+static gboolean stop_serving(struct daemon *d, gboolean *ret_containers_live)
+{
 	/* First: the containers' views end now, as the daemon stops. */
-	keeper_quit(g_steal_pointer(&keeper));
-	containers_live = containers_stop(containers);
-	refresher_free(g_steal_pointer(&refresher));
-	if (real_mounted && umount2(real_path, MNT_DETACH) < 0)
-		g_warning("cannot unmount %s: %s", real_path, g_strerror(errno));
-	fuse_session_exit(loop.session);
-	fuse_session_unmount(loop.session);
+	keeper_quit(g_steal_pointer(&d->keeper));
+	*ret_containers_live = containers_stop(d->containers);
+	refresher_free(g_steal_pointer(&d->refresher));
+	if (d->real_mounted && umount2(d->real_path, MNT_DETACH) < 0)
+		g_warning("cannot unmount %s: %s", d->real_path, g_strerror(errno));
+	session_exit(d->host);
 	/* A session taken over was not mounted by libfuse: it leaves it. */
-	if (taking_over(cfg) && umount2(cfg->mountpoint, MNT_DETACH) < 0)
-		g_warning("cannot unmount %s: %s", cfg->mountpoint, g_strerror(errno));
-	if (!loop_wait_done(&loop, LOOP_EXIT_WAIT_US)) {
+	if (taking_over(d->cfg) && umount2(d->cfg->mountpoint, MNT_DETACH) < 0)
+		g_warning("cannot unmount %s: %s", d->cfg->mountpoint, g_strerror(errno));
+	gboolean done = loop_wait_done(d, LOOP_EXIT_WAIT_US);
+	if (!done) {
 		/* Binds of the view elsewhere keep the FUSE connection up; they
 		 * fail with ENOTCONN once this process is gone. */
 		g_message("the view is still bound elsewhere; those binds stop working now");
-		pidwatch_stop(watch);
-		g_thread_join(watch_th);
-		return status;
+	} else {
+		g_thread_join(d->loop_th);
 	}
-	g_thread_join(loop_th);
-	pidwatch_stop(watch);
-	g_thread_join(watch_th);
-	g_mutex_clear(&loop.lock);
-	g_cond_clear(&loop.cond);
-out_session:
-	fuse_session_destroy(loop.session);
-out:
-	keeper_quit(keeper);
-	handover_clear(&ho);
-	refresher_free(refresher);
+	pidwatch_stop(d->watch);
+	g_thread_join(d->watch_th);
+	return done;
+}
+
+/* Free what is left; what containers' sessions still use stays (their
+ * sessions end with the process). */
+static void free_daemon(struct daemon *d, gboolean containers_live)
+{
+	keeper_quit(d->keeper);
+	handover_clear(&d->ho);
+	refresher_free(d->refresher);
 	if (containers_live)
-		return status; /* their sessions end with the process */
-	pidwatch_free(watch);
-	view_free(view);
-	smaps_free(smaps);
-	cpuview_free(cpuview);
-	cgroups_clear(&cgroups);
+		return;
+	session_free(d->host);
+	pidwatch_free(d->watch);
+	view_free(d->view);
+	smaps_free(d->smaps);
+	cpuview_free(d->cpuview);
+	cgroups_clear(&d->cgroups);
+	server_free(d->server);
+	g_mutex_clear(&d->loop_lock);
+	g_cond_clear(&d->loop_cond);
+	g_free(d->real_path);
+	g_free(d->real_opts);
+}
+
+/* Open the roots and start the keeper (before any thread: it forks). */
+static gboolean open_roots(struct daemon *d, GError **error)
+{
+	d->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d->proc_fd < 0)
+		return log_set_error(error, -errno, "cannot open /proc"), FALSE;
+	d->sys_cpu_fd = open("/sys/devices/system/cpu", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d->sys_cpu_fd < 0)
+		return log_set_error(error, -errno, "cannot open /sys/devices/system/cpu"), FALSE;
+	raise_fd_limit();
+	int r = keeper_start(d->cfg->keeper_path, d->cfg->keeper_wait_s, &d->keeper);
+	if (r < 0)
+		g_warning("cannot start the keeper at %s (%s): the views end if this daemon dies",
+			  d->cfg->keeper_path, g_strerror(-r));
+	return TRUE;
+}
+
+int lifecycle_serve(const struct daemon_config *cfg)
+{
+	g_autoptr(GError) error = NULL;
+	gboolean containers_live = FALSE;
+	int status = 1;
+	struct daemon d = {
+		.cfg = cfg,
+		.proc_fd = -1,
+		.sys_cpu_fd = -1,
+		.ho = { .conn = -1 },
+		.real_path = g_build_filename(cfg->mountpoint, "proc", ".real", NULL),
+		.real_opts = real_proc_options(),
+	};
+	_cleanup_close_ int proc_fd = -1, sys_cpu_fd = -1;
+
+	g_mutex_init(&d.loop_lock);
+	g_cond_init(&d.loop_cond);
+	d.server = server_new();
+	d.refresher = refresher_new();
+	gboolean opened = open_roots(&d, &error);
+	proc_fd = d.proc_fd;
+	sys_cpu_fd = d.sys_cpu_fd;
+	if (!opened || !make_views(&d, &error) || !make_host_session(&d, &error)) {
+		log_failure(g_steal_pointer(&error));
+		free_daemon(&d, FALSE);
+		return 1;
+	}
+	if (start_serving(&d, &error)) {
+#ifdef HAVE_LIBSYSTEMD
+		sd_notify(0, "READY=1");
+#endif
+		announce(cfg->mountpoint);
+		int sig = wait_for_stop_signal();
+		if (g_atomic_int_get(&d.handed_over))
+			return exit_handed_over(&d);
+		g_message("%s: unmounting %s", strsignal(sig), cfg->mountpoint);
+#ifdef HAVE_LIBSYSTEMD
+		sd_notify(0, "STOPPING=1");
+#endif
+		status = 0;
+	} else {
+		log_failure(g_steal_pointer(&error));
+	}
+	if (!stop_serving(&d, &containers_live))
+		return status;
+	free_daemon(&d, containers_live);
 	return status;
 }

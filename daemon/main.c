@@ -104,7 +104,6 @@ int main(int argc, char **argv)
 	sigaddset(&signals, SIGHUP);
 	sigaddset(&signals, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &signals, NULL);
-	serve_init();
 
 	/* One socket per mountpoint: /var/lib/cgprocfs -> /run/cgprocfs/var-lib-cgprocfs.sock,
 	 * and its keeper's beside it. A keeper whose daemon died holds the

@@ -6,7 +6,7 @@
  * the kernel's cache: about a microsecond each. A number above that, only
  * possible after the namespace's pids wrapped around, is not. */
 #include "daemon.h"
-#include "ops.h"
+#include "session.h"
 #include "pidns.h"
 #include "procfile.h"
 
@@ -47,8 +47,10 @@ static unsigned last_pid(int proc_fd)
 	return g_ascii_string_to_unsigned(g_strstrip(s), 10, 0, G_MAXINT32, &n, NULL) ? (unsigned)n : 0;
 }
 
-void recover_entries(struct pidwatch *w, struct ops_state *owner, int proc_fd, int pid_ns_fd)
+void recover_entries(struct session *s, int proc_fd)
 {
+	struct ops_state *owner = session_ops(s);
+	int pid_ns_fd = session_ns_fd(s);
 	g_autoptr(GHashTable) live = live_pids(proc_fd);
 	GHashTableIter it;
 	gpointer key;
@@ -60,7 +62,7 @@ void recover_entries(struct pidwatch *w, struct ops_state *owner, int proc_fd, i
 		int fd = pidns_pidfd_open(pid_ns_fd, pid, 0);
 		top = MAX(top, (unsigned)pid);
 		if (fd >= 0)
-			pidwatch_adopt(w, owner, pid, fd);
+			pidwatch_adopt(owner->watch, owner, pid, fd);
 	}
 	for (unsigned pid = 1; pid <= top; pid++) {
 		if (!g_hash_table_contains(live, GUINT_TO_POINTER(pid))) {

@@ -1,181 +1,195 @@
-/* Serving FUSE sessions: a pool of worker threads per session, grown while
- * all of its workers are busy, that can all be stopped between requests
- * (serve_drain: a handover to another daemon loses no request). */
-#include "daemon.h"
+/* FUSE sessions and the server of them all. Each session has its own pool
+ * of worker threads, grown while all of them are busy, and its own lock;
+ * a drain stops every session's workers between requests, so that a
+ * handover to another daemon loses no request. */
+#include "session.h"
+
 #include "metrics.h"
+#include "view.h"
 
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #define MAX_WORKERS 16
 #define DRAIN_WAIT_US (10 * G_USEC_PER_SEC)
+/* Requests taken, by opcode (the last slot: any other). */
+#define COUNTED_OPCODES 64
 
-struct serving {
+struct server {
+	GMutex lock;         /* guards sessions and draining */
+	GPtrArray *sessions; /* struct session*: those being served */
+	gboolean draining;
+	/* Added to atomically by every worker, read without a lock. */
+	guint64 requests[COUNTED_OPCODES];
+};
+
+/* Freed by the owner of the session (the host's lifecycle, or a
+ * container's session thread), after session_serve has returned. */
+struct session {
+	struct ops_state ops; /* libfuse's userdata */
 	struct fuse_session *se;
+	struct server *server;
+	gboolean resend; /* taken up from a dead daemon: resend on serving */
+	unsigned id;     /* the keeper's */
+	GMutex lock;       /* guards workers, idle, running, draining, error */
+	GCond changed;     /* workers or running changed */
 	unsigned workers, idle;
+	GPtrArray *running; /* struct worker*: threads a drain interrupts */
+	gboolean draining;
 	int error;
 };
 
+/* A worker thread; freed by itself as it ends. */
 struct worker {
-	struct serving *sv;
+	struct session *s;
 	pthread_t thread;
-	gboolean waiting; /* for a request */
+	gboolean waiting; /* for a request; under s->lock */
 };
 
-static GMutex lock; /* guards everything below and every struct serving */
-static GCond changed;
-static gboolean draining;
-static GHashTable *running; /* struct worker*: threads to interrupt on drain */
+static void interrupt(int sig)
+{
+}
 
-/* Requests taken, by opcode (the last slot: any other); under lock. */
-#define COUNTED_OPCODES 64
-static guint64 requests[COUNTED_OPCODES];
+struct server *server_new(void)
+{
+	struct sigaction sa = { .sa_handler = interrupt }; /* no SA_RESTART: reads end with EINTR */
+	struct server *sv = g_new0(struct server, 1);
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR2, &sa, NULL);
+	g_mutex_init(&sv->lock);
+	sv->sessions = g_ptr_array_new();
+	return sv;
+}
+
+void server_free(struct server *sv)
+{
+	if (!sv)
+		return;
+	g_ptr_array_unref(sv->sessions);
+	g_mutex_clear(&sv->lock);
+	g_free(sv);
+}
+
+static void count_request(struct server *sv, const struct fuse_buf *buf)
+{
+	if (buf->mem && !(buf->flags & FUSE_BUF_IS_FD) && buf->size >= sizeof(struct fuse_in_header)) {
+		uint32_t op = ((const struct fuse_in_header *)buf->mem)->opcode;
+		__atomic_fetch_add(&sv->requests[MIN(op, COUNTED_OPCODES - 1)], 1, __ATOMIC_RELAXED);
+	}
+}
 
 static void *worker_main(void *data);
 
-/* Under lock. */
-static void spawn(struct serving *sv)
+/* Under s->lock. */
+static void spawn(struct session *s)
 {
 	pthread_attr_t attr;
 	struct worker *w = g_new0(struct worker, 1);
 
-	w->sv = sv;
+	w->s = s;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&w->thread, &attr, worker_main, w) == 0) {
-		sv->workers++;
-		sv->idle++;
-		g_hash_table_add(running, w);
+		s->workers++;
+		s->idle++;
+		g_ptr_array_add(s->running, w);
 	} else {
 		g_free(w);
 	}
 	pthread_attr_destroy(&attr);
 }
 
+/* Take one request and answer it: FALSE once the worker should end.
+ * Called and returns with s->lock held. */
+static gboolean serve_one(struct worker *w, struct fuse_buf *buf)
+{
+	struct session *s = w->s;
+
+	/* Only a worker waiting here is interrupted by a drain (EINTR, before
+	 * it takes a request); one answering a request is not. */
+	w->waiting = TRUE;
+	g_mutex_unlock(&s->lock);
+	int r = fuse_session_receive_buf(s->se, buf);
+	g_mutex_lock(&s->lock);
+	w->waiting = FALSE;
+	if (r == -EINTR)
+		return TRUE;
+	if (r <= 0) { /* 0: the mount is gone */
+		if (r < 0 && s->error == 0)
+			s->error = r;
+		fuse_session_exit(s->se);
+		return FALSE;
+	}
+	count_request(s->server, buf);
+	if (--s->idle == 0 && s->workers < MAX_WORKERS)
+		spawn(s);
+	g_mutex_unlock(&s->lock);
+	fuse_session_process_buf(s->se, buf);
+	g_mutex_lock(&s->lock);
+	s->idle++;
+	return TRUE;
+}
+
 static void *worker_main(void *data)
 {
 	struct worker *w = data;
-	struct serving *sv = w->sv;
+	struct session *s = w->s;
 	struct fuse_buf buf = { 0 };
 
-	g_mutex_lock(&lock);
-	for (;;) {
-		if (draining || fuse_session_exited(sv->se))
-			break;
-		/* Only a worker waiting here is interrupted by a drain (EINTR,
-		 * before it takes a request); one answering a request is not. */
-		w->waiting = TRUE;
-		g_mutex_unlock(&lock);
-		int r = fuse_session_receive_buf(sv->se, &buf);
-		g_mutex_lock(&lock);
-		w->waiting = FALSE;
-		if (r == -EINTR)
-			continue;
-		if (r <= 0) { /* 0: the mount is gone */
-			if (r < 0 && sv->error == 0)
-				sv->error = r;
-			fuse_session_exit(sv->se);
-			break;
-		}
-		if (buf.mem && !(buf.flags & FUSE_BUF_IS_FD) && buf.size >= sizeof(struct fuse_in_header)) {
-			uint32_t op = ((const struct fuse_in_header *)buf.mem)->opcode;
-			requests[MIN(op, COUNTED_OPCODES - 1)]++;
-		}
-		if (--sv->idle == 0 && sv->workers < MAX_WORKERS)
-			spawn(sv);
-		g_mutex_unlock(&lock);
-		fuse_session_process_buf(sv->se, &buf);
-		g_mutex_lock(&lock);
-		sv->idle++;
-	}
+	g_mutex_lock(&s->lock);
+	while (!s->draining && !fuse_session_exited(s->se) && serve_one(w, &buf))
+		;
 	free(buf.mem);
-	sv->workers--;
-	sv->idle--;
-	g_hash_table_remove(running, w);
-	g_cond_broadcast(&changed);
-	g_mutex_unlock(&lock);
+	s->workers--;
+	s->idle--;
+	g_ptr_array_remove_fast(s->running, w);
+	g_cond_broadcast(&s->changed);
+	g_mutex_unlock(&s->lock);
 	g_free(w);
 	return NULL;
 }
 
-static void interrupt(int sig)
+/* Stop s's workers between requests, by deadline: TRUE once none is left. */
+static gboolean session_drain(struct session *s, gint64 deadline)
 {
-}
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
 
-void serve_init(void)
-{
-	struct sigaction sa = { .sa_handler = interrupt }; /* no SA_RESTART: reads end with EINTR */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR2, &sa, NULL);
-	running = g_hash_table_new(g_direct_hash, g_direct_equal);
-}
-
-int session_serve(struct fuse_session *se)
-{
-	struct serving sv = { .se = se };
-
-	g_mutex_lock(&lock);
-	if (!draining)
-		spawn(&sv);
-	while (sv.workers > 0)
-		g_cond_wait(&changed, &lock);
-	int r = draining && sv.error == 0 && !fuse_session_exited(se) ? -ECANCELED : sv.error;
-	g_mutex_unlock(&lock);
-	return r;
-}
-
-gboolean serve_drain(void)
-{
-	gint64 deadline = g_get_monotonic_time() + DRAIN_WAIT_US;
-	GHashTableIter it;
-	gpointer w;
-
-	g_mutex_lock(&lock);
-	draining = TRUE;
+	s->draining = TRUE;
 	/* Signal until every worker has seen the flag: one may be between its
 	 * check and its read when the first signal comes. */
-	while (g_hash_table_size(running) > 0 && g_get_monotonic_time() < deadline) {
-		g_hash_table_iter_init(&it, running);
-		while (g_hash_table_iter_next(&it, &w, NULL))
-			if (((struct worker *)w)->waiting)
-				pthread_kill(((struct worker *)w)->thread, SIGUSR2);
-		g_cond_wait_until(&changed, &lock, g_get_monotonic_time() + 10 * G_TIME_SPAN_MILLISECOND);
+	while (s->running->len > 0 && g_get_monotonic_time() < deadline) {
+		for (guint i = 0; i < s->running->len; i++) {
+			const struct worker *w = g_ptr_array_index(s->running, i);
+			if (w->waiting)
+				pthread_kill(w->thread, SIGUSR2);
+		}
+		g_cond_wait_until(&s->changed, &s->lock, g_get_monotonic_time() + 10 * G_TIME_SPAN_MILLISECOND);
 	}
-	gboolean done = g_hash_table_size(running) == 0;
-	g_mutex_unlock(&lock);
+	return s->running->len == 0;
+}
+
+gboolean server_drain(struct server *sv)
+{
+	gint64 deadline = g_get_monotonic_time() + DRAIN_WAIT_US;
+	gboolean done = TRUE;
+
+	/* Held throughout: no session starts or ends its registration meanwhile. */
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
+	sv->draining = TRUE;
+	for (guint i = 0; i < sv->sessions->len; i++)
+		done = session_drain(g_ptr_array_index(sv->sessions, i), deadline) && done;
 	return done;
 }
 
-/* The unique id of the INIT made up by session_resume. Its answer goes to
- * the kernel, which knows no request of that id (ids are allocated from 1
- * upwards, two at a time) and drops it with ENOENT, which libfuse ignores. */
-#define RESUME_UNIQUE (UINT64_C(1) << 62)
-
-void session_resume(struct fuse_session *se, unsigned proto_minor)
+void server_render_stats(struct server *sv, GString *out)
 {
-	struct {
-		struct fuse_in_header h;
-		struct fuse_init_in in;
-	} msg = {
-		.h = { .len = sizeof(msg), .opcode = FUSE_INIT, .unique = RESUME_UNIQUE },
-		/* MAX_PAGES as the kernel offered it (7.28 on): libfuse then
-		 * reads requests into buffers as large as the old daemon
-		 * told the kernel to fill; smaller ones get EINVAL. */
-		.in = { .major = FUSE_KERNEL_VERSION, .minor = proto_minor,
-			.flags = proto_minor >= 28 ? FUSE_MAX_PAGES : 0 },
-	};
-	const struct fuse_buf buf = { .size = sizeof(msg), .mem = &msg };
-	fuse_session_process_buf(se, &buf);
-}
-
-void serve_render_stats(GString *out)
-{
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&lock);
 	static const struct {
 		uint32_t opcode;
 		const char *name;
@@ -190,23 +204,175 @@ void serve_render_stats(GString *out)
 
 	metrics_header(out, "cgprocfs_requests_total", "counter", "FUSE requests taken, by operation, over every view.");
 	for (size_t i = 0; i < G_N_ELEMENTS(ops); i++) {
-		guint64 n = requests[ops[i].opcode];
+		guint64 n = __atomic_load_n(&sv->requests[ops[i].opcode], __ATOMIC_RELAXED);
 		counted += n;
 		g_autofree char *label = g_strdup_printf("op=\"%s\"", ops[i].name);
 		metrics_sample(out, "cgprocfs_requests_total", label, n);
 	}
 	for (size_t i = 0; i < COUNTED_OPCODES; i++)
-		all += requests[i];
+		all += __atomic_load_n(&sv->requests[i], __ATOMIC_RELAXED);
 	metrics_sample(out, "cgprocfs_requests_total", "op=\"other\"", all - counted);
+}
+
+struct session *session_new(struct server *sv, struct view *view, struct pidwatch *watch, int proc_fd,
+			    const char *fuse_options)
+{
+	char *argv[] = { "cgprocfs", "-o", (char *)fuse_options, NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(fuse_options ? 3 : 1, argv);
+	struct session *s = g_new0(struct session, 1);
+
+	s->ops = (struct ops_state){ .view = view, .watch = watch, .proc_fd = proc_fd };
+	ops_state_init(&s->ops);
+	s->se = fuse_session_new(&args, &ops_table, sizeof(ops_table), &s->ops);
+	fuse_opt_free_args(&args);
+	if (!s->se) {
+		ops_state_clear(&s->ops);
+		g_free(s);
+		return NULL;
+	}
+	s->ops.session = s->se;
+	s->server = sv;
+	g_mutex_init(&s->lock);
+	g_cond_init(&s->changed);
+	s->running = g_ptr_array_new();
+	return s;
+}
+
+int session_mount(struct session *s, const char *mountpoint)
+{
+	return fuse_session_mount(s->se, mountpoint) == 0 ? 0 : -1;
+}
+
+/* The unique id of the INIT made up by session_take_up. Its answer goes to
+ * the kernel, which knows no request of that id (ids are allocated from 1
+ * upwards, two at a time) and drops it with ENOENT, which libfuse ignores. */
+#define RESUME_UNIQUE (UINT64_C(1) << 62)
+
+int session_take_up(struct session *s, int fuse_fd, unsigned proto_minor, gboolean resend)
+{
+	char dev[32];
+	struct {
+		struct fuse_in_header h;
+		struct fuse_init_in in;
+	} msg = {
+		.h = { .len = sizeof(msg), .opcode = FUSE_INIT, .unique = RESUME_UNIQUE },
+		/* MAX_PAGES as the kernel offered it (7.28 on): libfuse then
+		 * reads requests into buffers as large as the old daemon
+		 * told the kernel to fill; smaller ones get EINVAL. */
+		.in = { .major = FUSE_KERNEL_VERSION, .minor = proto_minor,
+			.flags = proto_minor >= 28 ? FUSE_MAX_PAGES : 0 },
+	};
+	const struct fuse_buf buf = { .size = sizeof(msg), .mem = &msg };
+
+	/* libfuse takes a /dev/fd/N "mountpoint" as the fd of a mount made elsewhere. */
+	snprintf(dev, sizeof(dev), "/dev/fd/%d", fuse_fd);
+	if (fuse_session_mount(s->se, dev) != 0)
+		return -EINVAL;
+	if (proto_minor > 0)
+		fuse_session_process_buf(s->se, &buf);
+	s->resend = resend;
+	return 0;
 }
 
 /* FUSE 7.40 (Linux 6.9); older headers lack it. */
 #define NOTIFY_RESEND 7
 
-void session_resend(struct fuse_session *se)
+/* Have the kernel send again the requests a dead daemon had taken. */
+static void resend_requests(struct session *s)
 {
 	const struct fuse_out_header h = { .len = sizeof(h), .error = NOTIFY_RESEND, .unique = 0 };
-	if (write(fuse_session_fd(se), &h, sizeof(h)) != (ssize_t)sizeof(h))
+	if (write(fuse_session_fd(s->se), &h, sizeof(h)) != (ssize_t)sizeof(h))
 		g_warning("the kernel cannot resend the requests the dead daemon had taken (%s): "
 			  "those wait until their callers are killed", g_strerror(errno));
+}
+
+int session_serve(struct session *s)
+{
+	struct server *sv = s->server;
+
+	g_mutex_lock(&sv->lock);
+	gboolean drained = sv->draining;
+	if (!drained)
+		g_ptr_array_add(sv->sessions, s);
+	g_mutex_unlock(&sv->lock);
+	if (drained)
+		return -ECANCELED;
+	if (s->resend)
+		resend_requests(s);
+
+	g_mutex_lock(&s->lock);
+	spawn(s);
+	while (s->workers > 0)
+		g_cond_wait(&s->changed, &s->lock);
+	int r = s->draining && s->error == 0 && !fuse_session_exited(s->se) ? -ECANCELED : s->error;
+	g_mutex_unlock(&s->lock);
+
+	g_mutex_lock(&sv->lock);
+	g_ptr_array_remove_fast(sv->sessions, s);
+	g_mutex_unlock(&sv->lock);
+	return r;
+}
+
+void session_exit(struct session *s)
+{
+	fuse_session_exit(s->se);
+	fuse_session_unmount(s->se);
+}
+
+void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	pidwatch_forget_owner(s->ops.watch, &s->ops);
+	fuse_session_destroy(s->se);
+	ops_state_clear(&s->ops);
+	g_ptr_array_unref(s->running);
+	g_cond_clear(&s->changed);
+	g_mutex_clear(&s->lock);
+	g_free(s);
+}
+
+void session_adopt_watches(struct session *s, GArray *watches)
+{
+	for (guint i = 0; watches && i < watches->len; i++) {
+		struct session_watch *w = &g_array_index(watches, struct session_watch, i);
+		if (w->pidfd >= 0)
+			pidwatch_adopt(s->ops.watch, &s->ops, w->pid, w->pidfd);
+		w->pidfd = -1;
+	}
+}
+
+void session_set_id(struct session *s, unsigned id)
+{
+	s->id = id;
+}
+
+unsigned session_id(const struct session *s)
+{
+	return s->id;
+}
+
+int session_fuse_fd(const struct session *s)
+{
+	return fuse_session_fd(s->se);
+}
+
+int session_ns_fd(const struct session *s)
+{
+	return view_pid_ns_fd(s->ops.view);
+}
+
+unsigned session_proto_minor(const struct session *s)
+{
+	return s->ops.proto_minor;
+}
+
+struct ops_state *session_ops(struct session *s)
+{
+	return &s->ops;
+}
+
+struct view *session_view(const struct session *s)
+{
+	return s->ops.view;
 }

@@ -107,65 +107,88 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	fuse_reply_err(req, access_allowed(&c, &attr, mask) ? 0 : EACCES);
 }
 
-/* Open files and directories by handle. A handle carries a tag of this
- * daemon's, so that one made by another daemon, which served the session
- * before a handover, is never taken for one of ours: for such a handle the
- * object is made again on first use, as a new open would make it. */
+/* Open files and directories by handle, per session. A handle carries a
+ * tag of this session object's, so that one made by another daemon, which
+ * served the session before a handover, is never taken for one of ours:
+ * for such a handle the object is made again on first use, as a new open
+ * would make it. A handle's object is a GArray* of a directory's entries
+ * (HANDLE_DIR set in the handle) or a struct served_file*. */
 G_STATIC_ASSERT(sizeof(gpointer) >= sizeof(uint64_t));
 #define HANDLE_TAG_SHIFT 40
+#define HANDLE_DIR (UINT64_C(1) << (HANDLE_TAG_SHIFT - 1))
+#define HANDLE_SERIAL_MASK (HANDLE_DIR - 1)
 
-static GMutex handles_lock;
-static GHashTable *handles; /* fh -> object (GArray* of a directory, served_file*) */
-static uint64_t handle_tag, handle_serial;
+struct served_file;
+static void served_file_free(struct served_file *f);
 
-/* The table, and this daemon's tag (never 0), made on first use, whichever
- * request comes first: an adopted handle's READ may. Under handles_lock. */
-static GHashTable *handles_table(void)
+static void handle_object_free(uint64_t fh, gpointer object)
 {
-	if (!handles) {
-		handles = g_hash_table_new(g_direct_hash, g_direct_equal);
-		handle_tag = ((uint64_t)g_random_int_range(1, 1 << 23)) << HANDLE_TAG_SHIFT;
-	}
-	return handles;
+	if (fh & HANDLE_DIR)
+		g_array_unref(object);
+	else
+		served_file_free(object);
 }
 
-static uint64_t handle_add(gpointer object)
+void ops_state_init(struct ops_state *s)
 {
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&handles_lock);
-	GHashTable *table = handles_table();
-	uint64_t fh = handle_tag | (++handle_serial & ((1ULL << HANDLE_TAG_SHIFT) - 1));
-	g_hash_table_insert(table, (gpointer)(uintptr_t)fh, object);
+	g_mutex_init(&s->handles_lock);
+	s->handles = g_hash_table_new(g_direct_hash, g_direct_equal);
+	s->handle_tag = ((uint64_t)g_random_int_range(1, 1 << 23)) << HANDLE_TAG_SHIFT;
+	s->handle_serial = 0;
+}
+
+void ops_state_clear(struct ops_state *s)
+{
+	GHashTableIter it;
+	gpointer fh, object;
+
+	if (!s->handles)
+		return;
+	g_hash_table_iter_init(&it, s->handles);
+	while (g_hash_table_iter_next(&it, &fh, &object))
+		handle_object_free((uint64_t)(uintptr_t)fh, object);
+	g_clear_pointer(&s->handles, g_hash_table_unref);
+	g_mutex_clear(&s->handles_lock);
+}
+
+static uint64_t handle_add(struct ops_state *s, gpointer object, uint64_t kind)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->handles_lock);
+	uint64_t fh = s->handle_tag | kind | (++s->handle_serial & HANDLE_SERIAL_MASK);
+	g_hash_table_insert(s->handles, (gpointer)(uintptr_t)fh, object);
 	return fh;
 }
 
-/* The object of fh, or NULL for a handle this daemon did not make. */
-static gpointer handle_get(uint64_t fh)
+/* The object of fh, or NULL for a handle this session object did not make. */
+static gpointer handle_get(struct ops_state *s, uint64_t fh)
 {
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&handles_lock);
-	return g_hash_table_lookup(handles_table(), (gpointer)(uintptr_t)fh);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->handles_lock);
+	return g_hash_table_lookup(s->handles, (gpointer)(uintptr_t)fh);
 }
 
 /* Give a handle of another daemon's its object, or the one a concurrent
- * request gave it first (then object is freed with free_fn). */
-static gpointer handle_adopt(uint64_t fh, gpointer object, GDestroyNotify free_fn)
+ * request gave it first (then object is freed). */
+static gpointer handle_adopt(struct ops_state *s, uint64_t fh, gpointer object)
 {
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&handles_lock);
-	gpointer had = g_hash_table_lookup(handles_table(), (gpointer)(uintptr_t)fh);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->handles_lock);
+	gpointer had = g_hash_table_lookup(s->handles, (gpointer)(uintptr_t)fh);
 	if (had) {
-		free_fn(object);
+		handle_object_free(fh, object);
 		return had;
 	}
-	g_hash_table_insert(handles, (gpointer)(uintptr_t)fh, object);
+	g_hash_table_insert(s->handles, (gpointer)(uintptr_t)fh, object);
 	return object;
 }
 
-/* Forget fh; its object, or NULL if it had none here. */
-static gpointer handle_remove(uint64_t fh)
+/* Forget fh and free its object, if it has one here. */
+static void handle_remove(struct ops_state *s, uint64_t fh)
 {
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&handles_lock);
 	gpointer object = NULL;
-	g_hash_table_steal_extended(handles_table(), (gpointer)(uintptr_t)fh, NULL, &object);
-	return object;
+	g_mutex_lock(&s->handles_lock);
+	g_hash_table_steal_extended(s->handles, (gpointer)(uintptr_t)fh, NULL, &object);
+	g_mutex_unlock(&s->handles_lock);
+	if (object)
+		handle_object_free(fh, object);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -177,15 +200,15 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		reply_err(req, r);
 		return;
 	}
-	fi->fh = handle_add(entries);
+	fi->fh = handle_add(state(req), entries, HANDLE_DIR);
 	if (fuse_reply_open(req, fi) < 0)
-		g_array_unref(handle_remove(fi->fh));
+		handle_remove(state(req), fi->fh);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	GArray *entries = handle_get(fi->fh);
+	GArray *entries = handle_get(state(req), fi->fh | HANDLE_DIR);
 	g_autofree char *buf = NULL;
 	size_t used = 0;
 
@@ -196,7 +219,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			reply_err(req, r);
 			return;
 		}
-		entries = handle_adopt(fi->fh, entries, (GDestroyNotify)g_array_unref);
+		entries = handle_adopt(state(req), fi->fh | HANDLE_DIR, entries);
 	}
 	buf = g_malloc(size);
 
@@ -213,9 +236,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	GArray *entries = handle_remove(fi->fh);
-	if (entries)
-		g_array_unref(entries);
+	handle_remove(state(req), fi->fh | HANDLE_DIR);
 	fuse_reply_err(req, 0);
 }
 
@@ -270,9 +291,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* Content can differ per caller and per read pass: never page-cached. */
 	fi->direct_io = 1;
 	fi->noflush = 1;
-	fi->fh = handle_add(f);
+	fi->fh = handle_add(state(req), f, 0);
 	if (fuse_reply_open(req, fi) < 0)
-		served_file_free(handle_remove(fi->fh));
+		handle_remove(state(req), fi->fh);
 }
 
 /* The snapshot a read at off gets: a new one for a read that starts over. */
@@ -301,7 +322,7 @@ static GBytes *snapshot_for_read(fuse_req_t req, struct served_file *f, off_t of
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	struct served_file *f = handle_get(fi->fh);
+	struct served_file *f = handle_get(state(req), fi->fh & ~HANDLE_DIR);
 	const char *data;
 	size_t len;
 
@@ -311,7 +332,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			reply_err(req, r);
 			return;
 		}
-		f = handle_adopt(fi->fh, f, (GDestroyNotify)served_file_free);
+		f = handle_adopt(state(req), fi->fh & ~HANDLE_DIR, f);
 	}
 	/* Unlocked before the reply: once it is sent, RELEASE may free f. */
 	g_autoptr(GBytes) content = snapshot_for_read(req, f, off, size);
@@ -322,7 +343,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	served_file_free(handle_remove(fi->fh));
+	handle_remove(state(req), fi->fh & ~HANDLE_DIR);
 	fuse_reply_err(req, 0);
 }
 

@@ -7,13 +7,31 @@
 
 #include <fuse_lowlevel.h>
 
+/* What the adapters of one FUSE session use: libfuse's userdata. It is
+ * embedded in the daemon's session object and lives exactly as long; its
+ * requests are answered by that session's workers, concurrently.
+ * view, watch, session and proc_fd are set before the session serves and
+ * never change; proto_minor is written once, by INIT, before any other
+ * request of the session. */
 struct ops_state {
 	struct view *view;
 	struct pidwatch *watch;       /* with this state as the owner */
 	struct fuse_session *session; /* set once the session exists */
 	int proc_fd;                  /* where callers are looked up */
 	unsigned proto_minor;         /* the kernel's FUSE protocol minor version, once INIT came */
+	/* Open files and directories by handle (see ops.c). handles_lock
+	 * guards handles and handle_serial; handle_tag is fixed by
+	 * ops_state_init. The table and what it holds are freed by
+	 * ops_state_clear, once no request of the session can come. */
+	GMutex handles_lock;
+	GHashTable *handles;
+	uint64_t handle_tag, handle_serial;
 };
+
+/* Make the handle table of s (the other fields are the caller's), and
+ * free it with every open file and directory left in it. */
+void ops_state_init(struct ops_state *s);
+void ops_state_clear(struct ops_state *s);
 
 extern const struct fuse_lowlevel_ops ops_table;
 

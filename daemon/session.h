@@ -1,0 +1,81 @@
+/* One FUSE session: a view served on one /dev/fuse connection, the host's
+ * or a container's, from its mount (or takeover) to its end. It is the one
+ * object a session is: what libfuse needs (its userdata is the embedded
+ * ops_state), the view it serves and so its pid namespace, the protocol
+ * version the kernel spoke, and its own pool of worker threads with its
+ * lock and drain state. A handover and the keeper take from it what they
+ * send (session_fuse_fd, session_ns_fd, session_proto_minor).
+ *
+ * The server is every session of one daemon: it starts their workers,
+ * counts their requests, and drains them all at a handover. */
+#pragma once
+
+#include "ops.h"
+
+#include <glib.h>
+
+struct server;
+struct session;
+
+/* Made once, before any session; installs the signal that interrupts a
+ * worker waiting for a request. Freed after every session has ended. */
+struct server *server_new(void);
+void server_free(struct server *sv);
+
+/* Stop every session's workers between requests (and any session that
+ * starts from now on), so that another daemon holding the same /dev/fuse
+ * fds answers the rest: TRUE once no worker is left (waits at most 10 s). */
+gboolean server_drain(struct server *sv);
+
+/* cgprocfs_requests_total, by operation, over every session (Prometheus text). */
+void server_render_stats(struct server *sv, GString *out);
+
+/* A session serving view, not mounted yet: fuse_options as for
+ * fuse_session_new ("-o" and its value; NULL: none). watch: where the
+ * session's cached processes are watched, with the session's ops_state as
+ * their owner. proc_fd: where callers are looked up. NULL if libfuse
+ * refused the options. */
+struct session *session_new(struct server *sv, struct view *view, struct pidwatch *watch, int proc_fd,
+			    const char *fuse_options);
+/* Mount it at mountpoint: 0 or -1 (libfuse said why). */
+int session_mount(struct session *s, const char *mountpoint);
+/* Take up fuse_fd (taken, on success), the /dev/fuse fd of a mount made
+ * elsewhere. proto_minor 0: a new mount, whose INIT is still to come.
+ * Otherwise a session that another daemon served until now: the kernel's
+ * INIT was answered by that daemon with protocol minor version
+ * proto_minor, so one is made up with it; resend: that daemon died, and
+ * the kernel is asked to send again the requests it had taken and not
+ * answered (once this session serves). 0 or -errno. */
+int session_take_up(struct session *s, int fuse_fd, unsigned proto_minor, gboolean resend);
+
+/* Serve until the mount goes away or server_drain: 0, -ECANCELED when
+ * drained, or -errno. Call from the thread that owns the session. */
+int session_serve(struct session *s);
+/* End serving (workers finish the request they answer) and unmount, if
+ * libfuse mounted it. */
+void session_exit(struct session *s);
+/* Free a session that is not served (any more). Its process watches are
+ * forgotten first: no exit callback runs for it afterwards. */
+void session_free(struct session *s);
+
+/* A process watch that comes with a session taken over. */
+struct session_watch {
+	pid_t pid;
+	int pidfd; /* taken by session_adopt_watches: -1 then */
+};
+/* Watch these processes for s (a GArray of struct session_watch, or NULL),
+ * before it serves: if it ends at once, session_free forgets them. */
+void session_adopt_watches(struct session *s, GArray *watches);
+
+/* The keeper's number of the session: 0 for the host view's (the default). */
+void session_set_id(struct session *s, unsigned id);
+unsigned session_id(const struct session *s);
+
+int session_fuse_fd(const struct session *s);
+/* A container's pid namespace, or -1 for the daemon's own. */
+int session_ns_fd(const struct session *s);
+/* The FUSE protocol minor version the kernel spoke (0 before INIT). */
+unsigned session_proto_minor(const struct session *s);
+/* The owner of the session's process watches (pidwatch). */
+struct ops_state *session_ops(struct session *s);
+struct view *session_view(const struct session *s);

@@ -259,18 +259,26 @@ static gboolean top_link_valid(const struct view *v, uint64_t ino)
 	return ino_class(ino) == 0 && names_lookup(ino_id(ino)) != NULL;
 }
 
-static int top_link_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
-			 double *ret_timeout)
+/* The target of a link into the real procfs (proc/<name> or
+ * proc/<pid>/<entry>). */
+static char *delegated_target(const struct view *v, uint64_t ino)
 {
-	const char *name = names_lookup(ino_id(ino));
+	return ino_kind(ino) == NODE_TOP_LINK ? delegate_top_target(names_lookup(ino_id(ino)))
+					      : delegate_pid_target(ino_pid(ino), pid_entry_name(v, ino));
+}
+
+static int delegated_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
+			  double *ret_timeout)
+{
+	g_autofree char *target = delegated_target(v, ino);
 	*ret_timeout = TIMEOUT_STABLE;
-	view_attr_fill(v, ret, ino, S_IFLNK | 0777, (off_t)(strlen(DELEGATE_REAL_NAME "/") + strlen(name)));
+	view_attr_fill(v, ret, ino, S_IFLNK | 0777, (off_t)strlen(target));
 	return 0;
 }
 
-static int top_link_readlink(struct view *v, const struct caller *c, uint64_t ino, char **ret_target)
+static int delegated_readlink(struct view *v, const struct caller *c, uint64_t ino, char **ret_target)
 {
-	*ret_target = delegate_top_target(names_lookup(ino_id(ino)));
+	*ret_target = delegated_target(v, ino);
 	return 0;
 }
 
@@ -278,8 +286,8 @@ const struct kind_ops proc_top_link_ops = {
 	.name = "proc/<name>",
 	.type = S_IFLNK,
 	.valid = top_link_valid,
-	.attr = top_link_attr,
-	.readlink = top_link_readlink,
+	.attr = delegated_attr,
+	.readlink = delegated_readlink,
 };
 
 static gboolean pid_dir_valid(const struct view *v, uint64_t ino)
@@ -357,28 +365,13 @@ static gboolean pid_entry_valid(const struct view *v, uint64_t ino)
 	return name && pid_entry_kind(name) == ino_kind(ino);
 }
 
-static int pid_link_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
-			 double *ret_timeout)
-{
-	g_autofree char *target = delegate_pid_target(ino_pid(ino), pid_entry_name(v, ino));
-	*ret_timeout = TIMEOUT_STABLE;
-	view_attr_fill(v, ret, ino, S_IFLNK | 0777, (off_t)strlen(target));
-	return 0;
-}
-
-static int pid_link_readlink(struct view *v, const struct caller *c, uint64_t ino, char **ret_target)
-{
-	*ret_target = delegate_pid_target(ino_pid(ino), pid_entry_name(v, ino));
-	return 0;
-}
-
 const struct kind_ops proc_pid_link_ops = {
 	.name = "proc/<pid>/<entry>",
 	.type = S_IFLNK,
 	.valid = pid_entry_valid,
 	.current = pid_node_current,
-	.attr = pid_link_attr,
-	.readlink = pid_link_readlink,
+	.attr = delegated_attr,
+	.readlink = delegated_readlink,
 };
 
 static int magic_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,

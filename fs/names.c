@@ -2,6 +2,16 @@
 
 #include <glib.h>
 
+/* One table for the whole process, on purpose: a number must mean the same
+ * name in every view of the process (one kernel superblock per session,
+ * whose cached inodes outlive a view and are carried across a handover to
+ * another daemon), so the table cannot belong to one view. It only grows,
+ * by the names the kernel shows (top-level /proc names, paths under the
+ * sysfs CPU directory), and is never freed: numbers handed out stay valid
+ * until the process exits, where the kernel may still ask about them.
+ * lock guards by_id and by_name (their creation too); the strings, once
+ * inserted, are never changed or freed, so a name returned by
+ * names_lookup() may be used without the lock. */
 static GRWLock lock;
 static GHashTable *by_id;   /* id -> name (owned) */
 static GHashTable *by_name; /* name -> id (the same strings) */

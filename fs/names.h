@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-/* Bits of a name's number: it fits the inode layouts of fs/view.c. */
+/* Bits of a name's number: it fits the inode layouts of fs/ino.h. */
 #define NAMES_BITS 25
 
 /* The number of name, in [1, 2^NAMES_BITS), remembering the name. Two

@@ -1,6 +1,10 @@
 /* The one registry of what exists at each path of the view, and how each
  * path is served. lookup, getattr, readlink, readdir and open all answer
  * from it. No FUSE calls here: fs/ops adapts these to requests.
+ * view.c dispatches each call on the kind an inode number carries (fs/ino)
+ * to one row of operations per kind: files.c has the static table and its
+ * served files, view-proc.c proc/ and the pid directories, view-sys.c the
+ * sysfs CPU mirror (fs/view-internal.h).
  *
  * Layout under the mountpoint:
  *   proc/                 whole-/proc view

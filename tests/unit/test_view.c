@@ -2,6 +2,7 @@
  * procfs with one process (pid 100, start time 4242) and
  * tests/fixtures/sys-cpu for /sys/devices/system/cpu. */
 #include "view.h"
+#include "view-internal.h"
 
 #include "cleanup.h"
 
@@ -375,4 +376,10 @@ Test(view, a_process_that_is_gone_is_enoent)
 	g_autofree char *tmp = g_path_get_dirname(proc);
 	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", tmp);
 	cr_assert_eq(system(cmd), 0);
+}
+
+Test(view, every_kind_has_the_operations_its_type_needs)
+{
+	int kind = view_kind_incomplete();
+	cr_assert_eq(kind, -1, "node kind %d lacks an operation its type needs", kind);
 }

@@ -1,0 +1,50 @@
+#include "ino.h"
+
+#include "names.h"
+
+#include <glib.h>
+
+#define KIND_SHIFT (64 - INO_KIND_BITS)
+#define PID_SHIFT (INO_TAG_BITS + INO_ENTRY_BITS)
+#define ENTRY_SHIFT INO_TAG_BITS
+#define CPU_SHIFT INO_ID_BITS
+#define CLASS_SHIFT INO_ID_BITS
+#define MASK(bits) ((UINT64_C(1) << (bits)) - 1)
+
+/* The layouts fill the bits below the kind, and no more. */
+G_STATIC_ASSERT(PID_SHIFT + INO_PID_BITS == KIND_SHIFT);
+G_STATIC_ASSERT(INO_ID_BITS + INO_CPU_BITS == PID_SHIFT);
+G_STATIC_ASSERT(INO_ID_BITS + INO_CLASS_BITS == PID_SHIFT);
+/* A names.h number fits where a layout carries one. */
+G_STATIC_ASSERT(NAMES_BITS <= INO_ID_BITS);
+
+uint64_t ino_pid_make(unsigned kind, pid_t pid, unsigned entry, uint64_t tag)
+{
+	return (uint64_t)kind << KIND_SHIFT | ((uint64_t)pid & MASK(INO_PID_BITS)) << PID_SHIFT |
+	       ((uint64_t)entry & MASK(INO_ENTRY_BITS)) << ENTRY_SHIFT | (tag & MASK(INO_TAG_BITS));
+}
+
+uint64_t ino_cpu_make(unsigned kind, unsigned cpu, uint64_t sub)
+{
+	return (uint64_t)kind << KIND_SHIFT | ((uint64_t)cpu & MASK(INO_CPU_BITS)) << CPU_SHIFT |
+	       (sub & MASK(INO_ID_BITS));
+}
+
+uint64_t ino_named_make(unsigned kind, uint64_t id, unsigned class_id)
+{
+	return (uint64_t)kind << KIND_SHIFT | ((uint64_t)class_id & MASK(INO_CLASS_BITS)) << CLASS_SHIFT |
+	       (id & MASK(INO_ID_BITS));
+}
+
+unsigned ino_kind(uint64_t ino) { return (unsigned)(ino >> KIND_SHIFT); }
+
+pid_t ino_pid(uint64_t ino) { return (pid_t)((ino >> PID_SHIFT) & MASK(INO_PID_BITS)); }
+unsigned ino_entry(uint64_t ino) { return (unsigned)((ino >> ENTRY_SHIFT) & MASK(INO_ENTRY_BITS)); }
+uint64_t ino_tag(uint64_t ino) { return ino & MASK(INO_TAG_BITS); }
+uint64_t ino_process_tag(uint64_t start_time) { return start_time & MASK(INO_TAG_BITS); }
+
+unsigned ino_cpu(uint64_t ino) { return (unsigned)((ino >> CPU_SHIFT) & MASK(INO_CPU_BITS)); }
+uint64_t ino_sub(uint64_t ino) { return ino & MASK(INO_ID_BITS); }
+
+uint64_t ino_id(uint64_t ino) { return ino & MASK(INO_ID_BITS); }
+unsigned ino_class(uint64_t ino) { return (unsigned)((ino >> CLASS_SHIFT) & MASK(INO_CLASS_BITS)); }

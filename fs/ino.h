@@ -1,0 +1,58 @@
+/* The inode-number layout of the view: pure arithmetic, no state. The
+ * numbers carry all that is needed to serve a node, so the daemon keeps no
+ * inode table and FUSE forget has nothing to do. Two processes give the same
+ * number for the same node (the handover to another daemon depends on it):
+ * nothing here depends on the process, and names are numbered by fs/names.
+ *
+ *   bits 60-63  kind (the view's node kinds, fs/view-internal.h)
+ *   pid layout    bits 38-59 pid, 30-37 entry name index, 0-29 tag (the low
+ *                 bits of the process's start time, or a per-lookup
+ *                 generation for magic links)
+ *   cpu layout    bits 25-37 the caller's CPU number, 0-24 the names.h
+ *                 number of a path inside its directory (0: the directory)
+ *   named layout  bits 25-37 content class, 0-24 a row of the static table
+ *                 or the names.h number of a path
+ *
+ * The content class tells apart versions of one file served to different
+ * callers (a file gets one inode per class); class 0 is every file today,
+ * which keeps the numbers what they were before the class existed. */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define INO_KIND_BITS 4
+#define INO_PID_BITS 22
+#define INO_ENTRY_BITS 8
+#define INO_TAG_BITS 30
+#define INO_CPU_BITS 13
+#define INO_ID_BITS 25
+#define INO_CLASS_BITS 13
+
+#define INO_KIND_MAX ((1u << INO_KIND_BITS) - 1)
+#define INO_PID_MAX ((pid_t)((1u << INO_PID_BITS) - 1))
+#define INO_ENTRY_MAX ((1u << INO_ENTRY_BITS) - 1)
+#define INO_CPU_MAX ((1u << INO_CPU_BITS) - 1)
+#define INO_CLASS_MAX ((1u << INO_CLASS_BITS) - 1)
+
+/* Out-of-range fields are cut to their bits. */
+uint64_t ino_pid_make(unsigned kind, pid_t pid, unsigned entry, uint64_t tag);
+uint64_t ino_cpu_make(unsigned kind, unsigned cpu, uint64_t sub);
+uint64_t ino_named_make(unsigned kind, uint64_t id, unsigned class_id);
+
+unsigned ino_kind(uint64_t ino);
+
+/* Fields of the pid layout. */
+pid_t ino_pid(uint64_t ino);
+unsigned ino_entry(uint64_t ino);
+uint64_t ino_tag(uint64_t ino);
+/* The tag of a process that started at start_time (clock ticks). */
+uint64_t ino_process_tag(uint64_t start_time);
+
+/* Fields of the cpu layout. */
+unsigned ino_cpu(uint64_t ino);
+uint64_t ino_sub(uint64_t ino);
+
+/* Fields of the named layout. */
+uint64_t ino_id(uint64_t ino);
+unsigned ino_class(uint64_t ino);

@@ -1,0 +1,131 @@
+/* What the files of fs/view share: the node kinds, the view itself, and one
+ * table row of operations per kind. Not for use outside fs/view*.c, files.c
+ * and their unit tests. */
+#pragma once
+
+#include "ino.h"
+#include "procfile.h"
+#include "view.h"
+
+#include <glib.h>
+#include <time.h>
+
+/* How long the kernel may keep what does not change for a node's lifetime. */
+#define TIMEOUT_STABLE 86400.0
+/* A pid directory's attributes are never cached: stat(/proc/<pid>) is how
+ * psutil and others ask whether a process still exists, right after reaping
+ * it (before the exit watch can drop the entry), and ps reads the owner from
+ * it. Paths through the directory do not need its attributes. */
+#define TIMEOUT_PID_ATTR 0.0
+
+/* The kind is the top field of every inode number (fs/ino.h). Each has one
+ * row of operations in view.c; adding a kind is one row there. */
+enum node_kind {
+	NODE_STATIC_DIR, /* a directory of the static table (files.c) */
+	NODE_REAL_DIR,   /* proc/.real, where the real procfs is mounted */
+	NODE_HOST_FILE,  /* a file of the static table served by a renderer */
+	NODE_TOP_LINK,   /* proc/<name> -> .real/<name> */
+	NODE_PID_DIR,    /* proc/<pid> */
+	NODE_PID_LINK,   /* proc/<pid>/<entry> -> ../.real/<pid>/<entry> */
+	NODE_PID_MAGIC,  /* proc/<pid>/{exe,cwd,root}: the real link's text */
+	NODE_PID_FILE,   /* proc/<pid>/smaps_rollup: served by the daemon */
+	NODE_SYS_MIRROR, /* sys/devices/system/cpu/<path>: the host's, read-only */
+	NODE_SYS_VCPU,   /* sys/devices/system/cpu/cpu<N>[/<path>]: the caller's CPU N */
+	NODE_KIND_COUNT
+};
+G_STATIC_ASSERT(NODE_KIND_COUNT <= INO_KIND_MAX + 1);
+
+struct view {
+	struct view_config cfg;
+	struct timespec born; /* times of the nodes that have no times of their own */
+	/* The names in a /proc/<pid> directory, fixed by the kernel build and
+	 * read once from the procfs at start (from pid 1's directory); frozen
+	 * after view_new, so read without a lock. name -> index, index ->
+	 * name; index 0 is unused. */
+	GHashTable *pid_entry_index;
+	GPtrArray *pid_entry_names;
+	gint magic_generation; /* atomic */
+};
+
+/* The operations of a node kind. A slot the kind's type does not need is
+ * NULL: the dispatch in view.c then answers as the kernel would for such a
+ * node (ENOTDIR, EINVAL, EISDIR or ELOOP). */
+struct kind_ops {
+	const char *name; /* for messages */
+	mode_t type;      /* S_IFDIR, S_IFLNK, S_IFREG; 0: any (as the host's node) */
+	/* Attributes come with the lookup (only then, for this kind). */
+	gboolean attr_from_lookup;
+	/* Is ino one this view could have handed out? Needed by every kind. */
+	gboolean (*valid)(const struct view *v, uint64_t ino);
+	/* 0 if what the node stands for is still there, checked before its
+	 * attributes are given (not on lookup). NULL: nothing to check. */
+	int (*current)(struct view *v, uint64_t ino);
+	/* Attributes of a node already known to exist, and how long they
+	 * hold. Needed by every kind. */
+	int (*attr)(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
+		    double *ret_timeout);
+	/* Directories: fills ret->ino (0 for a name the kernel may remember
+	 * as missing), with ret->attr if attr_from_lookup. */
+	int (*lookup)(struct view *v, const struct caller *c, uint64_t parent, const char *name,
+		      struct view_entry *ret);
+	/* Directories: appends to entries, after "." and "..". */
+	int (*readdir)(struct view *v, const struct caller *c, uint64_t ino, GArray *entries);
+	int (*readlink)(struct view *v, const struct caller *c, uint64_t ino, char **ret_target);
+	/* Files, once the view knows the open is a read. */
+	int (*open)(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret_content);
+};
+
+/* The kind whose row lacks a slot its type needs, or -1: every row is
+ * complete (unit-tested). */
+int view_kind_incomplete(void);
+
+/* view.c: what every family uses. */
+void view_attr_fill(const struct view *v, struct stat *st, uint64_t ino, mode_t mode, off_t size);
+/* A file the daemon serves: read-only, no size (served through direct_io). */
+int view_served_file_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
+			  double *ret_timeout);
+void view_dirent_add(GArray *entries, const char *name, uint64_t ino, mode_t type);
+
+/* files.c: the static table (directories and daemon-served files). */
+enum row {
+	ROW_NONE,
+	ROW_ROOT,
+	ROW_PROC,
+	ROW_PROC_REAL,
+	ROW_PROC_CPUINFO,
+	ROW_PROC_STAT,
+	ROW_SYS,
+	ROW_SYS_DEVICES,
+	ROW_SYS_SYSTEM,
+	ROW_SYS_CPU,
+	ROW_CPU_ONLINE,
+	ROW_CPU_POSSIBLE,
+	ROW_CPU_PRESENT,
+	ROW_CPU_OFFLINE,
+	ROW_META,
+	ROW_META_STATS,
+	ROW_META_CONTROL,
+	ROW_COUNT
+};
+extern const struct kind_ops files_static_dir_ops, files_real_dir_ops, files_served_ops;
+uint64_t files_row_ino(enum row r);
+enum row files_find_row(enum row parent, const char *name); /* or ROW_NONE */
+void files_list_rows(GArray *entries, enum row parent);     /* but hidden ones */
+/* Host text, rewritten for the caller's CPUs; the host text itself when it
+ * is not of the expected shape: never a blank file. */
+typedef int (*rewrite_fn)(const char *host, const struct cpu_map *m, GString **ret);
+int files_rewrite_for(const struct cpu_map *map, GBytes *host, rewrite_fn rewrite, GBytes **ret);
+
+/* view-proc.c: proc/ and the pid directories. */
+extern const struct kind_ops proc_top_link_ops, proc_pid_dir_ops, proc_pid_link_ops,
+	proc_pid_magic_ops, proc_pid_file_ops;
+/* "<pid>" as procfs names pid directories. */
+gboolean proc_parse_pid(const char *name, pid_t *ret);
+/* The names of a pid directory, indexed into v (view_new). 0 or -errno. */
+int proc_index_pid_entries(struct view *v);
+/* An entry of proc/ that no row names; proc/ as the caller may list it. */
+int proc_lookup_top(struct view *v, const struct caller *c, const char *name, struct view_entry *ret);
+int proc_list_top(struct view *v, const struct caller *c, GArray *entries);
+
+/* view-sys.c: sys/devices/system/cpu. */
+extern const struct kind_ops sys_mirror_ops, sys_vcpu_ops;

@@ -1,0 +1,322 @@
+/* sys/devices/system/cpu: a read-only mirror of the host's directory, in
+ * which cpu<N> is the caller's CPU N (a vcpu node) and the files that name
+ * CPUs are rewritten in the caller's numbers. online, possible, present and
+ * offline are rows of the static table (files.c). */
+#include "view-internal.h"
+
+#include "caller.h"
+#include "cleanup.h"
+#include "dirwalk.h"
+#include "names.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Files in a CPU's directory that name CPUs, translated to view numbers. */
+static const char *const cpu_mask_files[] = {
+	"core_cpus", "thread_siblings", "core_siblings", "package_cpus", "die_cpus",
+	"cluster_cpus", "book_siblings", "drawer_siblings", "shared_cpu_map", NULL,
+};
+
+/* The host path of a mirror node's names.h number (0: the directory). */
+static const char *mirror_path(uint64_t id)
+{
+	return id == 0 ? "." : names_lookup(id);
+}
+
+/* name under the directory interned as parent (0: the top). */
+static char *child_path(uint64_t parent, const char *name)
+{
+	return parent == 0 ? g_strdup(name) : g_strconcat(mirror_path(parent), "/", name, NULL);
+}
+
+static mode_t dtype_to_mode(unsigned char d_type)
+{
+	return d_type == DT_DIR ? S_IFDIR : d_type == DT_LNK ? S_IFLNK : S_IFREG;
+}
+
+/* "cpu<N>" as the kernel names CPU directories. */
+static gboolean parse_cpu_dir(const char *name, unsigned *ret)
+{
+	guint64 n;
+	if (!g_str_has_prefix(name, "cpu") || !g_ascii_isdigit(name[3]) || (name[3] == '0' && name[4]) ||
+	    !g_ascii_string_to_unsigned(name + 3, 10, 0, INO_CPU_MAX, &n, NULL))
+		return FALSE;
+	*ret = (unsigned)n;
+	return TRUE;
+}
+
+/* The host file behind a vcpu node, for a caller with map: "cpu<H>[/<path>]". */
+static int vcpu_map_path(const struct cpu_map *map, uint64_t ino, char **ret)
+{
+	unsigned cpu = ino_cpu(ino), host;
+	uint64_t sub = ino_sub(ino);
+
+	if (map->is_host)
+		host = cpu; /* every host CPU directory, online or not */
+	else if (cpu < map->count)
+		host = map->host[cpu];
+	else
+		return -ENOENT;
+	*ret = sub ? g_strdup_printf("cpu%u/%s", host, names_lookup(sub)) : g_strdup_printf("cpu%u", host);
+	return 0;
+}
+
+static int vcpu_host_path(struct view *v, const struct caller *c, uint64_t ino, char **ret)
+{
+	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
+	return vcpu_map_path(map, ino, ret);
+}
+
+/* Attributes of a node that stands for the host's sys cpu file at path. */
+static int mirror_attr_at(struct view *v, uint64_t ino, const char *path, struct stat *ret)
+{
+	struct stat real;
+
+	if (fstatat(v->cfg.sys_cpu_fd, path, &real, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (S_ISDIR(real.st_mode))
+		view_attr_fill(v, ret, ino, S_IFDIR | (real.st_mode & 0555), 0);
+	else if (S_ISLNK(real.st_mode))
+		view_attr_fill(v, ret, ino, S_IFLNK | 0777, real.st_size);
+	else /* served read-only, through direct_io: no size */
+		view_attr_fill(v, ret, ino, S_IFREG | (real.st_mode & 0444), 0);
+	ret->st_uid = real.st_uid;
+	ret->st_gid = real.st_gid;
+	ret->st_mtim = real.st_mtim;
+	ret->st_ctim = real.st_ctim;
+	return 0;
+}
+
+/* A sysfs file as the caller could read it: a root-only file stays
+ * root-only. Most are readable by all, and then opening them as the caller
+ * would decide nothing: only the others are opened again with the caller's
+ * credentials. */
+static int read_as_caller(const struct caller *c, int dirfd, const char *path, GBytes **ret)
+{
+	struct stat st;
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!(st.st_mode & S_IROTH)) {
+		close(steal_fd(&fd));
+		int r = caller_openat(c, 0, dirfd, path, O_RDONLY | O_NOFOLLOW, &fd);
+		if (r < 0)
+			return r;
+	}
+	return procfile_read_fd(fd, ret);
+}
+
+struct sys_listing {
+	GArray *entries;
+	uint64_t parent;
+	const struct cpu_map *map; /* in the mirror's root */
+};
+
+static gboolean mirror_valid(const struct view *v, uint64_t ino)
+{
+	return ino_class(ino) == 0 && (ino_id(ino) == 0 || names_lookup(ino_id(ino)) != NULL);
+}
+
+static int mirror_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
+		       double *ret_timeout)
+{
+	*ret_timeout = TIMEOUT_STABLE;
+	return mirror_attr_at(v, ino, mirror_path(ino_id(ino)), ret);
+}
+
+static int lookup_mirror_entry(struct view *v, uint64_t parent, const char *name, struct view_entry *ret)
+{
+	g_autofree char *path = child_path(ino_id(parent), name);
+	struct stat st;
+
+	if (fstatat(v->cfg.sys_cpu_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	ret->ino = ino_named_make(NODE_SYS_MIRROR, names_intern(path), 0);
+	return 0;
+}
+
+static int mirror_lookup(struct view *v, const struct caller *c, uint64_t parent, const char *name,
+			 struct view_entry *ret)
+{
+	if (ino_id(parent) != 0)
+		return lookup_mirror_entry(v, parent, name, ret);
+	enum row r = files_find_row(ROW_SYS_CPU, name);
+	unsigned cpu;
+	if (r != ROW_NONE)
+		ret->ino = files_row_ino(r);
+	else if (parse_cpu_dir(name, &cpu))
+		/* Whether it exists for this caller is the attributes' answer. */
+		ret->ino = ino_cpu_make(NODE_SYS_VCPU, cpu, 0);
+	else
+		return lookup_mirror_entry(v, parent, name, ret);
+	return 0;
+}
+
+static void list_mirror_entry(const struct dirent *de, void *data)
+{
+	struct sys_listing *l = data;
+	unsigned cpu;
+
+	if (ino_id(l->parent) == 0) {
+		if (files_find_row(ROW_SYS_CPU, de->d_name) != ROW_NONE)
+			return;
+		if (parse_cpu_dir(de->d_name, &cpu)) {
+			/* the host's CPU directories for a caller with no limit;
+			 * the caller's own are listed after */
+			if (l->map->is_host)
+				view_dirent_add(l->entries, de->d_name, ino_cpu_make(NODE_SYS_VCPU, cpu, 0), S_IFDIR);
+			return;
+		}
+	}
+	g_autofree char *path = child_path(ino_id(l->parent), de->d_name);
+	view_dirent_add(l->entries, de->d_name, ino_named_make(NODE_SYS_MIRROR, names_intern(path), 0),
+			dtype_to_mode(de->d_type));
+}
+
+static int list_cpu_dir(struct view *v, const struct caller *c, struct sys_listing *l)
+{
+	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
+
+	l->map = map;
+	files_list_rows(l->entries, ROW_SYS_CPU);
+	int r = dirwalk(v->cfg.sys_cpu_fd, ".", list_mirror_entry, l);
+	if (!map->is_host) {
+		for (unsigned cpu = 0; cpu < map->count; cpu++) {
+			char name[16];
+			snprintf(name, sizeof(name), "cpu%u", cpu);
+			view_dirent_add(l->entries, name, ino_cpu_make(NODE_SYS_VCPU, cpu, 0), S_IFDIR);
+		}
+	}
+	return r;
+}
+
+static int mirror_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray *entries)
+{
+	struct sys_listing l = { entries, ino, NULL };
+	if (ino_id(ino) == 0)
+		return list_cpu_dir(v, c, &l);
+	return dirwalk(v->cfg.sys_cpu_fd, mirror_path(ino_id(ino)), list_mirror_entry, &l);
+}
+
+static int mirror_readlink(struct view *v, const struct caller *c, uint64_t ino, char **ret_target)
+{
+	return procfile_readlink_at(v->cfg.sys_cpu_fd, mirror_path(ino_id(ino)), ret_target);
+}
+
+static int mirror_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret)
+{
+	struct stat st;
+	const char *path = mirror_path(ino_id(ino));
+
+	if (fstatat(v->cfg.sys_cpu_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	return read_as_caller(c, v->cfg.sys_cpu_fd, path, ret);
+}
+
+const struct kind_ops sys_mirror_ops = {
+	.name = "sys/devices/system/cpu/<path>",
+	.type = 0,
+	.valid = mirror_valid,
+	.attr = mirror_attr,
+	.lookup = mirror_lookup,
+	.readdir = mirror_readdir,
+	.readlink = mirror_readlink,
+	.open = mirror_open,
+};
+
+static gboolean vcpu_valid(const struct view *v, uint64_t ino)
+{
+	return ino_sub(ino) == 0 || names_lookup(ino_sub(ino)) != NULL;
+}
+
+static int vcpu_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
+		     double *ret_timeout)
+{
+	g_autofree char *path = NULL;
+	/* Which host CPU cpu<N> is differs per caller: never cached. */
+	*ret_timeout = ino_sub(ino) == 0 ? 0 : TIMEOUT_STABLE;
+	int r = vcpu_host_path(v, c, ino, &path);
+	return r < 0 ? r : mirror_attr_at(v, ino, path, ret);
+}
+
+static int vcpu_lookup(struct view *v, const struct caller *c, uint64_t parent, const char *name,
+		       struct view_entry *ret)
+{
+	g_autofree char *dir = NULL;
+	struct stat st;
+	int r = vcpu_host_path(v, c, parent, &dir);
+	if (r < 0)
+		return r;
+	g_autofree char *host = g_build_filename(dir, name, NULL);
+	if (fstatat(v->cfg.sys_cpu_fd, host, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	g_autofree char *path = child_path(ino_sub(parent), name);
+	ret->ino = ino_cpu_make(NODE_SYS_VCPU, ino_cpu(parent), names_intern(path));
+	return 0;
+}
+
+static void list_vcpu_entry(const struct dirent *de, void *data)
+{
+	struct sys_listing *l = data;
+	g_autofree char *path = child_path(ino_sub(l->parent), de->d_name);
+	view_dirent_add(l->entries, de->d_name, ino_cpu_make(NODE_SYS_VCPU, ino_cpu(l->parent), names_intern(path)),
+			dtype_to_mode(de->d_type));
+}
+
+static int vcpu_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray *entries)
+{
+	struct sys_listing l = { entries, ino, NULL };
+	g_autofree char *host = NULL;
+	int r = vcpu_host_path(v, c, ino, &host);
+	if (r < 0)
+		return r;
+	return dirwalk(v->cfg.sys_cpu_fd, host, list_vcpu_entry, &l);
+}
+
+static int vcpu_readlink(struct view *v, const struct caller *c, uint64_t ino, char **ret_target)
+{
+	g_autofree char *path = NULL;
+	int r = vcpu_host_path(v, c, ino, &path);
+	return r < 0 ? r : procfile_readlink_at(v->cfg.sys_cpu_fd, path, ret_target);
+}
+
+static int vcpu_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret)
+{
+	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
+	g_autofree char *path = NULL;
+	g_autoptr(GBytes) content = NULL;
+	int r = vcpu_map_path(map, ino, &path);
+	if (r < 0)
+		return r;
+	r = read_as_caller(c, v->cfg.sys_cpu_fd, path, &content);
+	if (r < 0)
+		return r;
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	rewrite_fn rewrite = g_str_has_suffix(base, "_list") ? cpuview_render_list
+			     : g_strv_contains((const char *const *)cpu_mask_files, base) ? cpuview_render_mask
+			     : NULL;
+	if (!rewrite) {
+		*ret = g_steal_pointer(&content);
+		return 0;
+	}
+	return files_rewrite_for(map, content, rewrite, ret);
+}
+
+const struct kind_ops sys_vcpu_ops = {
+	.name = "sys/devices/system/cpu/cpu<N>[/<path>]",
+	.type = 0,
+	.valid = vcpu_valid,
+	.attr = vcpu_attr,
+	.lookup = vcpu_lookup,
+	.readdir = vcpu_readdir,
+	.readlink = vcpu_readlink,
+	.open = vcpu_open,
+};

@@ -14,11 +14,16 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Shared by the request threads (smaps_read) and the refresher thread
+ * (smaps_refresh_step, through the memo's walk and probe); freed by
+ * smaps_free, by its owner (daemon/), once both have stopped. */
 struct smaps {
 	struct smaps_config cfg;
-	struct memo *memo;
-	GRWLock lock;            /* guards namespaces */
-	GHashTable *namespaces;  /* ns -> struct where, other than the daemon's */
+	struct memo *memo;       /* ours: freed by smaps_free */
+	GRWLock lock;            /* guards namespaces (the table, not the fds in it) */
+	GHashTable *namespaces;  /* ns -> struct where, other than the daemon's; the
+	                          * fds are borrowed: whoever removes a namespace
+	                          * closes them once no read of it can run */
 };
 
 /* Where the processes of a pid namespace are read and found. */

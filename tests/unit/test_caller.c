@@ -162,6 +162,16 @@ static struct creds_snapshot snapshot(void)
 	return s;
 }
 
+/* This thread's credentials are as they were in before. */
+static void assert_restored(const struct creds_snapshot *before)
+{
+	struct creds_snapshot after = snapshot();
+	cr_assert_eq(after.fsuid, before->fsuid, "fsuid restored");
+	cr_assert_eq(after.fsgid, before->fsgid, "fsgid restored");
+	cr_assert(memcmp(after.caps, before->caps, sizeof(before->caps)) == 0, "capabilities restored");
+	cr_assert_eq(after.ngroups, before->ngroups, "groups restored");
+}
+
 Test(caller, open_as_another_user_is_checked_by_the_kernel)
 {
 	require_root();
@@ -178,11 +188,7 @@ Test(caller, open_as_another_user_is_checked_by_the_kernel)
 	cr_assert_eq(caller_openat(&me, 0, AT_FDCWD, secret, O_RDONLY, &fd), 0);
 	close(fd);
 
-	struct creds_snapshot after = snapshot();
-	cr_assert_eq(after.fsuid, before.fsuid, "fsuid restored");
-	cr_assert_eq(after.fsgid, before.fsgid, "fsgid restored");
-	cr_assert(memcmp(after.caps, before.caps, sizeof(before.caps)) == 0, "capabilities restored");
-	cr_assert_eq(after.ngroups, before.ngroups, "groups restored");
+	assert_restored(&before);
 	reap(nobody);
 	unlink(secret);
 }
@@ -305,11 +311,7 @@ Test(caller, a_failed_restore_is_eio_and_retried_before_acting_as_anyone_again)
 	/* The next call gets the daemon's credentials back first. */
 	cr_assert_eq(caller_openat(&c, 0, AT_FDCWD, open_to_all, O_RDONLY, &fd), 0);
 	close(fd);
-	struct creds_snapshot after = snapshot();
-	cr_assert_eq(after.fsuid, before.fsuid, "fsuid restored");
-	cr_assert_eq(after.fsgid, before.fsgid, "fsgid restored");
-	cr_assert(memcmp(after.caps, before.caps, sizeof(before.caps)) == 0, "capabilities restored");
-	cr_assert_eq(after.ngroups, before.ngroups, "groups restored");
+	assert_restored(&before);
 
 	/* A retry that fails too: nobody is acted as, until one succeeds. */
 	caller_inject_restore_failures(2);

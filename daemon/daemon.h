@@ -151,13 +151,13 @@ int fdmsg_ask(const char *path, int timeout_s, const char *request, char *reply,
 /* Make dir ready to be mounted on: created if missing, a directory, not a
  * mount point (a stale cgprocfs mount left by a dead daemon is removed);
  * or, by mode, one to take over. Writes its canonical path to *ret_path.
- * FALSE after printing why not. */
+ * FALSE with *error set (why not, for a person to read). */
 enum mountpoint_mode {
 	MOUNTPOINT_NEW,     /* to mount on */
 	MOUNTPOINT_REPLACE, /* served by a running cgprocfs (--replace) */
 	MOUNTPOINT_RECOVER, /* held by the keeper of a dead one */
 };
-gboolean mountpoint_prepare(const char *dir, enum mountpoint_mode mode, char **ret_path);
+gboolean mountpoint_prepare(const char *dir, enum mountpoint_mode mode, char **ret_path, GError **error);
 /* dir's canonical path (its parent resolved), or NULL if the parent is
  * missing. */
 char *mountpoint_canonical(const char *dir);

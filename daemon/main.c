@@ -18,83 +18,113 @@ static char *socket_for(const char *mountpoint)
 	return g_strdup_printf("%s/%s.sock", DAEMON_CONTROL_DIR, escaped);
 }
 
-int main(int argc, char **argv)
+/* What the command line says. */
+struct options {
+	gboolean debug_enabled, version, foreground, replace;
+	int keeper_wait;
+	char *cpu_limit;
+	double max_age, max_age_idle, budget_percent;
+	gint max_entries;
+	char *control_socket;
+	GStrv fuse_opts;
+	GStrv rest;
+};
+
+static void options_clear(struct options *o)
 {
-	gboolean debug_enabled = FALSE, version = FALSE, foreground = FALSE, replace = FALSE;
-	int keeper_wait = 60;
-	g_autofree char *cpu_limit = NULL;
-	double max_age = 5, max_age_idle = 60, budget_percent = 5;
-	gint max_entries = 8192;
-	g_autofree char *control_socket = NULL;
-	g_auto(GStrv) fuse_opts = NULL;
-	g_auto(GStrv) rest = NULL;
+	g_free(o->cpu_limit);
+	g_free(o->control_socket);
+	g_strfreev(o->fuse_opts);
+	g_strfreev(o->rest);
+}
+
+/* Parse the command line into o (defaults first). FALSE with *error set. */
+static gboolean parse_options(int *argc, char ***argv, struct options *o, GError **error)
+{
+	*o = (struct options){ .keeper_wait = 60, .max_age = 5, .max_age_idle = 60, .budget_percent = 5,
+			       .max_entries = 8192 };
 	GOptionEntry entries[] = {
-		{ "debug", 'd', 0, G_OPTION_ARG_NONE, &debug_enabled, "Log every decision at debug level", NULL },
-		{ "version", 'V', 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
-		{ "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground,
+		{ "debug", 'd', 0, G_OPTION_ARG_NONE, &o->debug_enabled, "Log every decision at debug level", NULL },
+		{ "version", 'V', 0, G_OPTION_ARG_NONE, &o->version, "Print the version and exit", NULL },
+		{ "foreground", 'f', 0, G_OPTION_ARG_NONE, &o->foreground,
 		  "Stay in the foreground (always the case; accepted for compatibility)", NULL },
-		{ "cpu-limit", 0, 0, G_OPTION_ARG_STRING, &cpu_limit,
+		{ "cpu-limit", 0, 0, G_OPTION_ARG_STRING, &o->cpu_limit,
 		  "What limits the CPUs a caller sees: cpuset, or cpuset+quota (default)", "cpuset|cpuset+quota" },
-		{ "smaps-max-age", 0, 0, G_OPTION_ARG_DOUBLE, &max_age,
+		{ "smaps-max-age", 0, 0, G_OPTION_ARG_DOUBLE, &o->max_age,
 		  "Keep smaps_rollup entries that are read at most this old (default 5)", "SECONDS" },
-		{ "smaps-max-age-idle", 0, 0, G_OPTION_ARG_DOUBLE, &max_age_idle,
+		{ "smaps-max-age-idle", 0, 0, G_OPTION_ARG_DOUBLE, &o->max_age_idle,
 		  "... and at most this old when the process shows no change (default 60)", "SECONDS" },
-		{ "refresh-budget", 0, 0, G_OPTION_ARG_DOUBLE, &budget_percent,
+		{ "refresh-budget", 0, 0, G_OPTION_ARG_DOUBLE, &o->budget_percent,
 		  "CPU time the refresher may use, in percent of one core (default 5)", "PERCENT" },
-		{ "smaps-max-entries", 0, 0, G_OPTION_ARG_INT, &max_entries,
+		{ "smaps-max-entries", 0, 0, G_OPTION_ARG_INT, &o->max_entries,
 		  "Processes the smaps_rollup memo keeps at most (default 8192)", "N" },
-		{ "keeper-wait", 0, 0, G_OPTION_ARG_INT, &keeper_wait,
+		{ "keeper-wait", 0, 0, G_OPTION_ARG_INT, &o->keeper_wait,
 		  "How long the views wait for a new daemon if this one dies (default 60)", "SECONDS" },
-		{ "replace", 0, 0, G_OPTION_ARG_NONE, &replace,
+		{ "replace", 0, 0, G_OPTION_ARG_NONE, &o->replace,
 		  "Take over from the cgprocfs serving MOUNTPOINT: its views go on without a remount", NULL },
-		{ "control-socket", 0, 0, G_OPTION_ARG_FILENAME, &control_socket,
+		{ "control-socket", 0, 0, G_OPTION_ARG_FILENAME, &o->control_socket,
 		  "Where OCI hooks attach containers (default /run/cgprocfs/<mountpoint, / as ->.sock)", "PATH" },
-		{ "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &fuse_opts,
+		{ "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &o->fuse_opts,
 		  "Extra FUSE mount options, comma-separated (e.g. max_read=65536)", "OPT[,OPT...]" },
-		{ G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[MOUNTPOINT]" },
+		{ G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o->rest, NULL, "[MOUNTPOINT]" },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
 	g_autoptr(GOptionContext) ctx = g_option_context_new("[MOUNTPOINT]");
-	g_autoptr(GError) error = NULL;
+	g_autoptr(GError) local = NULL;
 
-	log_setup(FALSE);
 	g_option_context_set_summary(ctx,
 		"Mount a container-scoped view of /proc and /sys/devices/system/cpu at MOUNTPOINT\n"
 		"(default " DAEMON_DEFAULT_MOUNTPOINT ") and serve it in the foreground until SIGINT or SIGTERM.");
 	g_option_context_add_main_entries(ctx, entries, NULL);
-	if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
-		fprintf(stderr, "cgprocfs: %s (see cgprocfs --help)\n", error->message);
-		return 2;
+	if (!g_option_context_parse(ctx, argc, argv, &local)) {
+		log_set_message(error, "%s (see cgprocfs --help)", local->message);
+		return FALSE;
 	}
-	log_setup(debug_enabled);
-	if (version) {
-		printf("cgprocfs %s (libfuse %s)\n", CGPROCFS_VERSION, fuse_pkgversion());
-		return 0;
+	return TRUE;
+}
+
+/* Options that do not fit together. FALSE with *error set. */
+static gboolean check_options(const struct options *o, GError **error)
+{
+	if (o->cpu_limit && strcmp(o->cpu_limit, "cpuset") != 0 && strcmp(o->cpu_limit, "cpuset+quota") != 0) {
+		log_set_message(error, "--cpu-limit takes cpuset or cpuset+quota, not '%s'", o->cpu_limit);
+		return FALSE;
 	}
-	if (cpu_limit && strcmp(cpu_limit, "cpuset") != 0 && strcmp(cpu_limit, "cpuset+quota") != 0) {
-		fprintf(stderr, "cgprocfs: --cpu-limit takes cpuset or cpuset+quota, not '%s'\n", cpu_limit);
-		return 2;
+	if (!(o->max_age > 0) || !(o->max_age_idle >= o->max_age) ||
+	    !(o->budget_percent > 0 && o->budget_percent <= 100) || o->max_entries < 1) {
+		log_set_message(error, "need --smaps-max-age > 0, --smaps-max-age-idle >= --smaps-max-age, "
+			       "0 < --refresh-budget <= 100 and --smaps-max-entries >= 1");
+		return FALSE;
 	}
-	if (!(max_age > 0) || !(max_age_idle >= max_age) || !(budget_percent > 0 && budget_percent <= 100) ||
-	    max_entries < 1) {
-		fprintf(stderr, "cgprocfs: need --smaps-max-age > 0, --smaps-max-age-idle >= --smaps-max-age, "
-			"0 < --refresh-budget <= 100 and --smaps-max-entries >= 1\n");
-		return 2;
+	if (o->rest && o->rest[0] && o->rest[1]) {
+		log_set_message(error, "one mountpoint only, got '%s' and '%s' (see cgprocfs --help)", o->rest[0],
+				o->rest[1]);
+		return FALSE;
 	}
-	if (rest && rest[0] && rest[1]) {
-		fprintf(stderr, "cgprocfs: one mountpoint only, got '%s' and '%s' (see cgprocfs --help)\n",
-			rest[0], rest[1]);
-		return 2;
-	}
+	return TRUE;
+}
+
+/* What the daemon needs of the host. FALSE with *error set. */
+static gboolean check_host(GError **error)
+{
 	if (geteuid() != 0) {
-		fprintf(stderr, "cgprocfs: must run as root: it mounts filesystems and serves every user\n");
-		return 1;
+		log_set_message(error, "must run as root: it mounts filesystems and serves every user");
+		return FALSE;
 	}
 	if (access("/dev/fuse", R_OK | W_OK) != 0) {
-		fprintf(stderr, "cgprocfs: cannot use /dev/fuse (%s): load the fuse module (modprobe fuse), "
-			"or in a container pass the device (--device /dev/fuse)\n", g_strerror(errno));
-		return 1;
+		int err = errno;
+		g_set_error(error, CGPROCFS_ERROR, err,
+			    "cannot use /dev/fuse (%s): load the fuse module (modprobe fuse), "
+			    "or in a container pass the device (--device /dev/fuse)", g_strerror(err));
+		return FALSE;
 	}
+	return TRUE;
+}
+
+/* Mount and serve until stopped, as o says: the exit status. */
+static int serve(const struct options *o)
+{
+	g_autoptr(GError) error = NULL;
 
 	/* Signals are taken by sigwait in the main thread only. */
 	sigset_t signals;
@@ -108,36 +138,70 @@ int main(int argc, char **argv)
 	/* One socket per mountpoint: /var/lib/cgprocfs -> /run/cgprocfs/var-lib-cgprocfs.sock,
 	 * and its keeper's beside it. A keeper whose daemon died holds the
 	 * views for the next daemon: this one, then. */
-	const char *dir = rest && rest[0] ? rest[0] : DAEMON_DEFAULT_MOUNTPOINT;
+	const char *dir = o->rest && o->rest[0] ? o->rest[0] : DAEMON_DEFAULT_MOUNTPOINT;
 	g_autofree char *canonical = mountpoint_canonical(dir);
-	g_autofree char *socket_path = control_socket ? g_strdup(control_socket) : socket_for(canonical);
+	g_autofree char *socket_path = o->control_socket ? g_strdup(o->control_socket) : socket_for(canonical);
 	g_autofree char *keeper_path = socket_path ? g_strconcat(socket_path, ".keeper", NULL) : NULL;
 	int recover_fd = keeper_path ? keeper_connect(keeper_path) : -1; /* with --replace too */
 	g_autofree char *mountpoint = NULL;
-	if (!mountpoint_prepare(dir, recover_fd >= 0 ? MOUNTPOINT_RECOVER : replace ? MOUNTPOINT_REPLACE : MOUNTPOINT_NEW,
-				&mountpoint))
+	enum mountpoint_mode mode = recover_fd >= 0 ? MOUNTPOINT_RECOVER
+				  : o->replace    ? MOUNTPOINT_REPLACE
+						  : MOUNTPOINT_NEW;
+	if (!mountpoint_prepare(dir, mode, &mountpoint, &error)) {
+		log_failure(g_steal_pointer(&error));
 		return 1;
+	}
 	if (!socket_path) { /* the parent was created just now */
 		socket_path = socket_for(mountpoint);
 		keeper_path = g_strconcat(socket_path, ".keeper", NULL);
 	}
-	g_autofree char *joined = fuse_opts ? g_strjoinv(",", fuse_opts) : NULL;
+	g_autofree char *joined = o->fuse_opts ? g_strjoinv(",", o->fuse_opts) : NULL;
 	const struct daemon_config cfg = {
 		.mountpoint = mountpoint,
 		.fuse_options = joined,
 		.control_socket = socket_path,
-		.replace = replace,
+		.replace = o->replace,
 		.recover_fd = recover_fd,
 		.keeper_path = keeper_path,
-		.keeper_wait_s = keeper_wait,
-		.cpu_quota = !cpu_limit || strcmp(cpu_limit, "cpuset+quota") == 0,
+		.keeper_wait_s = o->keeper_wait,
+		.cpu_quota = !o->cpu_limit || strcmp(o->cpu_limit, "cpuset+quota") == 0,
 		.smaps = {
-			.max_age_us = (gint64)(max_age * G_USEC_PER_SEC),
-			.max_age_idle_us = (gint64)(max_age_idle * G_USEC_PER_SEC),
-			.forget_after_us = (gint64)(max_age_idle * G_USEC_PER_SEC),
-			.max_entries = (unsigned)max_entries,
-			.budget = budget_percent / 100,
+			.max_age_us = (gint64)(o->max_age * G_USEC_PER_SEC),
+			.max_age_idle_us = (gint64)(o->max_age_idle * G_USEC_PER_SEC),
+			.forget_after_us = (gint64)(o->max_age_idle * G_USEC_PER_SEC),
+			.max_entries = (unsigned)o->max_entries,
+			.budget = o->budget_percent / 100,
 		},
 	};
 	return lifecycle_serve(&cfg);
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	GError *error = NULL;
+	int status;
+
+	gboolean usable = parse_options(&argc, &argv, &o, &error) && check_options(&o, &error);
+	/* Once only (glib takes one log writer), after parsing: --debug. */
+	log_setup(o.debug_enabled);
+	if (!usable) {
+		log_failure(error); /* the usage is wrong */
+		status = 2;
+		goto out;
+	}
+	if (o.version) {
+		printf("cgprocfs %s (libfuse %s)\n", CGPROCFS_VERSION, fuse_pkgversion());
+		status = 0;
+		goto out;
+	}
+	if (!check_host(&error)) {
+		log_failure(error);
+		status = 1;
+		goto out;
+	}
+	status = serve(&o);
+out:
+	options_clear(&o);
+	return status;
 }

@@ -1,10 +1,10 @@
 /* The mountpoint: checks before mounting. */
 #include "daemon.h"
+#include "log.h"
 #include "mountinfo.h"
 
 #include <errno.h>
 #include <libgen.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -60,78 +60,85 @@ static gboolean served(const char *path)
 	return has_cgprocfs(path) && !mount_is_dead(path);
 }
 
-/* Is path free to mount on? FALSE after printing why not. A dead cgprocfs
+/* Is path free to mount on? FALSE with *error set if not. A dead cgprocfs
  * mount is removed, so a restart after a crash works. */
-static gboolean mountpoint_free(const char *path)
+static gboolean mountpoint_free(const char *path, GError **error)
 {
 	g_autofree char *fstype = top_fstype(path);
 
 	if (!fstype)
 		return TRUE;
 	if (strcmp(fstype, "fuse.cgprocfs") != 0) {
-		fprintf(stderr, "cgprocfs: mountpoint %s is busy: a %s filesystem is mounted there; "
-			"unmount it or choose another directory\n", path, fstype);
+		log_set_message(error, "mountpoint %s is busy: a %s filesystem is mounted there; "
+			       "unmount it or choose another directory", path, fstype);
 		return FALSE;
 	}
 	if (!mount_is_dead(path)) {
-		fprintf(stderr, "cgprocfs: %s is already served by a running cgprocfs; stop it first, "
-			"or take it over with --replace\n", path);
+		log_set_message(error, "%s is already served by a running cgprocfs; stop it first, "
+			       "or take it over with --replace", path);
 		return FALSE;
 	}
 	if (umount2(path, MNT_DETACH) < 0) {
-		fprintf(stderr, "cgprocfs: %s holds a dead cgprocfs mount and unmounting it failed: %s; "
-			"run: umount -l %s\n", path, g_strerror(errno), path);
+		int err = errno;
+		g_set_error(error, CGPROCFS_ERROR, err, "%s holds a dead cgprocfs mount and unmounting it failed: %s; "
+			    "run: umount -l %s", path, g_strerror(err), path);
 		return FALSE;
 	}
 	g_message("removed the dead cgprocfs mount at %s", path);
 	return TRUE;
 }
 
+/* The one to take over, by mode (not MOUNTPOINT_NEW). FALSE with *error set. */
+static gboolean check_takeover(const char *path, enum mountpoint_mode mode, GError **error)
+{
+	if (mode == MOUNTPOINT_RECOVER && !has_cgprocfs(path)) {
+		log_set_message(error, "a keeper holds views of %s, but nothing is mounted there", path);
+		return FALSE;
+	}
+	if (mode == MOUNTPOINT_REPLACE && !served(path)) {
+		log_set_message(error, "nothing to take over at %s: no running cgprocfs serves it", path);
+		return FALSE;
+	}
+	return TRUE;
+}
 
-gboolean mountpoint_prepare(const char *dir, enum mountpoint_mode mode, char **ret_path)
+/* A directory to mount on at path, made if missing. FALSE with *error set. */
+static gboolean make_mountpoint(const char *path, GError **error)
 {
 	struct stat st;
+
+	if (!mountpoint_free(path, error))
+		return FALSE;
+	if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+		log_set_error(error, -errno, "cannot create mountpoint %s", path);
+		return FALSE;
+	}
+	if (stat(path, &st) < 0) {
+		log_set_error(error, -errno, "cannot use mountpoint %s", path);
+		return FALSE;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		log_set_message(error, "mountpoint %s is not a directory", path);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+gboolean mountpoint_prepare(const char *dir, enum mountpoint_mode mode, char **ret_path, GError **error)
+{
 	g_autofree char *parent = g_path_get_dirname(dir);
 
 	if (g_mkdir_with_parents(parent, 0755) < 0) {
-		fprintf(stderr, "cgprocfs: cannot create %s: %s\n", parent, g_strerror(errno));
+		log_set_error(error, -errno, "cannot create %s", parent);
 		return FALSE;
 	}
 	g_autofree char *path = mountpoint_canonical(dir);
 	if (!path) {
-		fprintf(stderr, "cgprocfs: cannot resolve mountpoint %s: %s\n", dir, g_strerror(errno));
+		log_set_error(error, -errno, "cannot resolve mountpoint %s", dir);
 		return FALSE;
 	}
-	if (mode == MOUNTPOINT_RECOVER) {
-		if (!has_cgprocfs(path)) {
-			fprintf(stderr, "cgprocfs: a keeper holds views of %s, but nothing is mounted there\n", path);
-			return FALSE;
-		}
-		*ret_path = g_steal_pointer(&path);
-		return TRUE;
-	}
-	if (mode == MOUNTPOINT_REPLACE) {
-		if (!served(path)) {
-			fprintf(stderr, "cgprocfs: nothing to take over at %s: no running cgprocfs serves it\n", path);
-			return FALSE;
-		}
-		*ret_path = g_steal_pointer(&path);
-		return TRUE;
-	}
-	if (!mountpoint_free(path))
+	if (mode == MOUNTPOINT_NEW ? !make_mountpoint(path, error) : !check_takeover(path, mode, error))
 		return FALSE;
-	if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-		fprintf(stderr, "cgprocfs: cannot create mountpoint %s: %s\n", path, g_strerror(errno));
-		return FALSE;
-	}
-	if (stat(path, &st) < 0) {
-		fprintf(stderr, "cgprocfs: cannot use mountpoint %s: %s\n", path, g_strerror(errno));
-		return FALSE;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "cgprocfs: mountpoint %s is not a directory\n", path);
-		return FALSE;
-	}
 	*ret_path = g_steal_pointer(&path);
 	return TRUE;
 }

@@ -1,10 +1,13 @@
 /* The background thread that keeps the smaps_rollup memo fresh. */
 #include "daemon.h"
 
+/* Shared by its thread, the readers that wake it (refresher_wake) and its
+ * owner (daemon/lifecycle); freed by refresher_free, by the owner, which
+ * stops and joins the thread first, once no reader can wake it. */
 struct refresher {
-	struct smaps *smaps;
+	struct smaps *smaps; /* borrowed: outlives the thread */
 	GMutex lock; /* guards stop and woken */
-	GCond cond;
+	GCond cond;  /* stop or woken was set; with lock */
 	gboolean stop;
 	gboolean woken; /* a reader found a stale entry */
 	GThread *thread;

@@ -61,7 +61,8 @@ int caller_parse_status(const char *text, size_t len, struct caller_status *ret)
 }
 
 /* The daemon's own capabilities and groups, which every thread has but
- * while it acts as a caller, and which never change: read once. */
+ * while it acts as a caller, and which never change: read once (g_once),
+ * then shared read-only by every thread, no lock; never freed. */
 struct daemon_creds {
 	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
 	GArray *groups; /* gid_t */
@@ -93,21 +94,73 @@ struct saved_creds {
 	gid_t fsgid;
 };
 
-static void creds_restore(struct saved_creds *s)
+/* Restores of the daemon's credentials that failed, every attempt on every
+ * thread (atomic); caller_restore_failures() reports it. */
+static guint64 restore_failures;
+/* Restores still to fail on purpose (atomic): caller_inject_restore_failures. */
+static gint injected_failures;
+/* This thread's own: what it must get back to after a restore failed. Until
+ * it has, it acts as nobody (every caller_* call is -EIO). */
+static __thread struct saved_creds unrestored;
+
+/* Give this thread the daemon's capabilities, groups and the filesystem ids
+ * of s back. 0 or -EIO. */
+static int restore_ids(const struct saved_creds *s)
 {
-	if (!s->active)
-		return;
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	const struct daemon_creds *d = daemon_creds(); /* set: s is active */
+	int injected = g_atomic_int_get(&injected_failures);
+
+	if (injected > 0 && g_atomic_int_compare_and_exchange(&injected_failures, injected, injected - 1))
+		return -EIO;
 	/* Capabilities first: setgroups needs CAP_SETGID back. */
 	if (syscall(SYS_capset, &hdr, d->caps) < 0 ||
 	    syscall(SYS_setgroups, (size_t)d->groups->len, (const gid_t *)(void *)d->groups->data) < 0)
-		g_error("cannot restore the daemon's credentials: %s", g_strerror(errno));
+		return -EIO;
 	setfsuid(s->fsuid);
 	setfsgid(s->fsgid);
 	if ((uid_t)setfsuid((uid_t)-1) != s->fsuid || (gid_t)setfsgid((gid_t)-1) != s->fsgid)
-		g_error("cannot restore the daemon's filesystem ids");
+		return -EIO;
+	return 0;
+}
+
+/* End acting as a caller. A failure leaves the thread with at most the
+ * caller's rights, never more than the daemon's: it is remembered, and
+ * the thread acts as nobody else before a retry succeeds. 0 or -EIO. */
+static int creds_restore(struct saved_creds *s)
+{
+	if (!s->active)
+		return 0;
 	s->active = FALSE;
+	if (restore_ids(s) == 0)
+		return 0;
+	__atomic_fetch_add(&restore_failures, 1, __ATOMIC_RELAXED);
+	unrestored = *s;
+	unrestored.active = TRUE;
+	g_debug("cannot restore the daemon's credentials: %s", g_strerror(errno));
+	return -EIO;
+}
+
+int caller_restored(void)
+{
+	if (!unrestored.active)
+		return 0;
+	if (restore_ids(&unrestored) < 0) {
+		__atomic_fetch_add(&restore_failures, 1, __ATOMIC_RELAXED);
+		return -EIO;
+	}
+	unrestored.active = FALSE;
+	return 0;
+}
+
+uint64_t caller_restore_failures(void)
+{
+	return __atomic_load_n(&restore_failures, __ATOMIC_RELAXED);
+}
+
+void caller_inject_restore_failures(unsigned n)
+{
+	g_atomic_int_set(&injected_failures, (gint)n);
 }
 
 static gboolean user_ns_of(int proc_fd, const char *pid, struct stat *ret)
@@ -117,7 +170,8 @@ static gboolean user_ns_of(int proc_fd, const char *pid, struct stat *ret)
 	return fstatat(proc_fd, path, ret, 0) == 0;
 }
 
-/* The daemon's user namespace never changes: looked up once. */
+/* The daemon's user namespace never changes: looked up once (g_once), then
+ * read by every thread, no lock; never freed. */
 static gboolean daemon_user_ns(int proc_fd, struct stat *ret)
 {
 	static struct stat mine;
@@ -179,7 +233,7 @@ static gboolean own_process(const struct caller *c, pid_t caller_tgid, pid_t own
 
 /* Narrow this thread's credentials to the caller's. Per-thread raw syscalls:
  * glibc's setgroups would change every thread of the daemon. Whatever it
- * returns, the caller runs creds_restore(s) when its scope ends. */
+ * returns, the caller runs creds_restore(s) afterwards. */
 static int creds_assume(const struct caller *c, int owner_proc_fd, pid_t owner, struct saved_creds *s)
 {
 	char path[48];
@@ -231,31 +285,65 @@ static int creds_assume(const struct caller *c, int owner_proc_fd, pid_t owner, 
 	return 0;
 }
 
+int caller_run(const struct caller *c, pid_t owner, int dirfd, int (*fn)(void *data), void *data)
+{
+	int r = caller_restored();
+	if (r < 0)
+		return r;
+	struct saved_creds saved = { 0 };
+	r = creds_assume(c, dirfd, owner, &saved);
+	if (r == 0)
+		r = fn(data);
+	int restored = creds_restore(&saved);
+	return restored < 0 ? restored : r;
+}
+
+struct open_call {
+	int dirfd;
+	const char *path;
+	int flags;
+	int fd; /* the result, -1 until opened */
+};
+
+static int open_as(void *data)
+{
+	struct open_call *o = data;
+	o->fd = openat(o->dirfd, o->path, o->flags | O_CLOEXEC | O_NOCTTY);
+	return o->fd < 0 ? procfile_errno() : 0;
+}
+
 int caller_openat(const struct caller *c, pid_t owner, int dirfd, const char *path, int flags,
 		  int *ret_fd)
 {
-	struct saved_creds saved __attribute__((cleanup(creds_restore))) = { 0 };
-	int r = creds_assume(c, dirfd, owner, &saved);
+	struct open_call o = { dirfd, path, flags, -1 };
+	int r = caller_run(c, owner, dirfd, open_as, &o);
+	_cleanup_close_ int fd = o.fd; /* closed if the restore failed */
 	if (r < 0)
 		return r;
-	int fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return procfile_errno();
-	*ret_fd = fd;
+	*ret_fd = steal_fd(&fd);
 	return 0;
 }
 
-int caller_run(const struct caller *c, pid_t owner, int dirfd, int (*fn)(void *data), void *data)
+struct readlink_call {
+	int dirfd;
+	const char *path;
+	char *target; /* the result, NULL until read */
+};
+
+static int readlink_as(void *data)
 {
-	struct saved_creds saved __attribute__((cleanup(creds_restore))) = { 0 };
-	int r = creds_assume(c, dirfd, owner, &saved);
-	return r < 0 ? r : fn(data);
+	struct readlink_call *l = data;
+	return procfile_readlink_at(l->dirfd, l->path, &l->target);
 }
 
 int caller_readlinkat(const struct caller *c, pid_t owner, int dirfd, const char *path,
 		      char **ret_target)
 {
-	struct saved_creds saved __attribute__((cleanup(creds_restore))) = { 0 };
-	int r = creds_assume(c, dirfd, owner, &saved);
-	return r < 0 ? r : procfile_readlink_at(dirfd, path, ret_target);
+	struct readlink_call l = { dirfd, path, NULL };
+	int r = caller_run(c, owner, dirfd, readlink_as, &l);
+	g_autofree char *target = l.target; /* freed if the restore failed */
+	if (r < 0)
+		return r;
+	*ret_target = g_steal_pointer(&target);
+	return 0;
 }

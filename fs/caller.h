@@ -42,9 +42,28 @@ int caller_openat(const struct caller *c, pid_t owner, int dirfd, const char *pa
 		  int *ret_fd);
 
 /* fn(data) run as the caller; owner and dirfd as above. fn's result, or
- * -errno if the caller's credentials could not be taken on. */
+ * -errno if the caller's credentials could not be taken on, or -EIO if the
+ * daemon's could not be given back afterwards (what fn made is then data's
+ * to free). */
 int caller_run(const struct caller *c, pid_t owner, int dirfd, int (*fn)(void *data), void *data);
 
 /* readlinkat(dirfd, path) as the caller; owner as above. 0 or -errno. */
 int caller_readlinkat(const struct caller *c, pid_t owner, int dirfd, const char *path,
 		      char **ret_target);
+
+/* After acting as a caller, a thread gets the daemon's credentials back. If
+ * that fails (the kernel refused capset, setgroups or setfsuid), the thread
+ * keeps at most the caller's rights, never more than the daemon's, and is
+ * marked: until a retry succeeds, every caller_* call on it is -EIO rather
+ * than act as anyone on top of another caller's identity. */
+
+/* 0 once this thread has the daemon's own credentials (retrying a restore
+ * that failed on it), or -EIO: a request may check it before it reads
+ * anything with the thread's credentials. */
+int caller_restored(void);
+
+/* How many restores failed, every attempt on every thread, since start. */
+uint64_t caller_restore_failures(void);
+
+/* Tests only: the next n restores fail without restoring anything. */
+void caller_inject_restore_failures(unsigned n);

@@ -128,8 +128,10 @@ static void keep_smaller_quota(struct cgroup_limits *l, uint64_t q, uint64_t p)
 	}
 }
 
-/* One level's quota and period; FALSE for garbage. *ret_limited is FALSE
- * for "no limit" (v1 quota -1, v2 "max"). */
+/* One level's quota and period: 0, -errno, or -EINVAL for garbage (then
+ * *ret_culprit names the file). *ret_limited is FALSE for "no limit" (v1
+ * quota -1, v2 "max", or no such file); *q and *p mean something only when
+ * it is TRUE. */
 static int level_quota(const struct cgroup_hierarchy *h, const char *dir, uint64_t *q, uint64_t *p,
 		       gboolean *ret_limited, char **ret_culprit)
 {

@@ -15,7 +15,9 @@ enum cgroup_version {
 	CGROUP_V2,
 };
 
-/* Where one controller's hierarchy is, as the daemon sees it. */
+/* Where one controller's hierarchy is, as the daemon sees it. Read by every
+ * request thread at once, never written once the view serves: no lock. The
+ * daemon owns root_fd and mount_root and frees them after the view. */
 struct cgroup_hierarchy {
 	enum cgroup_version version;
 	int root_fd;            /* the mount of the hierarchy, -1 if none */

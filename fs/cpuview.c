@@ -13,10 +13,12 @@
 /* Past this many callers a thread's cache starts over. */
 #define MAP_CACHE_MAX 4096
 
+/* Shared by the request threads; freed by cpuview_free, by its owner, once
+ * no request runs. Maps it handed out live on by their references. */
 struct cpuview {
 	struct cpuview_config cfg;
 	guint64 id;        /* tells this view's cached maps from another's */
-	GMutex lock;       /* guards reported */
+	GMutex lock;       /* guards reported, and calls of cfg.report (one at a time) */
 	GHashTable *reported; /* files already reported as unusable */
 };
 
@@ -72,7 +74,9 @@ static void cache_free(gpointer table)
 	g_hash_table_unref(table);
 }
 
-/* Each FUSE worker thread keeps its own cache: no lock on the hot path. */
+/* Each FUSE worker thread keeps its own cache: no lock on the hot path. A
+ * cache is its thread's alone, freed (cache_free) when the thread exits;
+ * the maps in it hold references of their own. */
 static GPrivate thread_cache = G_PRIVATE_INIT(cache_free);
 
 static GHashTable *my_cache(void)
@@ -87,7 +91,7 @@ static GHashTable *my_cache(void)
 
 int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret)
 {
-	static guint64 next_id = 1;
+	static guint64 next_id = 1; /* atomic: views are made on any thread */
 	struct cpuview *cv = g_new0(struct cpuview, 1);
 
 	cv->cfg = *cfg;

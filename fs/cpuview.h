@@ -11,7 +11,8 @@
 #include <glib.h>
 #include <sys/types.h>
 
-/* The CPUs one caller sees. Immutable once made; reference counted. */
+/* The CPUs one caller sees. Immutable once made, so shared by threads
+ * without a lock; reference counted (atomic): freed by the last unref. */
 struct cpu_map {
 	gboolean is_host; /* no limit: serve the host's text as it is */
 	unsigned count;   /* CPUs shown */

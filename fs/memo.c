@@ -13,6 +13,9 @@
 /* The refresher may spend this much CPU time in one burst. */
 #define BUDGET_BURST_US (200 * 1000)
 
+/* One process's text. Owned by its shard's table: freed (entry_free) by
+ * whoever removes it, under the shard lock; an entry being walked
+ * (walking) is removed by nobody but the thread walking it. */
 struct entry {
 	struct memo_key key;
 	GBytes *text;          /* NULL until the first walk is done */
@@ -25,11 +28,14 @@ struct entry {
 };
 
 struct shard {
-	GMutex lock;  /* guards entries and every entry in it */
-	GCond walked; /* a walk finished (single flight) */
+	GMutex lock;  /* guards entries and every field of every entry in it;
+	               * never held during a walk or a probe, nor two at once */
+	GCond walked; /* a first walk finished (single flight); with lock */
 	GHashTable *entries; /* struct memo_key* -> struct entry* */
 };
 
+/* Shared by the readers (FUSE worker threads) and the refresher thread;
+ * freed by memo_free, by its owner, once both have stopped. */
 struct memo {
 	struct memo_config cfg;
 	struct memo_ops ops;
@@ -156,66 +162,95 @@ static int walk(struct memo *m, const struct memo_key *key, GBytes **ret_text,
 	return r;
 }
 
+/* What memo_get does once it has looked at the table. */
+enum next_step {
+	STEP_SERVED, /* *ret_text is set */
+	STEP_EVICT,  /* the table is full: make room, then look again */
+	STEP_WALK,   /* *ret_mine is a new entry this reader walks */
+};
+
+/* Look key up, waiting for another reader's first walk of it; under the
+ * shard lock, released only while waiting. full: FALSE once nothing could
+ * be evicted. */
+static enum next_step look_up(struct memo *m, struct shard *s, const struct memo_key *key,
+			      gboolean full, GBytes **ret_text, struct entry **ret_mine)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
+	struct entry *e;
+	/* Someone else's first walk: wait for it, then look again (if it
+	 * failed, the entry is gone and this reader walks). */
+	while ((e = g_hash_table_lookup(s->entries, key)) && !e->text)
+		g_cond_wait(&s->walked, &s->lock);
+	gint64 now = m->ops.now(m->ops.data);
+	if (!e && full && (unsigned)g_atomic_int_get(&m->count) >= m->cfg.max_entries)
+		return STEP_EVICT;
+	if (!e) {
+		/* First reader: walk, while later ones wait for it. */
+		e = g_new0(struct entry, 1);
+		e->key = *key;
+		e->walking = TRUE;
+		e->read_at = now;
+		g_hash_table_insert(s->entries, &e->key, e);
+		g_atomic_int_add(&m->count, 1);
+		count(&m->misses, 1);
+		*ret_mine = e;
+		return STEP_WALK;
+	}
+	e->read_at = now;
+	if (now - e->checked_at <= m->cfg.max_age_us) {
+		count(&m->hits, 1);
+	} else {
+		count(&m->stale_serves, 1);
+		if (!e->wanted) {
+			e->wanted = TRUE;
+			m->ops.wake_refresher(m->ops.data);
+		}
+	}
+	*ret_text = g_bytes_ref(e->text);
+	return STEP_SERVED;
+}
+
+/* Store the result of the first walk of e (walking, so nobody else frees
+ * it meanwhile) and wake the readers waiting for it. */
+static int first_walk_done(struct memo *m, struct shard *s, struct entry *e, int r, GBytes *text,
+			   const struct memo_signals *sig, GBytes **ret_text)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
+	gint64 done = m->ops.now(m->ops.data);
+	e->walking = FALSE;
+	g_cond_broadcast(&s->walked);
+	if (r < 0) {
+		remove_locked(m, s, e);
+		return r;
+	}
+	e->text = text;
+	e->signals = *sig;
+	e->walked_at = e->checked_at = done;
+	*ret_text = g_bytes_ref(text);
+	return 0;
+}
+
 int memo_get(struct memo *m, const struct memo_key *key, GBytes **ret_text)
 {
 	struct shard *s = shard_of(m, key);
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
 	gboolean full = TRUE; /* FALSE once nothing could be evicted */
 
 	for (;;) {
-		struct entry *e = g_hash_table_lookup(s->entries, key);
-		gint64 now = m->ops.now(m->ops.data);
-		if (!e && full && (unsigned)g_atomic_int_get(&m->count) >= m->cfg.max_entries) {
-			g_mutex_unlock(&s->lock);
-			full = evict_oldest(m);
-			g_mutex_lock(&s->lock);
-			continue;
-		}
-		if (!e) {
-			/* First reader: walk, while later ones wait for it. */
-			e = g_new0(struct entry, 1);
-			e->key = *key;
-			e->walking = TRUE;
-			e->read_at = now;
-			g_hash_table_insert(s->entries, &e->key, e);
-			g_atomic_int_add(&m->count, 1);
-			count(&m->misses, 1);
-			GBytes *text = NULL;
-			struct memo_signals sig;
-			g_mutex_unlock(&s->lock);
-			int r = walk(m, key, &text, &sig, FALSE);
-			g_mutex_lock(&s->lock);
-			gint64 done = m->ops.now(m->ops.data);
-			e->walking = FALSE;
-			g_cond_broadcast(&s->walked);
-			if (r < 0) {
-				remove_locked(m, s, e);
-				return r;
-			}
-			e->text = text;
-			e->signals = sig;
-			e->walked_at = e->checked_at = done;
-			*ret_text = g_bytes_ref(text);
+		struct entry *mine = NULL;
+		GBytes *text = NULL;
+		struct memo_signals sig;
+		int r;
+		switch (look_up(m, s, key, full, ret_text, &mine)) {
+		case STEP_SERVED:
 			return 0;
+		case STEP_EVICT:
+			full = evict_oldest(m);
+			break;
+		case STEP_WALK:
+			/* Without the lock: the walk is the costly part. */
+			r = walk(m, key, &text, &sig, FALSE);
+			return first_walk_done(m, s, mine, r, text, &sig, ret_text);
 		}
-		if (!e->text) {
-			/* Someone else's first walk: wait for it, then look again
-			 * (if it failed, the entry is gone and this reader walks). */
-			g_cond_wait(&s->walked, &s->lock);
-			continue;
-		}
-		e->read_at = now;
-		if (now - e->checked_at <= m->cfg.max_age_us) {
-			count(&m->hits, 1);
-		} else {
-			count(&m->stale_serves, 1);
-			if (!e->wanted) {
-				e->wanted = TRUE;
-				m->ops.wake_refresher(m->ops.data);
-			}
-		}
-		*ret_text = g_bytes_ref(e->text);
-		return 0;
 	}
 }
 
@@ -271,14 +306,43 @@ static void refill_budget(struct memo *m, gint64 now)
 	m->refilled_at = now;
 }
 
-/* Take the picked entry for refreshing; NULL if it changed meanwhile. */
-static struct entry *claim(struct memo *m, struct shard *s, const struct memo_key *key)
+/* Take the picked entry for refreshing, with its signals and walk time as
+ * they were; NULL if it changed meanwhile. A claimed entry (walking) is
+ * freed by nobody but its claimer. */
+static struct entry *claim(struct shard *s, const struct memo_key *key, struct memo_signals *ret_signals,
+			   gint64 *ret_walked_at)
 {
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
 	struct entry *e = g_hash_table_lookup(s->entries, key);
 	if (!e || e->walking)
 		return NULL;
 	e->walking = TRUE;
+	*ret_signals = e->signals;
+	*ret_walked_at = e->walked_at;
 	return e;
+}
+
+/* Store the result of refreshing the claimed entry e. */
+static void refresh_done(struct memo *m, struct shard *s, struct entry *e, int r, gboolean skip,
+			 GBytes *text, const struct memo_signals *sig)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
+	gint64 done = m->ops.now(m->ops.data);
+	e->walking = FALSE;
+	e->wanted = FALSE;
+	if (r < 0) {
+		/* gone (or unreadable): readers walk afresh and get the error */
+		remove_locked(m, s, e);
+		count(&m->evictions, 1);
+	} else if (skip) {
+		e->checked_at = done;
+		count(&m->walks_skipped, 1);
+	} else {
+		g_bytes_unref(e->text);
+		e->text = text;
+		e->signals = *sig;
+		e->walked_at = e->checked_at = done;
+	}
 }
 
 gboolean memo_refresh_step(struct memo *m, gint64 *ret_wait_us)
@@ -303,19 +367,13 @@ gboolean memo_refresh_step(struct memo *m, gint64 *ret_wait_us)
 	}
 
 	struct shard *s = shard_of(m, &p.key);
-	struct entry *e;
 	struct memo_signals then, sig;
 	gint64 walked_at;
-	g_mutex_lock(&s->lock);
-	e = claim(m, s, &p.key);
-	if (e) {
-		then = e->signals;
-		walked_at = e->walked_at;
-	}
-	g_mutex_unlock(&s->lock);
+	struct entry *e = claim(s, &p.key, &then, &walked_at);
 	if (!e)
 		return TRUE;
 
+	/* Without the lock: the probe and the walk are the costly part. */
 	gint64 cpu = m->ops.thread_cpu(m->ops.data);
 	GBytes *text = NULL;
 	int r = m->ops.probe(m->ops.data, &p.key, &sig);
@@ -324,25 +382,7 @@ gboolean memo_refresh_step(struct memo *m, gint64 *ret_wait_us)
 	if (r == 0 && !skip)
 		r = walk(m, &p.key, &text, &sig, TRUE);
 	m->tokens_us -= (double)(m->ops.thread_cpu(m->ops.data) - cpu);
-
-	g_mutex_lock(&s->lock);
-	gint64 done = m->ops.now(m->ops.data);
-	e->walking = FALSE;
-	e->wanted = FALSE;
-	if (r < 0) {
-		/* gone (or unreadable): readers walk afresh and get the error */
-		remove_locked(m, s, e);
-		count(&m->evictions, 1);
-	} else if (skip) {
-		e->checked_at = done;
-		count(&m->walks_skipped, 1);
-	} else {
-		g_bytes_unref(e->text);
-		e->text = text;
-		e->signals = sig;
-		e->walked_at = e->checked_at = done;
-	}
-	g_mutex_unlock(&s->lock);
+	refresh_done(m, s, e, r, skip, text, &sig);
 	return TRUE;
 }
 

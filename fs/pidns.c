@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <linux/nsfs.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -42,4 +43,10 @@ pid_t pidns_tgid_in(int ns_fd, pid_t tid)
 	if (tgid > 0)
 		return tgid;
 	return tgid == 0 || errno == ESRCH ? -ESRCH : -EOPNOTSUPP;
+}
+
+gboolean pidns_pidfd_exited(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	return pidfd >= 0 && poll(&p, 1, 0) != 0;
 }

@@ -1,6 +1,7 @@
 /* Processes of another pid namespace, by the numbers they have there. */
 #pragma once
 
+#include <glib.h>
 #include <sys/types.h>
 
 /* A pidfd (flags as pidfd_open's) of the process numbered pid in the pid
@@ -13,3 +14,7 @@ int pidns_pidfd_open(int ns_fd, pid_t pid, unsigned flags);
  * daemon's namespace; -ESRCH if it has none there (or is gone), or
  * -EOPNOTSUPP (before Linux 6.9). */
 pid_t pidns_tgid_in(int ns_fd, pid_t tid);
+
+/* Has the process of pidfd exited (its pidfd polls readable)? FALSE for
+ * -1, where there is no pidfd to ask. */
+gboolean pidns_pidfd_exited(int pidfd);

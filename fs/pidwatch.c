@@ -1,30 +1,44 @@
 #include "pidwatch.h"
 
 #include "cleanup.h"
+#include "pidns.h"
 
 #include <errno.h>
 #include <glib.h>
-#include <poll.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+/* One process watched for one owner. Owned by the tables of struct
+ * pidwatch: created by pidwatch_adopt, freed by drop() under its lock. */
 struct watch {
 	void *owner;
 	pid_t pid;
-	int pidfd;
+	int pidfd; /* -1 for a process that could not be watched (pending) */
 };
 
+/* Shared by the threads that adopt and forget (view sessions, daemon/)
+ * and the one in pidwatch_run; freed by pidwatch_free once that thread
+ * has returned and nobody adopts any more. */
 struct pidwatch {
 	pidwatch_exit_fn on_exit;
 	int epoll_fd;
 	int stop_fd;        /* eventfd: readable once pidwatch_stop was called */
-	GMutex lock;        /* guards the tables */
-	GMutex dispatch;    /* held from taking an exit to the end of on_exit */
+	int pending_fd;     /* eventfd: readable when pending has something */
+	/* Lock order: dispatch, then lock. */
+	GMutex lock;        /* guards by_fd, by_key, pending and the watches in them */
+	GMutex dispatch;    /* held from taking an exit to the end of on_exit, so
+	                     * that pidwatch_forget_owner waits for a running one */
 	GHashTable *by_fd;  /* pidfd -> struct watch* (the epoll data is the pidfd) */
 	GHashTable *by_key; /* struct watch* as (owner, pid) -> the same watch */
+	GPtrArray *pending; /* struct watch* that could not be watched: reported by
+	                     * pidwatch_run as if exited, like any exit */
 };
+
+/* epoll data of the eventfds; pidfds are >= 0. */
+#define STOP_EVENT (-1)
+#define PENDING_EVENT (-2)
 
 static guint key_hash(gconstpointer p)
 {
@@ -38,26 +52,41 @@ static gboolean key_equal(gconstpointer a, gconstpointer b)
 	return x->owner == y->owner && x->pid == y->pid;
 }
 
+static int add_eventfd(int epoll_fd, int data, int *ret_fd)
+{
+	_cleanup_close_ int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = data };
+	if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return -errno;
+	*ret_fd = steal_fd(&fd);
+	return 0;
+}
+
 int pidwatch_new(pidwatch_exit_fn on_exit, struct pidwatch **ret)
 {
 	_cleanup_close_ int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (epoll_fd < 0)
 		return -errno;
-	_cleanup_close_ int stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (stop_fd < 0)
-		return -errno;
-	struct epoll_event ev = { .events = EPOLLIN, .data.fd = -1 };
-	if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, stop_fd, &ev) < 0)
-		return -errno;
+	_cleanup_close_ int stop_fd = -1;
+	_cleanup_close_ int pending_fd = -1;
+	int r = add_eventfd(epoll_fd, STOP_EVENT, &stop_fd);
+	if (r == 0)
+		r = add_eventfd(epoll_fd, PENDING_EVENT, &pending_fd);
+	if (r < 0)
+		return r;
 
 	struct pidwatch *w = g_new0(struct pidwatch, 1);
 	w->on_exit = on_exit;
 	w->epoll_fd = steal_fd(&epoll_fd);
 	w->stop_fd = steal_fd(&stop_fd);
+	w->pending_fd = steal_fd(&pending_fd);
 	g_mutex_init(&w->lock);
 	g_mutex_init(&w->dispatch);
 	w->by_fd = g_hash_table_new(g_direct_hash, g_direct_equal);
 	w->by_key = g_hash_table_new(key_hash, key_equal);
+	w->pending = g_ptr_array_new_with_free_func(g_free);
 	*ret = w;
 	return 0;
 }
@@ -83,6 +112,9 @@ static void drop_owner(struct pidwatch *w, void *owner)
 			g_ptr_array_add(mine, value);
 	for (guint i = 0; i < mine->len; i++)
 		drop(w, mine->pdata[i]);
+	for (guint i = w->pending->len; i-- > 0;)
+		if (!owner || ((struct watch *)w->pending->pdata[i])->owner == owner)
+			g_ptr_array_remove_index_fast(w->pending, i);
 }
 
 void pidwatch_forget_owner(struct pidwatch *w, void *owner)
@@ -112,17 +144,13 @@ void pidwatch_free(struct pidwatch *w)
 	drop_owner(w, NULL);
 	g_hash_table_unref(w->by_fd);
 	g_hash_table_unref(w->by_key);
+	g_ptr_array_unref(w->pending);
 	g_mutex_clear(&w->lock);
 	g_mutex_clear(&w->dispatch);
 	close(w->epoll_fd);
 	close(w->stop_fd);
+	close(w->pending_fd);
 	g_free(w);
-}
-
-static gboolean pidfd_exited(int pidfd)
-{
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
-	return poll(&p, 1, 0) != 0;
 }
 
 void pidwatch_adopt(struct pidwatch *w, void *owner, pid_t pid, int pidfd)
@@ -132,7 +160,7 @@ void pidwatch_adopt(struct pidwatch *w, void *owner, pid_t pid, int pidfd)
 	struct watch *old = g_hash_table_lookup(w->by_key, &probe);
 
 	if (old) {
-		if (!pidfd_exited(old->pidfd)) {
+		if (!pidns_pidfd_exited(old->pidfd)) {
 			close(pidfd);
 			return;
 		}
@@ -143,9 +171,15 @@ void pidwatch_adopt(struct pidwatch *w, void *owner, pid_t pid, int pidfd)
 		int err = errno;
 		close(pidfd);
 		g_debug("cannot watch pid %d: %s", (int)pid, g_strerror(err));
-		/* Unwatched: drop the entry now rather than keep it stale. */
-		g_clear_pointer(&locker, g_mutex_locker_free);
-		w->on_exit(owner, pid);
+		/* Unwatched: have the entry dropped now rather than kept stale,
+		 * by pidwatch_run under dispatch like any exit (this thread
+		 * must not wait for dispatch: on_exit may wait for requests). */
+		struct watch *x = g_new(struct watch, 1);
+		*x = (struct watch){ owner, pid, -1 };
+		g_ptr_array_add(w->pending, x);
+		uint64_t one = 1;
+		/* An eventfd write fails only when the counter would overflow. */
+		(void)!write(w->pending_fd, &one, sizeof(one));
 		return;
 	}
 	struct watch *x = g_new(struct watch, 1);
@@ -160,12 +194,43 @@ static gboolean take_exit(struct pidwatch *w, int pidfd, void **ret_owner, pid_t
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&w->lock);
 	struct watch *x = g_hash_table_lookup(w->by_fd, GINT_TO_POINTER(pidfd));
-	if (!x || !pidfd_exited(pidfd))
+	if (!x || !pidns_pidfd_exited(pidfd))
 		return FALSE;
 	*ret_owner = x->owner;
 	*ret_pid = x->pid;
 	drop(w, x);
 	return TRUE;
+}
+
+/* Take a watch that could not be made; FALSE if none is left. */
+static gboolean take_pending(struct pidwatch *w, void **ret_owner, pid_t *ret_pid)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&w->lock);
+	if (w->pending->len == 0)
+		return FALSE;
+	const struct watch *x = w->pending->pdata[w->pending->len - 1];
+	*ret_owner = x->owner;
+	*ret_pid = x->pid;
+	g_ptr_array_remove_index(w->pending, w->pending->len - 1);
+	return TRUE;
+}
+
+/* Report one event: the exit of the process of pidfd, or every pending
+ * watch. Under dispatch, so that forgetting an owner waits for it. */
+static void dispatch_event(struct pidwatch *w, int fd)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) dispatching = g_mutex_locker_new(&w->dispatch);
+	void *owner;
+	pid_t pid;
+	if (fd >= 0) {
+		if (take_exit(w, fd, &owner, &pid))
+			w->on_exit(owner, pid);
+		return;
+	}
+	uint64_t n;
+	(void)!read(w->pending_fd, &n, sizeof(n)); /* EAGAIN: drained already */
+	while (take_pending(w, &owner, &pid))
+		w->on_exit(owner, pid);
 }
 
 int pidwatch_run(struct pidwatch *w)
@@ -180,14 +245,9 @@ int pidwatch_run(struct pidwatch *w)
 			return -errno;
 		}
 		for (int i = 0; i < n; i++) {
-			void *owner;
-			pid_t pid;
-			if (events[i].data.fd < 0)
+			if (events[i].data.fd == STOP_EVENT)
 				return 0;
-			g_mutex_lock(&w->dispatch);
-			if (take_exit(w, events[i].data.fd, &owner, &pid))
-				w->on_exit(owner, pid);
-			g_mutex_unlock(&w->dispatch);
+			dispatch_event(w, events[i].data.fd);
 		}
 	}
 }

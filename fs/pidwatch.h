@@ -8,7 +8,8 @@
 
 struct pidwatch;
 
-/* Called from pidwatch_run when the process an owner cached exited. */
+/* Called from pidwatch_run, and only there, when the process an owner
+ * cached exited or could not be watched. */
 typedef void (*pidwatch_exit_fn)(void *owner, pid_t pid);
 
 /* 0 or -errno. */
@@ -17,11 +18,13 @@ void pidwatch_free(struct pidwatch *w);
 
 /* Take over pidfd, a pidfd of the process owner calls pid. If owner
  * already watches pid, the older pidfd is kept unless its process has
- * exited (pid recycled). */
+ * exited (pid recycled). If pidfd cannot be watched, pidwatch_run soon
+ * calls on_exit for it, as for an exit. Never waits for on_exit. Not for
+ * an owner once pidwatch_forget_owner was called for it. */
 void pidwatch_adopt(struct pidwatch *w, void *owner, pid_t pid, int pidfd);
 
 /* Stop watching for owner: once this returns, on_exit is not called,
- * nor running, for it. */
+ * nor running, for it (it waits for a running one: the dispatch lock). */
 void pidwatch_forget_owner(struct pidwatch *w, void *owner);
 
 /* Call fn for every watch, with the watch's lock held: fn must not call

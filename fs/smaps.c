@@ -8,18 +8,22 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
+/* Shared by the request threads (smaps_read) and the refresher thread
+ * (smaps_refresh_step, through the memo's walk and probe); freed by
+ * smaps_free, by its owner (daemon/), once both have stopped. */
 struct smaps {
 	struct smaps_config cfg;
-	struct memo *memo;
-	GRWLock lock;            /* guards namespaces */
-	GHashTable *namespaces;  /* ns -> struct where, other than the daemon's */
+	struct memo *memo;       /* ours: freed by smaps_free */
+	GRWLock lock;            /* guards namespaces (the table, not the fds in it) */
+	GHashTable *namespaces;  /* ns -> struct where, other than the daemon's; the
+	                          * fds are borrowed: whoever removes a namespace
+	                          * closes them once no read of it can run */
 };
 
 /* Where the processes of a pid namespace are read and found. */
@@ -71,12 +75,6 @@ static int open_process(const struct where *w, pid_t pid, int *ret_pidfd, uint64
 	return 0;
 }
 
-static gboolean exited(int pidfd)
-{
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
-	return pidfd >= 0 && poll(&p, 1, 0) != 0;
-}
-
 /* The process behind key, if pid still stands for it; with its pidfd,
  * which tells whether it was the one all along (see holds_key). */
 static int key_process(struct smaps *s, const struct memo_key *key, struct pid_stat *ret,
@@ -102,7 +100,7 @@ static int key_process(struct smaps *s, const struct memo_key *key, struct pid_s
  * so its pid has named it all along. Closes the pidfd. */
 static gboolean holds_key(int pidfd)
 {
-	gboolean alive = !exited(pidfd);
+	gboolean alive = !pidns_pidfd_exited(pidfd);
 	if (pidfd >= 0)
 		close(pidfd);
 	return alive;
@@ -222,7 +220,7 @@ int smaps_read(struct smaps *s, const struct caller *c, uint64_t ns, pid_t pid, 
 	if (r < 0)
 		return r;
 	/* The check was made on the process of the pidfd if it is still alive. */
-	if (exited(pidfd))
+	if (pidns_pidfd_exited(pidfd))
 		return -ENOENT;
 	const struct memo_key key = { ns, pid, start_time, ino };
 	return memo_get(s->memo, &key, ret_content);

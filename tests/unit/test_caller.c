@@ -162,6 +162,16 @@ static struct creds_snapshot snapshot(void)
 	return s;
 }
 
+/* This thread's credentials are as they were in before. */
+static void assert_restored(const struct creds_snapshot *before)
+{
+	struct creds_snapshot after = snapshot();
+	cr_assert_eq(after.fsuid, before->fsuid, "fsuid restored");
+	cr_assert_eq(after.fsgid, before->fsgid, "fsgid restored");
+	cr_assert(memcmp(after.caps, before->caps, sizeof(before->caps)) == 0, "capabilities restored");
+	cr_assert_eq(after.ngroups, before->ngroups, "groups restored");
+}
+
 Test(caller, open_as_another_user_is_checked_by_the_kernel)
 {
 	require_root();
@@ -178,11 +188,7 @@ Test(caller, open_as_another_user_is_checked_by_the_kernel)
 	cr_assert_eq(caller_openat(&me, 0, AT_FDCWD, secret, O_RDONLY, &fd), 0);
 	close(fd);
 
-	struct creds_snapshot after = snapshot();
-	cr_assert_eq(after.fsuid, before.fsuid, "fsuid restored");
-	cr_assert_eq(after.fsgid, before.fsgid, "fsgid restored");
-	cr_assert(memcmp(after.caps, before.caps, sizeof(before.caps)) == 0, "capabilities restored");
-	cr_assert_eq(after.ngroups, before.ngroups, "groups restored");
+	assert_restored(&before);
 	reap(nobody);
 	unlink(secret);
 }
@@ -283,4 +289,38 @@ Test(caller, a_caller_in_a_user_namespace_reaches_its_own_processes_only)
 		     "same uid, but outside the caller's user namespace");
 	reap(inside);
 	reap(outside);
+}
+
+Test(caller, a_failed_restore_is_eio_and_retried_before_acting_as_anyone_again)
+{
+	require_root();
+	_cleanup_close_ int proc = open("/proc", O_RDONLY | O_DIRECTORY);
+	g_autofree char *open_to_all = make_file(0644, 0);
+	pid_t nobody = spawn_caller(NOBODY, NOBODY, 0);
+	struct caller c = { .tid = nobody, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc, .pid_ns_fd = -1 };
+	struct creds_snapshot before = snapshot();
+	uint64_t failures = caller_restore_failures();
+	int fd = -7;
+
+	caller_inject_restore_failures(1);
+	cr_assert_eq(caller_openat(&c, 0, AT_FDCWD, open_to_all, O_RDONLY, &fd), -EIO);
+	cr_assert_eq(fd, -7, "untouched on failure");
+	cr_assert_eq(caller_restore_failures(), failures + 1);
+	cr_assert_eq(snapshot().fsuid, NOBODY, "still the caller's: fewer rights, never more");
+
+	/* The next call gets the daemon's credentials back first. */
+	cr_assert_eq(caller_openat(&c, 0, AT_FDCWD, open_to_all, O_RDONLY, &fd), 0);
+	close(fd);
+	assert_restored(&before);
+
+	/* A retry that fails too: nobody is acted as, until one succeeds. */
+	caller_inject_restore_failures(2);
+	cr_assert_eq(caller_openat(&c, 0, AT_FDCWD, open_to_all, O_RDONLY, &fd), -EIO);
+	cr_assert_eq(caller_restored(), -EIO);
+	cr_assert_eq(caller_restore_failures(), failures + 3);
+	cr_assert_eq(caller_restored(), 0);
+	cr_assert_eq(snapshot().fsuid, before.fsuid);
+	cr_assert_eq(caller_restored(), 0, "nothing left to restore");
+	reap(nobody);
+	unlink(open_to_all);
 }

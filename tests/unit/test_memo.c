@@ -322,3 +322,60 @@ Test(memo, entries_nobody_reads_are_dropped)
 	cr_assert_eq(walks_of(10), 1, "not refreshed for nobody");
 	memo_free(m);
 }
+
+struct churn {
+	struct memo *m;
+	gint *stop; /* atomic */
+	guint reads;
+	char *wrong; /* the first text that named another process */
+};
+
+static gpointer read_churn(gpointer data)
+{
+	struct churn *c = data;
+	for (guint i = 0; !g_atomic_int_get(c->stop); i++) {
+		pid_t pid = (pid_t)(i % 40);
+		g_autofree char *got = get(c->m, pid, 7);
+		g_autofree char *want = g_strdup_printf("pid %d start 7 walk", (int)pid);
+		if (!g_str_has_prefix(got, want) && !c->wrong)
+			c->wrong = g_steal_pointer(&got);
+		c->reads++;
+		if (i % 16 == 0)
+			advance(SEC / 2); /* entries go stale: the refresher has work */
+	}
+	return NULL;
+}
+
+static gpointer refresh_churn(gpointer data)
+{
+	struct churn *c = data;
+	gint64 wait;
+	while (!g_atomic_int_get(c->stop))
+		if (!memo_refresh_step(c->m, &wait))
+			g_thread_yield();
+	return NULL;
+}
+
+/* Readers and the refresher at once, on a table too small for all: every
+ * read gets its own process's text (a run under TSan checks the locking). */
+Test(memo, readers_and_the_refresher_at_once)
+{
+	struct memo *m = make(30, 1.0);
+	gint stop = 0;
+	struct churn c[4];
+	GThread *t[4];
+	for (int i = 0; i < 4; i++) {
+		c[i] = (struct churn){ m, &stop, 0, NULL };
+		t[i] = g_thread_new("churn", i == 0 ? refresh_churn : read_churn, &c[i]);
+	}
+	g_usleep(300 * 1000);
+	g_atomic_int_set(&stop, 1);
+	for (int i = 0; i < 4; i++) {
+		g_thread_join(t[i]);
+		cr_expect_null(c[i].wrong, "read %s", c[i].wrong);
+		g_free(c[i].wrong);
+	}
+	cr_expect_gt(c[1].reads, 0);
+	cr_expect_leq(stats(m).entries, 30 + 3, "bounded, but for readers racing to insert");
+	memo_free(m);
+}

@@ -80,3 +80,20 @@ Test(pidns, not_a_namespace)
 	_cleanup_close_ int null_fd = open("/dev/null", O_RDONLY);
 	cr_assert_eq(pidns_pidfd_open(null_fd, 1, 0), -EOPNOTSUPP);
 }
+
+Test(pidns, a_pidfd_says_when_its_process_exited)
+{
+	pid_t child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	_cleanup_close_ int pidfd = pidns_pidfd_open(-1, child, 0);
+	cr_assert_geq(pidfd, 0);
+	cr_expect_not(pidns_pidfd_exited(pidfd), "running");
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	cr_expect(pidns_pidfd_exited(pidfd), "killed");
+	cr_expect_not(pidns_pidfd_exited(-1), "no pidfd: nothing to tell");
+}

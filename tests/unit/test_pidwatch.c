@@ -2,6 +2,7 @@
 #include "pidwatch.h"
 
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <glib.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -11,10 +12,17 @@
 static GAsyncQueue *exits; /* "owner:pid" strings, one per on_exit */
 static struct pidwatch *w;
 static GThread *runner;
-static char owner_a[] = "a", owner_b[] = "b";
+static char owner_a[] = "a", owner_b[] = "b", owner_slow[] = "slow";
+static gint slow_running; /* atomic: on_exit runs for owner_slow */
 
 static void on_exit_cb(void *owner, pid_t pid)
 {
+	if (owner == owner_slow) {
+		/* Long enough for a forget that does not wait to return first. */
+		g_atomic_int_set(&slow_running, 1);
+		g_usleep(300 * 1000);
+		g_atomic_int_set(&slow_running, 0);
+	}
 	g_async_queue_push(exits, g_strdup_printf("%s:%d", (const char *)owner, (int)pid));
 }
 
@@ -101,4 +109,28 @@ Test(pidwatch, a_forgotten_owner_is_not_told)
 	cr_assert_not_null(first);
 	cr_expect_str_eq(first, want);
 	cr_expect_null(second, "a forgotten owner was told: %s", second);
+}
+
+static gpointer adopt_unwatchable(gpointer data)
+{
+	/* A regular file: epoll refuses it, as it would a pidfd on failure. */
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	pidwatch_adopt(data, owner_slow, 4242, fd);
+	return NULL;
+}
+
+Test(pidwatch, a_watch_that_fails_is_reported_and_forgetting_waits_for_the_report)
+{
+	GThread *adopter = g_thread_new("adopt", adopt_unwatchable, w);
+	for (int i = 0; i < 500 && !g_atomic_int_get(&slow_running); i++)
+		g_usleep(10 * 1000);
+	cr_assert(g_atomic_int_get(&slow_running), "the failed watch was not reported");
+	/* The session ends while its on_exit runs: forgetting must wait for
+	 * it, for the session is freed right after. */
+	pidwatch_forget_owner(w, owner_slow);
+	cr_expect_not(g_atomic_int_get(&slow_running), "on_exit still running for a forgotten owner");
+	g_thread_join(adopter);
+	g_autofree char *told = next_exit(5000);
+	cr_expect_str_eq(told, "slow:4242");
 }

@@ -1,0 +1,241 @@
+/* The concurrency scenarios of fs/, without Criterion: Criterion cannot run
+ * under ThreadSanitizer (its inheritable arena and TSan's shadow memory
+ * collide), so this plain driver is what a -Db_sanitize=thread build runs
+ * (contrib/scripts/tsan.sh). Exits 0, or aborts on a wrong result; TSan
+ * reports races on its own (exit status 66). */
+#include "memo.h"
+#include "pidwatch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- memo -- */
+
+static gint walks;          /* atomic */
+static gint64 fake_now_us;  /* atomic: the memo's clock */
+
+static int walk(void *data, const struct memo_key *key, GBytes **ret)
+{
+	if (data)
+		g_usleep(20 * 1000); /* long enough for readers to pile up */
+	g_atomic_int_inc(&walks);
+	char *text = g_strdup_printf("pid %d", (int)key->pid);
+	*ret = g_bytes_new_take(text, strlen(text));
+	return 0;
+}
+
+static int probe(void *data, const struct memo_key *key, struct memo_signals *ret)
+{
+	*ret = (struct memo_signals){ .rss = (uint64_t)key->pid };
+	return 0;
+}
+
+static gint64 now(void *data)
+{
+	return __atomic_load_n(&fake_now_us, __ATOMIC_RELAXED);
+}
+
+static gint64 cpu(void *data)
+{
+	return 0;
+}
+
+static void wake(void *data)
+{
+}
+
+static struct memo *memo_make(unsigned max_entries, gboolean slow)
+{
+	const struct memo_config cfg = { 5 * G_USEC_PER_SEC, 60 * G_USEC_PER_SEC, 120 * G_USEC_PER_SEC,
+					 max_entries, 1.0 };
+	const struct memo_ops ops = { walk, probe, now, cpu, wake, slow ? &walks : NULL };
+	return memo_new(&cfg, &ops);
+}
+
+static char *read_text(struct memo *m, pid_t pid)
+{
+	const struct memo_key key = { 1, pid, 7, 0 };
+	g_autoptr(GBytes) text = NULL;
+	g_assert_cmpint(memo_get(m, &key, &text), ==, 0);
+	return g_strndup(g_bytes_get_data(text, NULL), g_bytes_get_size(text));
+}
+
+static gpointer read_42(gpointer m)
+{
+	g_autofree char *text = read_text(m, 42);
+	g_assert_cmpstr(text, ==, "pid 42");
+	return NULL;
+}
+
+static void memo_single_flight(void)
+{
+	struct memo *m = memo_make(100, TRUE);
+	GThread *t[8];
+	g_atomic_int_set(&walks, 0);
+	for (int i = 0; i < 8; i++)
+		t[i] = g_thread_new("reader", read_42, m);
+	for (int i = 0; i < 8; i++)
+		g_thread_join(t[i]);
+	g_assert_cmpint(g_atomic_int_get(&walks), ==, 1);
+	memo_free(m);
+}
+
+static gint stop; /* atomic */
+
+static gpointer read_many(gpointer m)
+{
+	for (guint i = 0; !g_atomic_int_get(&stop); i++) {
+		pid_t pid = (pid_t)(i % 40);
+		g_autofree char *text = read_text(m, pid);
+		g_autofree char *want = g_strdup_printf("pid %d", (int)pid);
+		g_assert_cmpstr(text, ==, want);
+		if (i % 16 == 0) /* entries go stale: the refresher has work */
+			__atomic_fetch_add(&fake_now_us, G_USEC_PER_SEC / 2, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static gpointer refresh(gpointer m)
+{
+	gint64 wait;
+	while (!g_atomic_int_get(&stop))
+		if (!memo_refresh_step(m, &wait))
+			g_thread_yield();
+	return NULL;
+}
+
+static void memo_readers_and_refresher(void)
+{
+	struct memo *m = memo_make(30, FALSE); /* too small: evictions too */
+	GThread *t[4];
+	g_atomic_int_set(&stop, 0);
+	for (int i = 0; i < 4; i++)
+		t[i] = g_thread_new("churn", i == 0 ? refresh : read_many, m);
+	g_usleep(500 * 1000);
+	g_atomic_int_set(&stop, 1);
+	for (int i = 0; i < 4; i++)
+		g_thread_join(t[i]);
+	memo_free(m);
+}
+
+/* --------------------------------------------------------- pidwatch -- */
+
+/* A view session as pidwatch sees it: on_exit must never run for one that
+ * was forgotten. */
+struct owner {
+	gint forgotten; /* atomic */
+	gint told;      /* atomic */
+	int slow;       /* on_exit takes a while: set before it is watched */
+};
+
+static void exited(void *owner, pid_t pid)
+{
+	struct owner *o = owner;
+	if (o->slow)
+		g_usleep(50 * 1000);
+	g_assert_cmpint(g_atomic_int_get(&o->forgotten), ==, 0);
+	g_atomic_int_inc(&o->told);
+}
+
+static gpointer run_watch(gpointer w)
+{
+	g_assert_cmpint(pidwatch_run(w), ==, 0);
+	return NULL;
+}
+
+struct adopter {
+	struct pidwatch *w;
+	struct owner *owner;
+	pid_t child;
+};
+
+static gpointer adopt(gpointer data)
+{
+	struct adopter *a = data;
+	/* One that cannot be watched (epoll refuses a regular file), one that
+	 * can and whose process exits. */
+	pidwatch_adopt(a->w, a->owner, 4242, open("/dev/null", O_RDONLY | O_CLOEXEC));
+	pidwatch_adopt(a->w, a->owner, a->child, (int)syscall(SYS_pidfd_open, a->child, 0));
+	return NULL;
+}
+
+static void pidwatch_forget_while_adopting(void)
+{
+	struct pidwatch *w;
+	g_assert_cmpint(pidwatch_new(exited, &w), ==, 0);
+	GThread *runner = g_thread_new("pidwatch", run_watch, w);
+	for (int i = 0; i < 50; i++) {
+		struct owner *o = g_new0(struct owner, 1);
+		pid_t child = fork();
+		g_assert_cmpint(child, >=, 0);
+		if (child == 0)
+			_exit(0);
+		struct adopter a = { w, o, child };
+		GThread *t = g_thread_new("adopt", adopt, &a);
+		g_usleep((gulong)(i % 5) * 200);
+		g_thread_join(t); /* the session's requests are done */
+		waitpid(child, NULL, 0);
+		pidwatch_forget_owner(w, o);
+		g_atomic_int_set(&o->forgotten, 1);
+		g_free(o); /* as a session ending is freed */
+	}
+	pidwatch_stop(w);
+	g_thread_join(runner);
+	pidwatch_free(w);
+}
+
+static gpointer adopt_unwatchable(gpointer data)
+{
+	struct adopter *a = data;
+	pidwatch_adopt(a->w, a->owner, 4242, open("/dev/null", O_RDONLY | O_CLOEXEC));
+	return NULL;
+}
+
+/* A session ends while the report of a watch that failed is under way: it
+ * is freed once forgetting returns, so no report may still touch it. */
+static void pidwatch_forget_during_a_report(void)
+{
+	struct pidwatch *w;
+	g_assert_cmpint(pidwatch_new(exited, &w), ==, 0);
+	GThread *runner = g_thread_new("pidwatch", run_watch, w);
+	for (int i = 0; i < 5; i++) {
+		struct owner *o = g_new0(struct owner, 1);
+		o->slow = 1;
+		struct adopter a = { w, o, 0 };
+		GThread *t = g_thread_new("adopt", adopt_unwatchable, &a);
+		g_usleep(10 * 1000); /* the report has begun */
+		pidwatch_forget_owner(w, o);
+		g_atomic_int_set(&o->forgotten, 1);
+		g_free(o);
+		g_thread_join(t);
+	}
+	pidwatch_stop(w);
+	g_thread_join(runner);
+	pidwatch_free(w);
+}
+
+int main(void)
+{
+	const struct {
+		const char *name;
+		void (*run)(void);
+	} scenarios[] = {
+		{ "memo: single flight", memo_single_flight },
+		{ "memo: readers and the refresher", memo_readers_and_refresher },
+		{ "pidwatch: forgetting while adopting", pidwatch_forget_while_adopting },
+		{ "pidwatch: forgetting during a report", pidwatch_forget_during_a_report },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(scenarios); i++) {
+		gint64 start = g_get_monotonic_time();
+		scenarios[i].run();
+		g_print("ok %zu - %s (%.2f s)\n", i + 1, scenarios[i].name,
+			(double)(g_get_monotonic_time() - start) / G_USEC_PER_SEC);
+	}
+	return 0;
+}

@@ -251,8 +251,9 @@ static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned
 	g_ptr_array_add(cs->served, c);
 	session_set_id(c->session, ++cs->last_id);
 	g_mutex_unlock(&cs->lock);
-	keeper_keep(cs->cfg.keeper, session_id(c->session), session_proto_minor(cs->cfg.host), fuse_fd,
-		    c->nsv->ns_fd);
+	/* A new session's INIT comes later: the kernel speaks the host's version. */
+	unsigned minor = resume_minor ? resume_minor : session_proto_minor(cs->cfg.host);
+	keeper_keep(cs->cfg.keeper, session_id(c->session), minor, fuse_fd, c->nsv->ns_fd);
 	/* The session owns fuse_fd from here; the hook keeps its own copy. */
 	*ret = c;
 	g_thread_unref(g_thread_new("container", container_thread, g_steal_pointer(&c)));

@@ -5,7 +5,6 @@
 #include "cleanup.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>

@@ -29,7 +29,6 @@
 #define CONTROL_MAX_TEXT 256
 /* How long one side waits for the other's next message in a handover. */
 #define CONTROL_TIMEOUT_S 60
-#define HANDOVER_TIMEOUT_S CONTROL_TIMEOUT_S
 
 enum control_word {
 	CONTROL_ATTACH,   /* hook: attach <pid> */

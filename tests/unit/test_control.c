@@ -3,6 +3,7 @@
  * with a reason and their fds closed, a peer that is not root is refused. */
 #include "cleanup.h"
 #include "control.h"
+#include "log.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -233,7 +234,7 @@ Test(control, the_peer_goes_away)
 	close(sv[0]);
 	sv[0] = -1;
 	cr_assert_eq(control_receive(sv[1], &in, &err), -EPIPE);
-	cr_assert_not_null(err);
+	cr_assert(g_error_matches(err, CGPROCFS_ERROR, EPIPE), "log.h's domain, the errno as code");
 }
 
 Test(control, a_peer_that_is_not_root_is_refused_with_the_reason)

@@ -399,34 +399,20 @@ static gboolean handle_handover(struct containers *cs, int conn)
  * TRUE: stop taking requests (handed over). */
 static gboolean handle(struct containers *cs, int conn)
 {
+	const unsigned requests = CONTROL_WORD(CONTROL_ATTACH) | CONTROL_WORD(CONTROL_HANDOVER);
 	g_autoptr(GError) err = NULL;
 	struct control_msg m;
 
-	if (control_receive(conn, &m, &err) < 0) {
+	if (control_receive(conn, requests, &m, &err) < 0) {
 		(void)!control_send_error(conn, NULL, "bad request (%s)", err->message);
 		return FALSE;
 	}
-	switch (m.word) {
-	case CONTROL_ATTACH:
-		if (m.args[0] == 0)
-			break;
-		handle_attach(cs, conn, (pid_t)m.args[0]);
-		return FALSE;
-	case CONTROL_HANDOVER:
+	if (m.word == CONTROL_HANDOVER)
 		return handle_handover(cs, conn);
-	case CONTROL_OK:
-	case CONTROL_ERROR:
-	case CONTROL_SESSION:
-	case CONTROL_WATCH:
-	case CONTROL_END:
-	case CONTROL_SERVING:
-	case CONTROL_KEEP:
-	case CONTROL_DROP:
-	case CONTROL_QUIT:
-		break;
-	}
-	control_close_fds(&m);
-	(void)!control_send_error(conn, NULL, "bad request");
+	if (m.args[0] == 0)
+		(void)!control_send_error(conn, NULL, "bad request (pid 0)");
+	else
+		handle_attach(cs, conn, (pid_t)m.args[0]);
 	return FALSE;
 }
 

@@ -67,10 +67,10 @@ void control_close_fds(struct control_msg *msg)
 
 /* ------------------------------------------------------ the lower layer -- */
 
-ssize_t fdmsg_send(int sock, const char *text, const int *fds, size_t n_fds)
+ssize_t fdmsg_send_bytes(int sock, const void *data, size_t len, const int *fds, size_t n_fds)
 {
 	char control[CMSG_SPACE(sizeof(int) * FDMSG_CMSG_FDS)] = { 0 };
-	struct iovec iov = { (void *)text, strlen(text) };
+	struct iovec iov = { (void *)data, len };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (n_fds > FDMSG_CMSG_FDS)
@@ -86,6 +86,11 @@ ssize_t fdmsg_send(int sock, const char *text, const int *fds, size_t n_fds)
 	}
 	ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
 	return n < 0 ? -errno : n;
+}
+
+ssize_t fdmsg_send(int sock, const char *text, const int *fds, size_t n_fds)
+{
+	return fdmsg_send_bytes(sock, text, strlen(text), fds, n_fds);
 }
 
 /* The fds that came with msg, into fds (room for *n_fds; all of them
@@ -250,7 +255,7 @@ int control_decode(const char *text, size_t len, unsigned n_fds, struct control_
 	return 0;
 }
 
-int control_receive(int sock, struct control_msg *ret, GError **error)
+int control_receive(int sock, unsigned expected, struct control_msg *ret, GError **error)
 {
 	char text[CONTROL_MAX_TEXT];
 	int fds[CONTROL_MAX_FDS];
@@ -269,6 +274,8 @@ int control_receive(int sock, struct control_msg *ret, GError **error)
 		return fail(error, -EPIPE, "the peer is gone");
 	}
 	int r = control_decode(text, (size_t)n, (unsigned)n_fds, &m, error);
+	if (r == 0 && !(expected & CONTROL_WORD(m.word)))
+		r = reject(error, "\"%s\" out of place", rules[m.word].text);
 	if (r < 0) {
 		close_fds(fds, n_fds);
 		return r;
@@ -350,17 +357,14 @@ int control_ask_handover(const char *path, GError **error)
 		return conn;
 	int r = control_send_word(conn, CONTROL_HANDOVER, error);
 	if (r == 0)
-		r = control_receive(conn, &reply, error);
+		r = control_receive(conn, CONTROL_WORD(CONTROL_OK) | CONTROL_WORD(CONTROL_ERROR), &reply, error);
 	if (r < 0)
 		return r;
 	if (reply.word == CONTROL_OK && reply.n_fds == 0)
 		return steal_fd(&conn);
 	control_close_fds(&reply);
-	if (reply.word == CONTROL_ERROR)
-		g_set_error(error, CONTROL_ERROR_DOMAIN, EPROTO, "refused: %s", reply.reason);
-	else
-		g_set_error(error, CONTROL_ERROR_DOMAIN, EPROTO, "answered \"%s\", not ok",
-			    control_word_text(reply.word));
+	g_set_error(error, CONTROL_ERROR_DOMAIN, EPROTO, "refused: %s",
+		    reply.word == CONTROL_ERROR ? reply.reason : "an fd with ok");
 	return -EPROTO;
 }
 

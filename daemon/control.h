@@ -59,11 +59,15 @@ int control_send(int sock, const struct control_msg *msg, GError **error);
 int control_send_word(int sock, enum control_word word, GError **error);
 G_GNUC_PRINTF(3, 4)
 int control_send_error(int sock, GError **error, const char *fmt, ...);
-/* Receive one message: 0, or -errno with *error: -EPIPE when the peer is
- * gone, -EPROTO for a message the table does not allow (too long, an
- * unknown word, wrong numbers or fds: its fds are closed). *ret is left
- * untouched on failure. */
-int control_receive(int sock, struct control_msg *ret, GError **error);
+/* The words a receiver takes: CONTROL_WORD(CONTROL_OK) | ... */
+#define CONTROL_WORD(word) (1u << (word))
+#define CONTROL_ANY_WORD (~0u)
+/* Receive one message, one of the words of expected: 0, or -errno with
+ * *error: -EPIPE when the peer is gone, -EPROTO for a message the table
+ * does not allow (too long, an unknown word, wrong numbers or fds) or a
+ * word not expected; its fds are then closed. *ret is left untouched on
+ * failure. */
+int control_receive(int sock, unsigned expected, struct control_msg *ret, GError **error);
 /* Decode text (len bytes, not NUL-terminated), which came with n_fds fds,
  * into *ret (fds not set): the pure half of control_receive. */
 int control_decode(const char *text, size_t len, unsigned n_fds, struct control_msg *ret, GError **error);
@@ -88,11 +92,12 @@ int control_ask_handover(const char *path, GError **error);
  * .cgprocfs/control says; NULL with *error if it says nothing. */
 char *control_socket_of(const char *mountpoint, GError **error);
 
-/* The lower layer: a text with up to CONTROL_MAX_FDS fds. send is
- * async-signal-safe (for a forked child); both return the length or
- * -errno. receive NUL-terminates buf, closes fds beyond *n_fds and sets
- * *n_fds to how many it stored; -EMSGSIZE for a message longer than buf
- * or with fds cut off (all closed). */
+/* The lower layer: a message of len bytes (or a text) with up to 8 fds.
+ * The senders are async-signal-safe (for a forked child); all return the
+ * length or -errno. receive NUL-terminates buf and sets *n_fds to how many
+ * fds it stored; -EMSGSIZE for a message longer than buf, -ETOOMANYREFS
+ * for more fds than *n_fds (all closed). */
+ssize_t fdmsg_send_bytes(int sock, const void *data, size_t len, const int *fds, size_t n_fds);
 ssize_t fdmsg_send(int sock, const char *text, const int *fds, size_t n_fds);
 ssize_t fdmsg_receive(int sock, char *buf, size_t size, int *fds, size_t *n_fds);
 

@@ -35,41 +35,28 @@ static int take_one(struct handover *h, int conn, GError **error)
 {
 	struct control_msg m;
 
-	int r = control_receive(conn, &m, error);
+	int r = control_receive(conn,
+				CONTROL_WORD(CONTROL_SESSION) | CONTROL_WORD(CONTROL_WATCH) | CONTROL_WORD(CONTROL_END) |
+					CONTROL_WORD(CONTROL_ERROR),
+				&m, error);
 	if (r < 0) {
 		g_prefix_error(error, "the handover broke off: ");
 		return r;
 	}
-	switch (m.word) {
-	case CONTROL_END:
-		if (h->sessions->len > 0)
-			return 0;
-		break;
-	case CONTROL_SESSION:
-		/* the host's first, alone; then containers', with their pid namespace */
-		if (m.args[0] > 0 && m.n_fds == (h->sessions->len == 0 ? 1u : 2u)) {
-			const struct handover_session s = { m.fds[0], m.n_fds == 2 ? m.fds[1] : -1, m.args[0] };
-			g_array_append_val(h->sessions, s);
-			return 1;
-		}
-		break;
-	case CONTROL_WATCH:
-		if (m.args[0] < h->sessions->len && m.args[1] > 0) {
-			const struct handover_watch w = { m.args[0], (pid_t)m.args[1], m.fds[0] };
-			g_array_append_val(h->watches, w);
-			return 1;
-		}
-		break;
-	case CONTROL_ERROR:
+	if (m.word == CONTROL_ERROR)
 		return log_set_message(error, "the running daemon refused to hand over: %s", m.reason);
-	case CONTROL_ATTACH:
-	case CONTROL_HANDOVER:
-	case CONTROL_OK:
-	case CONTROL_SERVING:
-	case CONTROL_KEEP:
-	case CONTROL_DROP:
-	case CONTROL_QUIT:
-		break;
+	if (m.word == CONTROL_END && h->sessions->len > 0)
+		return 0;
+	/* the host's session first, alone; then containers', with their pid namespace */
+	if (m.word == CONTROL_SESSION && m.args[0] > 0 && m.n_fds == (h->sessions->len == 0 ? 1u : 2u)) {
+		const struct handover_session s = { m.fds[0], m.n_fds == 2 ? m.fds[1] : -1, m.args[0] };
+		g_array_append_val(h->sessions, s);
+		return 1;
+	}
+	if (m.word == CONTROL_WATCH && m.args[0] < h->sessions->len && m.args[1] > 0) {
+		const struct handover_watch w = { m.args[0], (pid_t)m.args[1], m.fds[0] };
+		g_array_append_val(h->watches, w);
+		return 1;
 	}
 	control_close_fds(&m);
 	return log_set_message(error, "the running daemon's answer made no sense (\"%s\" out of place)",
@@ -154,14 +141,8 @@ int handover_finish(int conn, GError **error)
 		return log_set_error(error, -errno, "cannot wait for the new daemon");
 	int r = control_send_word(conn, CONTROL_END, error);
 	if (r == 0)
-		r = control_receive(conn, &answer, error);
-	if (r < 0) {
-		g_prefix_error(error, "no answer from the new daemon: ");
-		return r;
-	}
-	control_close_fds(&answer);
-	if (answer.word != CONTROL_SERVING)
-		return log_set_message(error, "the new daemon answered \"%s\", not serving",
-				       control_word_text(answer.word));
-	return 0;
+		r = control_receive(conn, CONTROL_WORD(CONTROL_SERVING), &answer, error);
+	if (r < 0)
+		g_prefix_error(error, "the new daemon did not say it serves: ");
+	return r;
 }

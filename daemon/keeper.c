@@ -66,38 +66,26 @@ static gboolean from_daemon(int sock, GHashTable *kept, unsigned *minor, gboolea
 	g_autoptr(GError) err = NULL;
 	struct control_msg m;
 
-	int r = control_receive(sock, &m, &err);
+	int r = control_receive(sock, CONTROL_WORD(CONTROL_KEEP) | CONTROL_WORD(CONTROL_DROP) | CONTROL_WORD(CONTROL_QUIT),
+				&m, &err);
 	if (r == -EPROTO) {
 		g_warning("the keeper ignored a message from its daemon: %s", err->message);
 		return TRUE;
 	}
 	if (r < 0)
 		return FALSE;
-	switch (m.word) {
-	case CONTROL_QUIT:
+	if (m.word == CONTROL_QUIT) {
 		*ret_quit = TRUE;
 		return FALSE;
-	case CONTROL_KEEP: {
-		struct kept *k = g_new(struct kept, 1);
-		*k = (struct kept){ m.fds[0], m.n_fds >= 2 ? m.fds[1] : -1 };
-		*minor = m.args[1];
-		g_hash_table_replace(kept, GUINT_TO_POINTER(m.args[0]), k);
-		return TRUE;
 	}
-	case CONTROL_DROP:
+	if (m.word == CONTROL_DROP) {
 		g_hash_table_remove(kept, GUINT_TO_POINTER(m.args[0]));
 		return TRUE;
-	case CONTROL_ATTACH:
-	case CONTROL_HANDOVER:
-	case CONTROL_OK:
-	case CONTROL_ERROR:
-	case CONTROL_SESSION:
-	case CONTROL_WATCH:
-	case CONTROL_END:
-	case CONTROL_SERVING:
-		break;
 	}
-	control_close_fds(&m);
+	struct kept *k = g_new(struct kept, 1);
+	*k = (struct kept){ m.fds[0], m.n_fds >= 2 ? m.fds[1] : -1 };
+	*minor = m.args[1];
+	g_hash_table_replace(kept, GUINT_TO_POINTER(m.args[0]), k);
 	return TRUE;
 }
 
@@ -106,12 +94,8 @@ static void answer(int conn, GHashTable *kept, unsigned minor, gboolean daemon_a
 {
 	struct control_msg m;
 
-	if (control_receive(conn, &m, NULL) < 0)
+	if (control_receive(conn, CONTROL_WORD(CONTROL_HANDOVER), &m, NULL) < 0)
 		return;
-	if (m.word != CONTROL_HANDOVER) {
-		control_close_fds(&m);
-		return;
-	}
 	if (daemon_alive) {
 		(void)!control_send_error(conn, NULL, "its daemon is alive");
 		return;

@@ -162,7 +162,7 @@ static int ask_view(int conn, long pid, GError **error)
 		g_prefix_error(error, "cannot talk to the daemon: ");
 		return -EPIPE;
 	}
-	if (control_receive(conn, &reply, error) < 0) {
+	if (control_receive(conn, CONTROL_WORD(CONTROL_OK) | CONTROL_WORD(CONTROL_ERROR), &reply, error) < 0) {
 		g_prefix_error(error, "no answer from the daemon: ");
 		return -EPROTO;
 	}

@@ -19,7 +19,7 @@ static void check_round_trip(const struct control_msg *m)
 	if (sv[0] < 0)
 		FUZZ_CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
 	FUZZ_CHECK(control_send(sv[0], m, &err) == 0);
-	FUZZ_CHECK(control_receive(sv[1], &again, &err) == 0);
+	FUZZ_CHECK(control_receive(sv[1], CONTROL_ANY_WORD, &again, &err) == 0);
 	FUZZ_CHECK(again.word == m->word && again.n_fds == 0);
 	FUZZ_CHECK(memcmp(again.args, m->args, sizeof(m->args)) == 0);
 	FUZZ_CHECK(strcmp(again.reason, m->reason) == 0);

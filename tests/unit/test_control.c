@@ -88,7 +88,7 @@ Test(control, every_word_round_trips_with_usable_fds)
 			     err ? err->message : "");
 		for (unsigned f = 0; f < out.n_fds; f++)
 			close(pipes[f][1]); /* the receiver's copy is the only one now */
-		cr_assert_eq(control_receive(sv[1], &in, &err), 0, "receive %s: %s", control_word_text(out.word),
+		cr_assert_eq(control_receive(sv[1], CONTROL_ANY_WORD, &in, &err), 0, "receive %s: %s", control_word_text(out.word),
 			     err ? err->message : "");
 		cr_assert_eq(in.word, out.word);
 		cr_assert_eq(in.n_fds, out.n_fds, "%s: fds", control_word_text(out.word));
@@ -127,37 +127,27 @@ Test(control, the_sender_refuses_what_the_table_does_not_allow)
 	cr_assert_eq(control_send_error(sv[0], &err, "%s", "a reason"), 0);
 }
 
-/* Send text raw, with fds (copies of a pipe's write end), and expect
- * control_receive to reject it with a reason containing words; the
- * received fds must be closed. */
-static void expect_reject(const char *text, size_t len, unsigned n_fds, const char *words)
+/* Send len bytes of text raw, with n_fds fds (copies of a pipe's write
+ * end), and expect control_receive, taking the words of expected, to
+ * reject it with a reason containing words; the fds received must be
+ * closed. */
+static void expect_reject(const char *text, size_t len, unsigned n_fds, unsigned expected, const char *words)
 {
 	int p[2], fds[8];
 	struct control_msg in = { .word = CONTROL_QUIT };
 	g_autoptr(GError) err = NULL;
-	char control[CMSG_SPACE(sizeof(fds))] = { 0 };
-	struct iovec iov = { (void *)text, len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	make_pipe(p);
 	for (unsigned i = 0; i < n_fds; i++)
 		fds[i] = i == 0 ? p[1] : dup(p[1]);
-	if (n_fds) {
-		msg.msg_control = control;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
-	}
-	cr_assert_eq(sendmsg(sv[0], &msg, 0), (ssize_t)len);
+	cr_assert_eq(fdmsg_send_bytes(sv[0], text, len, fds, n_fds), (ssize_t)len);
 	for (unsigned i = 0; i < n_fds; i++)
 		close(fds[i]);
 	if (!n_fds)
 		close(p[1]);
 	unsigned before = open_fds();
-	cr_assert_eq(control_receive(sv[1], &in, &err), -EPROTO, "%.*s was taken", (int)MIN(len, 40), text);
+	cr_assert_eq(control_receive(sv[1], expected, &in, &err), -EPROTO, "%.*s was taken", (int)MIN(len, 40),
+		     text);
 	cr_assert_eq(in.word, CONTROL_QUIT, "*ret untouched on failure");
 	cr_assert_not_null(err);
 	cr_assert(strstr(err->message, words), "reason: %s (expected %s)", err->message, words);
@@ -166,33 +156,58 @@ static void expect_reject(const char *text, size_t len, unsigned n_fds, const ch
 	close(p[0]);
 }
 
+static const struct bad_message {
+	const char *text;
+	unsigned n_fds;
+	const char *reason;
+} truncated[] = {
+	{ "session", 1, "with 0 numbers, not 1" },
+	{ "watch 1", 1, "with 1 numbers, not 2" },
+	{ "keep 5 ", 2, "bad number" },
+	{ "attach", 0, "with 0 numbers" },
+}, unknown[] = {
+	{ "frobnicate 1", 0, "unknown word \"frobnicate\"" },
+	{ "ATTACH 1", 0, "unknown word" },
+	{ "attach -1", 0, "bad number" },
+	{ "attach 99999999999", 0, "bad number" },
+	{ "attach 1 2", 0, "with 2 numbers" },
+	{ "drop  5", 0, "with 2 numbers" },
+}, with_fds[] = {
+	{ "end", 1, "\"end\" with 1 fds" },
+	{ "attach 12", 1, "\"attach\" with 1 fds" },
+	{ "watch 1 2", 2, "\"watch\" with 2 fds" },
+	{ "error: no", 1, "with 1 fds" },
+	{ "session 31", 3, "more than 2 fds" },
+	{ "session 31", 8, "more than 2 fds" },
+};
+
+static void expect_rejects(const struct bad_message *bad, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		expect_reject(bad[i].text, strlen(bad[i].text), bad[i].n_fds, CONTROL_ANY_WORD, bad[i].reason);
+}
+
 Test(control, truncated_messages_are_rejected)
 {
-	expect_reject("session", 7, 1, "with 0 numbers, not 1");
-	expect_reject("watch 1", 7, 1, "with 1 numbers, not 2");
-	expect_reject("keep 5 ", 7, 2, "bad number");
-	expect_reject("attach", 6, 0, "with 0 numbers");
+	expect_rejects(truncated, G_N_ELEMENTS(truncated));
 }
 
 Test(control, unknown_words_and_bad_numbers_are_rejected)
 {
-	expect_reject("frobnicate 1", 12, 0, "unknown word \"frobnicate\"");
-	expect_reject("ATTACH 1", 8, 0, "unknown word");
-	expect_reject("attach -1", 9, 0, "bad number");
-	expect_reject("attach 99999999999", 18, 0, "bad number");
-	expect_reject("attach 1 2", 10, 0, "with 2 numbers");
-	expect_reject("attach\0 1", 9, 0, "NUL");
-	expect_reject("drop  5", 7, 0, "with 2 numbers");
+	expect_rejects(unknown, G_N_ELEMENTS(unknown));
+	expect_reject("attach\0 1", 9, 0, CONTROL_ANY_WORD, "NUL");
 }
 
 Test(control, fds_a_word_does_not_take_are_closed_and_the_message_rejected)
 {
-	expect_reject("end", 3, 1, "\"end\" with 1 fds");
-	expect_reject("attach 12", 9, 1, "\"attach\" with 1 fds");
-	expect_reject("watch 1 2", 9, 2, "\"watch\" with 2 fds");
-	expect_reject("error: no", 9, 1, "with 1 fds");
-	expect_reject("session 31", 10, 3, "more than 2 fds");
-	expect_reject("session 31", 10, 8, "more than 2 fds");
+	expect_rejects(with_fds, G_N_ELEMENTS(with_fds));
+}
+
+Test(control, a_word_the_receiver_does_not_take_is_rejected_with_its_fds)
+{
+	expect_reject("session 31", 10, 1, CONTROL_WORD(CONTROL_ATTACH) | CONTROL_WORD(CONTROL_HANDOVER),
+		      "\"session\" out of place");
+	expect_reject("quit", 4, 0, CONTROL_WORD(CONTROL_SERVING), "\"quit\" out of place");
 }
 
 Test(control, a_kibibyte_of_garbage_is_rejected)
@@ -202,11 +217,11 @@ Test(control, a_kibibyte_of_garbage_is_rejected)
 	for (size_t i = 0; i < sizeof(garbage); i++)
 		garbage[i] = (char)g_rand_int_range(rand, 0, 256);
 	g_rand_free(rand);
-	expect_reject(garbage, sizeof(garbage), 1, "longer than 255 bytes");
+	expect_reject(garbage, sizeof(garbage), 1, CONTROL_ANY_WORD, "longer than 255 bytes");
 	/* And a clean message after it still gets through. */
 	struct control_msg in;
 	cr_assert_eq(control_send_word(sv[0], CONTROL_END, NULL), 0);
-	cr_assert_eq(control_receive(sv[1], &in, NULL), 0);
+	cr_assert_eq(control_receive(sv[1], CONTROL_ANY_WORD, &in, NULL), 0);
 	cr_assert_eq(in.word, CONTROL_END);
 }
 
@@ -233,7 +248,7 @@ Test(control, the_peer_goes_away)
 	g_autoptr(GError) err = NULL;
 	close(sv[0]);
 	sv[0] = -1;
-	cr_assert_eq(control_receive(sv[1], &in, &err), -EPIPE);
+	cr_assert_eq(control_receive(sv[1], CONTROL_ANY_WORD, &in, &err), -EPIPE);
 	cr_assert(g_error_matches(err, CGPROCFS_ERROR, EPIPE), "log.h's domain, the errno as code");
 }
 
@@ -261,7 +276,7 @@ Test(control, a_peer_that_is_not_root_is_refused_with_the_reason)
 		int conn = control_connect(path, 10, NULL);
 		if (conn < 0)
 			_exit(3);
-		if (control_receive(conn, &in, NULL) < 0 || in.word != CONTROL_ERROR)
+		if (control_receive(conn, CONTROL_ANY_WORD, &in, NULL) < 0 || in.word != CONTROL_ERROR)
 			_exit(4);
 		_exit(strcmp(in.reason, "only root may attach containers") == 0 ? 0 : 5);
 	}

@@ -336,29 +336,27 @@ static void handle_attach(struct containers *cs, int conn, pid_t pid)
 		cs->attach_failures++;
 	g_mutex_unlock(&cs->lock);
 	if (r == 0) {
-		(void)!fdmsg_send(conn, "ok", &mnt, 1);
+		const struct control_msg ok = { .word = CONTROL_OK, .fds = { mnt }, .n_fds = 1 };
+		(void)!control_send(conn, &ok, NULL);
 		return;
 	}
-	g_autofree char *reply = g_strdup_printf("error: %s", error->message);
 	g_warning("refused to attach a container (pid %d): %s", (int)pid, error->message);
-	(void)!write(conn, reply, strlen(reply));
+	(void)!control_send_error(conn, NULL, "%s", error->message);
 }
 
+/* A handover under way: its connection, and the first failure. */
 struct handover_send {
 	int conn;
 	GHashTable *index; /* struct ops_state* -> session number + 1 */
-	gboolean failed;
+	GError *error;
 };
 
 static void send_watch(void *owner, pid_t pid, int pidfd, void *data)
 {
 	struct handover_send *hs = data;
 	guint i = GPOINTER_TO_UINT(g_hash_table_lookup(hs->index, owner));
-	char text[48];
-	if (i == 0 || hs->failed)
-		return;
-	snprintf(text, sizeof(text), "watch %u %d", i - 1, (int)pid);
-	hs->failed = fdmsg_send(hs->conn, text, &pidfd, 1) < 0;
+	if (i > 0 && !hs->error)
+		(void)!handover_send_watch(hs->conn, i - 1, pid, pidfd, &hs->error);
 }
 
 /* "handover", from a new daemon (cgprocfs --replace): send it every
@@ -367,17 +365,18 @@ static void send_watch(void *owner, pid_t pid, int pidfd, void *data)
  * serves them all, stop: TRUE. Until then this daemon serves on. */
 static gboolean handle_handover(struct containers *cs, int conn)
 {
-	struct handover_send hs = { conn, g_hash_table_new(g_direct_hash, g_direct_equal), FALSE };
+	struct handover_send hs = { conn, g_hash_table_new(g_direct_hash, g_direct_equal), NULL };
 
 	G_GNUC_UNUSED g_autoptr(GHashTable) index = hs.index;
 	struct session *host = cs->cfg.host;
-	hs.failed = fdmsg_send(conn, "ok", NULL, 0) < 0 ||
-		    !handover_send_session(conn, session_proto_minor(host), session_fuse_fd(host), -1);
+	if (control_send_word(conn, CONTROL_OK, &hs.error) == 0)
+		(void)!handover_send_session(conn, session_proto_minor(host), session_fuse_fd(host), -1, &hs.error);
 	g_hash_table_insert(hs.index, session_ops(host), GUINT_TO_POINTER(1));
 	g_mutex_lock(&cs->lock);
-	for (guint i = 0; i < cs->served->len && !hs.failed; i++) {
+	for (guint i = 0; i < cs->served->len && !hs.error; i++) {
 		struct session *s = ((struct container *)g_ptr_array_index(cs->served, i))->session;
-		hs.failed = !handover_send_session(conn, session_proto_minor(s), session_fuse_fd(s), session_ns_fd(s));
+		(void)!handover_send_session(conn, session_proto_minor(s), session_fuse_fd(s), session_ns_fd(s),
+					     &hs.error);
 		g_hash_table_insert(hs.index, session_ops(s), GUINT_TO_POINTER(i + 2));
 	}
 	/* Under cs->lock: no session ends, so no owner is freed, meanwhile. */
@@ -386,8 +385,9 @@ static gboolean handle_handover(struct containers *cs, int conn)
 	g_mutex_unlock(&cs->lock);
 	/* Meanwhile no container can attach: handover_finish gives up on a
 	 * silent new daemon. */
-	if (hs.failed || !handover_finish(conn)) {
-		g_warning("a handover to a new daemon failed: this one serves on");
+	if (hs.error || handover_finish(conn, &hs.error) < 0) {
+		g_prefix_error(&hs.error, "a handover to a new daemon failed: ");
+		log_warning_consequence(hs.error, "this one serves on");
 		return FALSE;
 	}
 	g_message("handed %u container view(s) and the host's over to a new daemon", sessions);
@@ -396,31 +396,24 @@ static gboolean handle_handover(struct containers *cs, int conn)
 	return TRUE;
 }
 
-/* One request on the control socket, from root only. TRUE: stop taking
- * requests (handed over). */
+/* One request on the control socket (from root: see acceptor_thread).
+ * TRUE: stop taking requests (handed over). */
 static gboolean handle(struct containers *cs, int conn)
 {
-	char buf[64];
-	struct ucred peer;
-	socklen_t len = sizeof(peer);
-	pid_t pid = 0;
-	int fds[FDMSG_MAX_FDS];
-	size_t n_fds = G_N_ELEMENTS(fds);
+	const unsigned requests = CONTROL_WORD(CONTROL_ATTACH) | CONTROL_WORD(CONTROL_HANDOVER);
+	g_autoptr(GError) err = NULL;
+	struct control_msg m;
 
-	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || peer.uid != 0) {
-		(void)!write(conn, "error: only root may attach containers", 38);
+	if (control_receive(conn, requests, &m, &err) < 0) {
+		(void)!control_send_error(conn, NULL, "bad request (%s)", err->message);
 		return FALSE;
 	}
-	ssize_t n = fdmsg_receive(conn, buf, sizeof(buf), fds, &n_fds);
-	for (size_t i = 0; i < n_fds; i++)
-		close(fds[i]); /* nothing is taken from a hook: the daemon mounts its own */
-	if (n > 0 && sscanf(buf, "attach %d", &pid) == 1 && pid > 0) {
-		handle_attach(cs, conn, pid);
-		return FALSE;
-	}
-	if (n > 0 && strcmp(buf, "handover") == 0)
+	if (m.word == CONTROL_HANDOVER)
 		return handle_handover(cs, conn);
-	(void)!write(conn, "error: bad request", 18);
+	if (m.args[0] == 0)
+		(void)!control_send_error(conn, NULL, "bad request (pid 0)");
+	else
+		handle_attach(cs, conn, (pid_t)m.args[0]);
 	return FALSE;
 }
 
@@ -428,12 +421,11 @@ static gpointer acceptor_thread(gpointer data)
 {
 	struct containers *cs = data;
 	for (;;) {
-		int conn = accept4(cs->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (conn < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
+		int conn = control_accept(cs->listen_fd, "only root may attach containers");
+		if (conn == -EINTR || conn == -ECONNABORTED || conn == -EPERM)
+			continue;
+		if (conn < 0)
 			return NULL; /* shut down */
-		}
 		gboolean stop = handle(cs, conn);
 		close(conn);
 		if (stop)
@@ -443,7 +435,7 @@ static gpointer acceptor_thread(gpointer data)
 
 int containers_start(const struct containers_config *cfg, struct containers **ret)
 {
-	int fd = fdmsg_listen(cfg->socket_path, 16);
+	int fd = control_listen(cfg->socket_path, 16);
 	if (fd < 0)
 		return fd;
 	struct containers *cs = g_new0(struct containers, 1);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cgroup.h"
+#include "control.h"
 #include "cpuview.h"
 #include "pidwatch.h"
 #include "smaps.h"
@@ -84,69 +85,7 @@ int lifecycle_serve(const struct daemon_config *cfg);
  * waits for the lookups under way in its directory. */
 void recover_entries(struct session *s, int proc_fd);
 
-/* Taking over from the daemon serving a mountpoint (handover.c). */
-struct handover_session {
-	int fuse_fd; /* its /dev/fuse fd; -1 once taken */
-	int ns_fd;   /* a container's: its pid namespace; -1 for the host's */
-	unsigned proto_minor;
-};
-struct handover_watch {
-	unsigned session; /* index in sessions */
-	pid_t pid;
-	int pidfd; /* -1 once taken */
-};
-struct handover {
-	int conn;          /* to the old daemon */
-	GArray *sessions;  /* struct handover_session, the host's first */
-	GArray *watches;   /* struct handover_watch */
-};
-/* Ask for the sessions: on conn (a keeper's, see keeper_connect), or, if
- * conn is -1, the daemon serving mountpoint. 0, or -errno with *ret_why;
- * the old daemon serves on until handover_done. Takes conn. */
-int handover_take(const char *mountpoint, int conn, struct handover *ret, const char **ret_why);
-/* Tell the old daemon that its sessions are served here: it stops. */
-void handover_done(struct handover *h);
-/* Close what was not taken. */
-void handover_clear(struct handover *h);
-/* The giving side, after "ok": each session (sessions[0] the host's, with
- * ns_fd -1), then optional "watch <session> <pid>" messages, then
- * handover_finish, which says "end" and waits for "serving": TRUE once the
- * new daemon serves them all. */
-gboolean handover_send_session(int conn, unsigned proto_minor, int fuse_fd, int ns_fd);
-gboolean handover_finish(int conn);
-
-/* The keeper (keeper.c): a process holding a copy of every session's fd,
- * so that a new daemon can take the views over if this one dies. Started
- * before any thread (it forks); listens on path for that new daemon, and
- * waits wait_s for one. NULL is a valid keeper that keeps nothing. */
-struct keeper;
-int keeper_start(const char *path, int wait_s, struct keeper **ret);
-/* Session id 0 is the host view's; a container's comes with its pid
- * namespace (ns_fd), the host's with -1; proto_minor: the FUSE protocol
- * minor version the kernel spoke (the same for all). The fds stay the
- * caller's. */
-void keeper_keep(struct keeper *k, unsigned id, unsigned proto_minor, int fuse_fd, int ns_fd);
-void keeper_drop(struct keeper *k, unsigned id);
-/* A clean stop: the keeper lets go of everything and exits. */
-void keeper_quit(struct keeper *k);
-/* A connection to the keeper at path whose daemon died, ready to hand its
- * sessions over (handover_take), or -1 (none there, or its daemon lives). */
-int keeper_connect(const char *path);
-
-/* Messages with up to FDMSG_MAX_FDS file descriptors on unix sockets
- * (fdmsg.c). send is async-signal-safe; receive closes fds beyond *n_fds,
- * sets *n_fds to how many it stored, and NUL-terminates buf. */
-#define FDMSG_MAX_FDS 4
-ssize_t fdmsg_send(int sock, const char *text, const int *fds, size_t n_fds);
-ssize_t fdmsg_receive(int sock, char *buf, size_t size, int *fds, size_t *n_fds);
-/* A listening SEQPACKET socket at path (its directory made, 0600, any
- * old one replaced): the fd, or -errno. */
-int fdmsg_listen(const char *path, int backlog);
-/* Connect to path, send request, and read the first answer into reply
- * (waiting at most timeout_s): the connection, or -errno. */
-int fdmsg_ask(const char *path, int timeout_s, const char *request, char *reply, size_t size);
-/* How long one daemon waits for another's next message in a handover. */
-#define HANDOVER_TIMEOUT_S 60
+/* The handover, the keeper and the control socket's messages: control.h. */
 
 /* Make dir ready to be mounted on: created if missing, a directory, not a
  * mount point (a stale cgprocfs mount left by a dead daemon is removed);

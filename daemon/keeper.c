@@ -2,18 +2,17 @@
  * session's /dev/fuse fd while the daemon runs. If the daemon dies (a
  * crash, SIGKILL), the views then wait instead of failing with ENOTCONN:
  * a new daemon started on the same mountpoint takes the sessions over from
- * the keeper (the handover protocol of containers.c) and has the kernel
+ * the keeper (the handover protocol, control.h) and has the kernel
  * resend the requests the dead one had taken. The keeper gives up after
  * --keeper-wait seconds without a new daemon; a daemon that stops cleanly tells
  * it to go first, so that its views end as they always did. */
 #include "cleanup.h"
-#include "daemon.h"
+#include "control.h"
+#include "log.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
@@ -38,71 +37,70 @@ static void kept_free(gpointer p)
 	g_free(k);
 }
 
-/* Give the sessions to a new daemon on conn: the host's (id 0) first. */
-static gboolean hand_over(int conn, GHashTable *kept, unsigned minor)
+/* Give the sessions to a new daemon on conn: the host's (id 0) first. 0
+ * once it serves them, or -errno. */
+static int hand_over(int conn, GHashTable *kept, unsigned minor)
 {
 	GHashTableIter it;
 	gpointer id, value;
 
 	struct kept *host = g_hash_table_lookup(kept, GUINT_TO_POINTER(0));
-	if (!host || minor == 0 || !handover_send_session(conn, minor, host->fuse_fd, -1))
-		return FALSE;
+	if (!host || minor == 0)
+		return -ENOENT;
+	int r = handover_send_session(conn, minor, host->fuse_fd, -1, NULL);
 	g_hash_table_iter_init(&it, kept);
-	while (g_hash_table_iter_next(&it, &id, &value)) {
+	while (r == 0 && g_hash_table_iter_next(&it, &id, &value)) {
 		const struct kept *k = value;
-		if (GPOINTER_TO_UINT(id) != 0 && !handover_send_session(conn, minor, k->fuse_fd, k->ns_fd))
-			return FALSE;
+		if (GPOINTER_TO_UINT(id) != 0)
+			r = handover_send_session(conn, minor, k->fuse_fd, k->ns_fd, NULL);
 	}
-	return handover_finish(conn);
+	return r < 0 ? r : handover_finish(conn, NULL);
 }
 
-/* Messages from the daemon: "keep <id> <minor>" with the session's fd
- * (and a container's pid namespace; minor: the FUSE protocol version the
- * kernel spoke, the same for all), "drop <id>", "quit". FALSE once
- * the daemon is gone (EOF) or said quit (*ret_quit). */
+/* A message from the daemon (control.h): keep, with the session's fd (and
+ * a container's pid namespace; minor: the FUSE protocol version the
+ * kernel spoke, the same for all), drop, quit. FALSE once the daemon is
+ * gone (EOF) or said quit (*ret_quit). */
 static gboolean from_daemon(int sock, GHashTable *kept, unsigned *minor, gboolean *ret_quit)
 {
-	char text[32];
-	int fds[FDMSG_MAX_FDS];
-	size_t n = G_N_ELEMENTS(fds);
-	unsigned id;
+	g_autoptr(GError) err = NULL;
+	struct control_msg m;
 
-	ssize_t len = fdmsg_receive(sock, text, sizeof(text), fds, &n);
-	if (len <= 0)
+	int r = control_receive(sock, CONTROL_WORD(CONTROL_KEEP) | CONTROL_WORD(CONTROL_DROP) | CONTROL_WORD(CONTROL_QUIT),
+				&m, &err);
+	if (r == -EPROTO) {
+		g_warning("the keeper ignored a message from its daemon: %s", err->message);
+		return TRUE;
+	}
+	if (r < 0)
 		return FALSE;
-	if (strcmp(text, "quit") == 0) {
+	if (m.word == CONTROL_QUIT) {
 		*ret_quit = TRUE;
 		return FALSE;
 	}
-	if (sscanf(text, "keep %u %u", &id, minor) == 2 && n >= 1) {
-		struct kept *k = g_new(struct kept, 1);
-		*k = (struct kept){ fds[0], n >= 2 ? fds[1] : -1 };
-		g_hash_table_replace(kept, GUINT_TO_POINTER(id), k);
+	if (m.word == CONTROL_DROP) {
+		g_hash_table_remove(kept, GUINT_TO_POINTER(m.args[0]));
 		return TRUE;
 	}
-	for (size_t i = 0; i < n; i++)
-		close(fds[i]);
-	if (sscanf(text, "drop %u", &id) == 1)
-		g_hash_table_remove(kept, GUINT_TO_POINTER(id));
+	struct kept *k = g_new(struct kept, 1);
+	*k = (struct kept){ m.fds[0], m.n_fds >= 2 ? m.fds[1] : -1 };
+	*minor = m.args[1];
+	g_hash_table_replace(kept, GUINT_TO_POINTER(m.args[0]), k);
 	return TRUE;
 }
 
 /* A new daemon asks on conn: the sessions, once the daemon is gone. */
 static void answer(int conn, GHashTable *kept, unsigned minor, gboolean daemon_alive)
 {
-	struct ucred peer;
-	socklen_t len = sizeof(peer);
-	char text[16];
-	size_t no_fds = 0;
+	struct control_msg m;
 
-	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || peer.uid != 0 ||
-	    fdmsg_receive(conn, text, sizeof(text), NULL, &no_fds) <= 0 || strcmp(text, "handover") != 0)
+	if (control_receive(conn, CONTROL_WORD(CONTROL_HANDOVER), &m, NULL) < 0)
 		return;
 	if (daemon_alive) {
-		(void)!fdmsg_send(conn, "error: its daemon is alive", NULL, 0);
+		(void)!control_send_error(conn, NULL, "its daemon is alive");
 		return;
 	}
-	if (fdmsg_send(conn, "ok", NULL, 0) >= 0 && hand_over(conn, kept, minor))
+	if (control_send_word(conn, CONTROL_OK, NULL) == 0 && hand_over(conn, kept, minor) == 0)
 		_exit(0);
 }
 
@@ -151,7 +149,7 @@ static void keeper_main(int sock, int listen_fd, int wait_s, const char *path, i
 			deadline = g_get_monotonic_time() + (gint64)wait_s * G_USEC_PER_SEC;
 		}
 		if (p[1].revents & POLLIN) {
-			_cleanup_close_ int conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			_cleanup_close_ int conn = control_accept(listen_fd, "only root may take the views over");
 			if (conn >= 0)
 				answer(conn, kept, minor, daemon_alive);
 		}
@@ -160,9 +158,8 @@ static void keeper_main(int sock, int listen_fd, int wait_s, const char *path, i
 
 int keeper_connect(const char *path)
 {
-	char reply[64];
-	_cleanup_close_ int conn = fdmsg_ask(path, HANDOVER_TIMEOUT_S, "handover", reply, sizeof(reply));
-	return conn >= 0 && strcmp(reply, "ok") == 0 ? steal_fd(&conn) : -1;
+	int conn = control_ask_handover(path, NULL);
+	return conn >= 0 ? conn : -1;
 }
 
 int keeper_start(const char *path, int wait_s, struct keeper **ret)
@@ -170,7 +167,7 @@ int keeper_start(const char *path, int wait_s, struct keeper **ret)
 	int sv[2];
 	struct stat st;
 
-	_cleanup_close_ int listen_fd = fdmsg_listen(path, 4);
+	_cleanup_close_ int listen_fd = control_listen(path, 4);
 	if (listen_fd < 0)
 		return listen_fd;
 	if (stat(path, &st) < 0)
@@ -198,29 +195,31 @@ int keeper_start(const char *path, int wait_s, struct keeper **ret)
 
 void keeper_keep(struct keeper *k, unsigned id, unsigned proto_minor, int fuse_fd, int ns_fd)
 {
-	char text[32];
-	const int fds[2] = { fuse_fd, ns_fd };
+	g_autoptr(GError) err = NULL;
+	const struct control_msg m = {
+		.word = CONTROL_KEEP,
+		.args = { id, proto_minor },
+		.fds = { fuse_fd, ns_fd },
+		.n_fds = ns_fd >= 0 ? 2 : 1,
+	};
 	if (!k)
 		return;
-	snprintf(text, sizeof(text), "keep %u %u", id, proto_minor);
-	if (fdmsg_send(k->sock, text, fds, ns_fd >= 0 ? 2 : 1) < 0)
-		g_warning("cannot hand a session to the keeper: %s", g_strerror(errno));
+	if (control_send(k->sock, &m, &err) < 0)
+		log_warning_consequence(g_steal_pointer(&err), "the keeper cannot hold that view");
 }
 
 void keeper_drop(struct keeper *k, unsigned id)
 {
-	char text[32];
-	if (!k)
-		return;
-	snprintf(text, sizeof(text), "drop %u", id);
-	(void)!fdmsg_send(k->sock, text, NULL, 0);
+	const struct control_msg m = { .word = CONTROL_DROP, .args = { id } };
+	if (k)
+		(void)!control_send(k->sock, &m, NULL);
 }
 
 void keeper_quit(struct keeper *k)
 {
 	if (!k)
 		return;
-	(void)!fdmsg_send(k->sock, "quit", NULL, 0);
+	(void)!control_send_word(k->sock, CONTROL_QUIT, NULL);
 	close(k->sock);
 	g_free(k);
 }

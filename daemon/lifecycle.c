@@ -244,10 +244,11 @@ static gboolean make_host_session(struct daemon *d, GError **error)
 	g_autofree char *opts = g_strdup_printf("ro,allow_other,fsname=cgprocfs,subtype=cgprocfs%s%s",
 						cfg->fuse_options ? "," : "",
 						cfg->fuse_options ? cfg->fuse_options : "");
-	const char *why;
 
-	if (taking_over(cfg) && handover_take(cfg->mountpoint, cfg->recover_fd, &d->ho, &why) < 0)
-		return log_set_message(error, "cannot take over %s: %s", cfg->mountpoint, why), FALSE;
+	if (taking_over(cfg) && handover_take(cfg->mountpoint, cfg->recover_fd, &d->ho, error) < 0) {
+		g_prefix_error(error, "cannot take over %s: ", cfg->mountpoint);
+		return FALSE;
+	}
 	d->host = session_new(d->server, d->view, d->watch, d->proc_fd, opts);
 	if (!d->host)
 		return log_set_message(error, "cannot start the FUSE session (check the -o options)"), FALSE;

@@ -7,6 +7,8 @@
  * container's own procfs at /proc/.real. It never breaks a container start:
  * whatever goes wrong, it says so in one line and exits 0, and the container
  * keeps the real /proc. */
+#include "control.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -16,13 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #define PROC_SUPER_MAGIC 0x9fa0
+#define HOOK_ERROR g_quark_from_static_string("cgprocfs-oci-hook-error")
 
 /* ---------------------------------------------------------------- JSON -- */
 /* Just enough JSON to find a value by key in objects: the OCI state and
@@ -150,65 +151,29 @@ static int give_up(const char *fmt, ...)
 	return 0;
 }
 
-/* The conversation with the daemon (see daemon/containers.c). */
-static int daemon_connect(const char *socket_path, char **ret_why)
+/* Ask the daemon on conn for a view of the container of host process
+ * pid (control.h): the view's detached mount, or -errno with *error. */
+static int ask_view(int conn, long pid, GError **error)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0 || strlen(socket_path) >= sizeof(addr.sun_path)) {
-		*ret_why = g_strdup(g_strerror(errno));
-		return -1;
-	}
-	strcpy(addr.sun_path, socket_path);
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		*ret_why = g_strdup_printf("cannot reach the daemon at %s: %s", socket_path, g_strerror(errno));
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
+	const struct control_msg attach = { .word = CONTROL_ATTACH, .args = { (unsigned)pid } };
+	struct control_msg reply;
 
-/* Send text with fd (or none, -1); receive the answer and an fd if any.
- * 0 if the answer is "ok". */
-static int exchange(int conn, const char *text, int fd, int *ret_fd, char **ret_why)
-{
-	char control[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { (void *)text, strlen(text) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (fd >= 0) {
-		msg.msg_control = control;
-		msg.msg_controllen = sizeof(control);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	if (control_send(conn, &attach, error) < 0) {
+		g_prefix_error(error, "cannot talk to the daemon: ");
+		return -EPIPE;
 	}
-	if (sendmsg(conn, &msg, 0) < 0) {
-		*ret_why = g_strdup_printf("cannot talk to the daemon: %s", g_strerror(errno));
-		return -1;
+	if (control_receive(conn, CONTROL_WORD(CONTROL_OK) | CONTROL_WORD(CONTROL_ERROR), &reply, error) < 0) {
+		g_prefix_error(error, "no answer from the daemon: ");
+		return -EPROTO;
 	}
-	char reply[256] = "";
-	char rcontrol[CMSG_SPACE(sizeof(int))];
-	struct iovec riov = { reply, sizeof(reply) - 1 };
-	struct msghdr rmsg = { .msg_iov = &riov, .msg_iovlen = 1, .msg_control = rcontrol,
-			       .msg_controllen = sizeof(rcontrol) };
-	ssize_t n = recvmsg(conn, &rmsg, MSG_CMSG_CLOEXEC);
-	if (n <= 0) {
-		*ret_why = g_strdup("no answer from the daemon");
-		return -1;
-	}
-	if (ret_fd) {
-		*ret_fd = -1;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&rmsg); c; c = CMSG_NXTHDR(&rmsg, c))
-			if (c->cmsg_type == SCM_RIGHTS)
-				memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
-	}
-	if (strcmp(reply, "ok") != 0) {
-		*ret_why = g_strdup(reply);
-		return -1;
-	}
-	return 0;
+	if (reply.word == CONTROL_OK && reply.n_fds == 1)
+		return reply.fds[0];
+	control_close_fds(&reply);
+	if (reply.word == CONTROL_ERROR)
+		g_set_error(error, HOOK_ERROR, EPROTO, "error: %s", reply.reason);
+	else
+		g_set_error(error, HOOK_ERROR, EPROTO, "the daemon sent no mount");
+	return -EPROTO;
 }
 
 /* The innermost pid (the last of NSpid) of host process h, and its parent. */
@@ -294,16 +259,14 @@ static int run(const char *state_text)
 	g_autofree char *rootfs = g_path_is_absolute(root_path) ? g_strdup(root_path)
 							       : g_build_filename(bundle, root_path, NULL);
 
-	g_autofree char *control = g_build_filename(mountpoint, ".cgprocfs", "control", NULL);
-	g_autofree char *socket_path = NULL;
-	if (!g_file_get_contents(control, &socket_path, NULL, NULL))
+	g_autofree char *socket_path = control_socket_of(mountpoint, NULL);
+	if (!socket_path)
 		return give_up("no cgprocfs daemon serves %s", mountpoint);
-	g_strchomp(socket_path);
 
-	g_autofree char *why = NULL;
-	int conn = daemon_connect(socket_path, &why);
+	g_autoptr(GError) error = NULL;
+	int conn = control_connect(socket_path, 0, &error);
 	if (conn < 0)
-		return give_up("%s", why);
+		return give_up("%s", error->message);
 	gboolean inside;
 	pid = host_pid(pid, &inside);
 	if (pid <= 0)
@@ -329,11 +292,9 @@ static int run(const char *state_text)
 	/* The daemon makes the FUSE mount (so that it numbers callers as the
 	 * host does, and whatever device cgroup the runtime put this hook in)
 	 * and hands it over, detached. */
-	char attach[32];
-	int view = -1;
-	snprintf(attach, sizeof(attach), "attach %ld", pid);
-	if (exchange(conn, attach, -1, &view, &why) < 0 || view < 0)
-		return give_up("%s", why ? why : "the daemon sent no mount");
+	int view = ask_view(conn, pid, &error);
+	if (view < 0)
+		return give_up("%s", error->message);
 
 	if (files_mode) {
 		const char *files[][2] = { { "proc/cpuinfo", "cpuinfo" }, { "proc/stat", "stat" } };

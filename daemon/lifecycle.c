@@ -2,6 +2,8 @@
 #include "cleanup.h"
 #include "daemon.h"
 #include "log.h"
+#include "metrics.h"
+#include "caller.h"
 #include "mountinfo.h"
 #include "pidwatch.h"
 #include "session.h"
@@ -171,6 +173,9 @@ static void more_stats(GString *out, void *data)
 {
 	struct daemon *d = data;
 	server_render_stats(d->server, out);
+	metrics_u64(out, "cgprocfs_caller_restore_failures_total", "counter",
+		    "Times a thread could not take the daemon's credentials back after acting as a caller.",
+		    caller_restore_failures());
 	struct containers *cs = g_atomic_pointer_get(&d->containers);
 	if (cs)
 		containers_render_stats(cs, out);

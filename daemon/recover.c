@@ -6,34 +6,26 @@
  * the kernel's cache: about a microsecond each. A number above that, only
  * possible after the namespace's pids wrapped around, is not. */
 #include "daemon.h"
+#include "dirwalk.h"
 #include "session.h"
 #include "pidns.h"
 #include "procfile.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 
-/* The numbers of proc_fd's processes. */
+static void add_pid(const struct dirent *de, void *data)
+{
+	guint64 pid;
+	if (g_ascii_string_to_unsigned(de->d_name, 10, 1, G_MAXINT32, &pid, NULL))
+		g_hash_table_add(data, GUINT_TO_POINTER((guint)pid));
+}
+
+/* The numbers of proc_fd's processes (none if it cannot be listed). */
 static GHashTable *live_pids(int proc_fd)
 {
 	GHashTable *live = g_hash_table_new(g_direct_hash, g_direct_equal);
-	int fd = openat(proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *de;
-	if (!dir) {
-		if (fd >= 0)
-			close(fd);
-		return live;
-	}
-	while ((de = readdir(dir))) {
-		guint64 pid;
-		if (g_ascii_string_to_unsigned(de->d_name, 10, 1, G_MAXINT32, &pid, NULL))
-			g_hash_table_add(live, GUINT_TO_POINTER((guint)pid));
-	}
-	closedir(dir);
+	(void)dirwalk(proc_fd, ".", add_pid, live);
 	return live;
 }
 

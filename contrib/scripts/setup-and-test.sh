@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fresh Debian 12 to a passing test suite: install, build with gcc (and
 # check that clang builds it clean too, with the fuzzers), run every test,
-# and replay the fuzzers' seeds and past crash inputs.
+# replay the fuzzers' seeds and past crash inputs, and run the concurrency
+# scenarios under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . contrib/scripts/deps.sh
@@ -18,6 +19,15 @@ if meson test -C build-clang --suite fuzz --num-processes 2 >build-clang/fuzz.lo
 	echo "fuzzers: seeds replayed clean ($(grep -c ' OK ' build-clang/fuzz.log) harnesses)"
 else
 	cat build-clang/fuzz.log
+	status=1
+fi
+
+# The concurrency scenarios of fs/ under ThreadSanitizer (clang).
+rm -rf build-tsan
+if contrib/scripts/tsan.sh build-tsan >build-clang/tsan.log 2>&1; then
+	echo "tsan: concurrency scenarios clean"
+else
+	cat build-clang/tsan.log
 	status=1
 fi
 

@@ -103,6 +103,13 @@ echo @@gone; if [ -e /proc/$p ]; then echo present; else echo gone; fi
 echo @@write; echo $((p - 1)) > /proc/sys/kernel/ns_last_pid; echo $?
 sleep 31 &
 q=$!
+# Until it has exec'd, the new process is a copy of this shell: wait for a
+# "sleep 3..." command line (the old process's, "sleep 30", would end the
+# wait too, and fail the check below).
+for i in $(seq 200); do
+    case "$(tr '\0' ' ' < /proc/$q/cmdline)" in "sleep 3"*) break;; esac
+    sleep 0.01
+done
 echo @@pids; echo $p $q
 echo @@stat; stat -c %F /proc/$q 2>&1
 echo @@ls; ls /proc/$q 2>&1 | grep -c '^smaps_rollup$'

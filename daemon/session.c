@@ -4,6 +4,7 @@
  * handover to another daemon loses no request. */
 #include "session.h"
 
+#include "caller.h"
 #include "metrics.h"
 #include "view.h"
 
@@ -37,11 +38,14 @@ struct session {
 	struct server *server;
 	gboolean resend; /* taken up from a dead daemon: resend on serving */
 	unsigned id;     /* the keeper's */
-	GMutex lock;       /* guards workers, idle, running, draining, error */
+	GMutex lock;       /* guards workers, idle, running, draining, respawn, error */
 	GCond changed;     /* workers or running changed */
 	unsigned workers, idle;
 	GPtrArray *running; /* struct worker*: threads a drain interrupts */
 	gboolean draining;
+	/* A worker ended unsound (see serve_one): the session's own thread,
+	 * which never acts as a caller, makes the next one. */
+	gboolean respawn;
 	int error;
 };
 
@@ -132,9 +136,12 @@ static gboolean serve_one(struct worker *w, struct fuse_buf *buf)
 		spawn(s);
 	g_mutex_unlock(&s->lock);
 	fuse_session_process_buf(s->se, buf);
+	/* A thread that could not take the daemon's credentials back after
+	 * acting as a caller serves no more (the others, and new ones, do). */
+	gboolean sound = caller_restored() == 0;
 	g_mutex_lock(&s->lock);
 	s->idle++;
-	return TRUE;
+	return sound;
 }
 
 static void *worker_main(void *data)
@@ -144,8 +151,12 @@ static void *worker_main(void *data)
 	struct fuse_buf buf = { 0 };
 
 	g_mutex_lock(&s->lock);
-	while (!s->draining && !fuse_session_exited(s->se) && serve_one(w, &buf))
-		;
+	while (!s->draining && !fuse_session_exited(s->se)) {
+		if (!serve_one(w, &buf)) {
+			s->respawn = s->error == 0 && !fuse_session_exited(s->se);
+			break;
+		}
+	}
 	free(buf.mem);
 	s->workers--;
 	s->idle--;
@@ -156,21 +167,14 @@ static void *worker_main(void *data)
 	return NULL;
 }
 
-/* Stop s's workers between requests, by deadline: TRUE once none is left. */
-static gboolean session_drain(struct session *s, gint64 deadline)
+/* Signal s's workers that wait for a request: FALSE once none is left.
+ * Under s->lock. */
+static gboolean interrupt_waiting(struct session *s)
 {
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
-
-	s->draining = TRUE;
-	/* Signal until every worker has seen the flag: one may be between its
-	 * check and its read when the first signal comes. */
-	while (s->running->len > 0 && g_get_monotonic_time() < deadline) {
-		for (guint i = 0; i < s->running->len; i++) {
-			const struct worker *w = g_ptr_array_index(s->running, i);
-			if (w->waiting)
-				pthread_kill(w->thread, SIGUSR2);
-		}
-		g_cond_wait_until(&s->changed, &s->lock, g_get_monotonic_time() + 10 * G_TIME_SPAN_MILLISECOND);
+	for (guint i = 0; i < s->running->len; i++) {
+		const struct worker *w = g_ptr_array_index(s->running, i);
+		if (w->waiting)
+			pthread_kill(w->thread, SIGUSR2);
 	}
 	return s->running->len == 0;
 }
@@ -178,13 +182,32 @@ static gboolean session_drain(struct session *s, gint64 deadline)
 gboolean server_drain(struct server *sv)
 {
 	gint64 deadline = g_get_monotonic_time() + DRAIN_WAIT_US;
-	gboolean done = TRUE;
+	gboolean done = FALSE;
 
 	/* Held throughout: no session starts or ends its registration meanwhile. */
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
 	sv->draining = TRUE;
-	for (guint i = 0; i < sv->sessions->len; i++)
-		done = session_drain(g_ptr_array_index(sv->sessions, i), deadline) && done;
+	/* Every session at once, and again until every worker has seen the
+	 * flag: one may be between its check and its read when a signal
+	 * comes, and one stuck in a request must not keep the others'
+	 * workers serving. */
+	for (guint i = 0; i < sv->sessions->len; i++) {
+		struct session *s = g_ptr_array_index(sv->sessions, i);
+		G_GNUC_UNUSED g_autoptr(GMutexLocker) session_locker = g_mutex_locker_new(&s->lock);
+		s->draining = TRUE;
+	}
+	while (!done && g_get_monotonic_time() < deadline) {
+		done = TRUE;
+		for (guint i = 0; i < sv->sessions->len; i++) {
+			struct session *s = g_ptr_array_index(sv->sessions, i);
+			G_GNUC_UNUSED g_autoptr(GMutexLocker) session_locker = g_mutex_locker_new(&s->lock);
+			if (!interrupt_waiting(s)) {
+				done = FALSE;
+				g_cond_wait_until(&s->changed, &s->lock,
+						  g_get_monotonic_time() + 10 * G_TIME_SPAN_MILLISECOND);
+			}
+		}
+	}
 	return done;
 }
 
@@ -290,6 +313,9 @@ int session_serve(struct session *s)
 {
 	struct server *sv = s->server;
 
+	/* Even if it is not served here: whoever serves it next needs them. */
+	if (s->resend)
+		resend_requests(s);
 	g_mutex_lock(&sv->lock);
 	gboolean drained = sv->draining;
 	if (!drained)
@@ -297,13 +323,17 @@ int session_serve(struct session *s)
 	g_mutex_unlock(&sv->lock);
 	if (drained)
 		return -ECANCELED;
-	if (s->resend)
-		resend_requests(s);
 
 	g_mutex_lock(&s->lock);
 	spawn(s);
-	while (s->workers > 0)
+	for (;;) {
+		if (s->respawn && !s->draining && !fuse_session_exited(s->se))
+			spawn(s);
+		s->respawn = FALSE;
+		if (s->workers == 0)
+			break;
 		g_cond_wait(&s->changed, &s->lock);
+	}
 	int r = s->draining && s->error == 0 && !fuse_session_exited(s->se) ? -ECANCELED : s->error;
 	g_mutex_unlock(&s->lock);
 

@@ -60,12 +60,16 @@ int caller_parse_status(const char *text, size_t len, struct caller_status *ret)
 	return 0;
 }
 
-/* The daemon's own capabilities and groups, which every thread has but
- * while it acts as a caller, and which never change: read once (g_once),
- * then shared read-only by every thread, no lock; never freed. */
+/* The daemon's own capabilities, groups and filesystem ids, which every
+ * thread has but while it acts as a caller, and which never change: read
+ * once (g_once), then shared read-only by every thread, no lock; never
+ * freed. A restore goes back to these, never to what a thread had (which,
+ * for a thread made by one that failed a restore, could be a caller's). */
 struct daemon_creds {
 	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
 	GArray *groups; /* gid_t */
+	uid_t fsuid;
+	gid_t fsgid;
 };
 
 static const struct daemon_creds *daemon_creds(void)
@@ -75,6 +79,8 @@ static const struct daemon_creds *daemon_creds(void)
 	if (g_once_init_enter(&done)) {
 		struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 		int n = getgroups(0, NULL);
+		d.fsuid = (uid_t)setfsuid((uid_t)-1);
+		d.fsgid = (gid_t)setfsgid((gid_t)-1);
 		gboolean ok = syscall(SYS_capget, &hdr, d.caps) == 0 && n >= 0;
 		if (ok) {
 			d.groups = g_array_sized_new(FALSE, TRUE, sizeof(gid_t), (guint)n);
@@ -86,12 +92,9 @@ static const struct daemon_creds *daemon_creds(void)
 	return done == 1 ? &d : NULL;
 }
 
-/* The filesystem ids of this thread before it acted as a caller, and
- * whether it did (its capabilities and groups are the daemon's). */
+/* Whether this thread acts as a caller (until creds_restore). */
 struct saved_creds {
 	gboolean active;
-	uid_t fsuid;
-	gid_t fsgid;
 };
 
 /* Restores of the daemon's credentials that failed, every attempt on every
@@ -99,16 +102,16 @@ struct saved_creds {
 static guint64 restore_failures;
 /* Restores still to fail on purpose (atomic): caller_inject_restore_failures. */
 static gint injected_failures;
-/* This thread's own: what it must get back to after a restore failed. Until
- * it has, it acts as nobody (every caller_* call is -EIO). */
-static __thread struct saved_creds unrestored;
+/* This thread's own: a restore failed on it. Until one succeeds, it acts
+ * as nobody (every caller_* call is -EIO). */
+static __thread gboolean unrestored;
 
-/* Give this thread the daemon's capabilities, groups and the filesystem ids
- * of s back. 0 or -EIO. */
-static int restore_ids(const struct saved_creds *s)
+/* Give this thread the daemon's capabilities, groups and filesystem ids
+ * back. 0 or -EIO. */
+static int restore_ids(void)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	const struct daemon_creds *d = daemon_creds(); /* set: s is active */
+	const struct daemon_creds *d = daemon_creds(); /* set: a thread acted as a caller */
 	int injected = g_atomic_int_get(&injected_failures);
 
 	if (injected > 0 && g_atomic_int_compare_and_exchange(&injected_failures, injected, injected - 1))
@@ -117,9 +120,9 @@ static int restore_ids(const struct saved_creds *s)
 	if (syscall(SYS_capset, &hdr, d->caps) < 0 ||
 	    syscall(SYS_setgroups, (size_t)d->groups->len, (const gid_t *)(void *)d->groups->data) < 0)
 		return -EIO;
-	setfsuid(s->fsuid);
-	setfsgid(s->fsgid);
-	if ((uid_t)setfsuid((uid_t)-1) != s->fsuid || (gid_t)setfsgid((gid_t)-1) != s->fsgid)
+	setfsuid(d->fsuid);
+	setfsgid(d->fsgid);
+	if ((uid_t)setfsuid((uid_t)-1) != d->fsuid || (gid_t)setfsgid((gid_t)-1) != d->fsgid)
 		return -EIO;
 	return 0;
 }
@@ -132,24 +135,23 @@ static int creds_restore(struct saved_creds *s)
 	if (!s->active)
 		return 0;
 	s->active = FALSE;
-	if (restore_ids(s) == 0)
+	if (restore_ids() == 0)
 		return 0;
 	__atomic_fetch_add(&restore_failures, 1, __ATOMIC_RELAXED);
-	unrestored = *s;
-	unrestored.active = TRUE;
+	unrestored = TRUE;
 	g_debug("cannot restore the daemon's credentials: %s", g_strerror(errno));
 	return -EIO;
 }
 
 int caller_restored(void)
 {
-	if (!unrestored.active)
+	if (!unrestored)
 		return 0;
-	if (restore_ids(&unrestored) < 0) {
+	if (restore_ids() < 0) {
 		__atomic_fetch_add(&restore_failures, 1, __ATOMIC_RELAXED);
 		return -EIO;
 	}
-	unrestored.active = FALSE;
+	unrestored = FALSE;
 	return 0;
 }
 
@@ -262,8 +264,6 @@ static int creds_assume(const struct caller *c, int owner_proc_fd, pid_t owner, 
 	uint64_t ours = (uint64_t)d->caps[1].effective << 32 | d->caps[0].effective;
 	if (c->uid == 0 && c->gid == 0 && (caller_caps & ours) == ours)
 		return 0; /* root with all of the daemon's capabilities: nothing to narrow */
-	s->fsuid = (uid_t)setfsuid((uid_t)-1);
-	s->fsgid = (gid_t)setfsgid((gid_t)-1);
 	s->active = TRUE;
 
 	struct __user_cap_data_struct narrowed[_LINUX_CAPABILITY_U32S_3];

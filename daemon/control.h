@@ -141,12 +141,14 @@ struct keeper;
 int keeper_start(const char *path, int wait_s, struct keeper **ret);
 /* Session id 0 is the host view's; a container's comes with its pid
  * namespace (ns_fd), the host's with -1; proto_minor: the FUSE protocol
- * minor version the kernel spoke (the same for all). The fds stay the
- * caller's. */
+ * minor version the kernel spoke to it. The fds stay the caller's. */
 void keeper_keep(struct keeper *k, unsigned id, unsigned proto_minor, int fuse_fd, int ns_fd);
 void keeper_drop(struct keeper *k, unsigned id);
-/* A clean stop: the keeper lets go of everything and exits. */
+/* A clean stop: the keeper lets go of everything and exits; k's keep and
+ * drop do nothing from then on. */
 void keeper_quit(struct keeper *k);
+/* Free k (quitting first), once nothing can call keeper_keep or keeper_drop. */
+void keeper_free(struct keeper *k);
 /* A connection to the keeper at path whose daemon died, ready to hand its
  * sessions over (handover_take), or -1 (none there, or its daemon lives). */
 int keeper_connect(const char *path);

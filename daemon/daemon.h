@@ -49,6 +49,9 @@ int containers_start(const struct containers_config *cfg, struct containers **re
  * NULL); resend: that daemon died. 0 or -errno (logged). */
 int containers_resume(struct containers *cs, int fuse_fd, int ns_fd, unsigned proto_minor, gboolean resend,
 		      GArray *watches);
+/* Every view taken over is served: a handover to a newer daemon may
+ * start (until then it is refused). */
+void containers_ready(struct containers *cs);
 /* The containers' gauges and counters (Prometheus text). */
 void containers_render_stats(struct containers *cs, GString *out);
 /* Stop taking new containers. TRUE if containers' views are still served:
@@ -60,7 +63,8 @@ struct refresher;
 struct refresher *refresher_new(void);
 void refresher_start(struct refresher *r, struct smaps *smaps);
 void refresher_wake(void *data); /* data: the refresher */
-void refresher_free(struct refresher *r); /* stops it at once */
+void refresher_stop(struct refresher *r); /* at once; refresher_wake may still be called */
+void refresher_free(struct refresher *r); /* stops it, once nothing can wake it */
 
 /* The cgroup hierarchies the CPU view reads, and what keeps them open. */
 struct daemon_cgroups {

@@ -19,13 +19,19 @@
 #include <unistd.h>
 
 
+/* The daemon's end. Used by the main thread and by containers' session
+ * threads (keeper_drop), which may outlive keeper_quit: freed by
+ * keeper_free only once none of them can call in. */
 struct keeper {
-	int sock; /* to the keeper process */
+	GMutex lock; /* guards sock */
+	int sock;    /* to the keeper process; -1 after keeper_quit */
 };
 
+/* In the keeper process: one session it holds. */
 struct kept {
 	int fuse_fd;
-	int ns_fd; /* -1 for the host view */
+	int ns_fd;      /* -1 for the host view */
+	unsigned minor; /* the FUSE protocol minor version the kernel spoke to it */
 };
 
 static void kept_free(gpointer p)
@@ -39,29 +45,29 @@ static void kept_free(gpointer p)
 
 /* Give the sessions to a new daemon on conn: the host's (id 0) first. 0
  * once it serves them, or -errno. */
-static int hand_over(int conn, GHashTable *kept, unsigned minor)
+static int hand_over(int conn, GHashTable *kept)
 {
 	GHashTableIter it;
 	gpointer id, value;
 
 	struct kept *host = g_hash_table_lookup(kept, GUINT_TO_POINTER(0));
-	if (!host || minor == 0)
+	if (!host || host->minor == 0)
 		return -ENOENT;
-	int r = handover_send_session(conn, minor, host->fuse_fd, -1, NULL);
+	int r = handover_send_session(conn, host->minor, host->fuse_fd, -1, NULL);
 	g_hash_table_iter_init(&it, kept);
 	while (r == 0 && g_hash_table_iter_next(&it, &id, &value)) {
 		const struct kept *k = value;
 		if (GPOINTER_TO_UINT(id) != 0)
-			r = handover_send_session(conn, minor, k->fuse_fd, k->ns_fd, NULL);
+			r = handover_send_session(conn, k->minor, k->fuse_fd, k->ns_fd, NULL);
 	}
 	return r < 0 ? r : handover_finish(conn, NULL);
 }
 
 /* A message from the daemon (control.h): keep, with the session's fd (and
- * a container's pid namespace; minor: the FUSE protocol version the
- * kernel spoke, the same for all), drop, quit. FALSE once the daemon is
+ * a container's pid namespace) and the FUSE protocol version the kernel
+ * spoke to it, drop, quit. FALSE once the daemon is
  * gone (EOF) or said quit (*ret_quit). */
-static gboolean from_daemon(int sock, GHashTable *kept, unsigned *minor, gboolean *ret_quit)
+static gboolean from_daemon(int sock, GHashTable *kept, gboolean *ret_quit)
 {
 	g_autoptr(GError) err = NULL;
 	struct control_msg m;
@@ -83,14 +89,13 @@ static gboolean from_daemon(int sock, GHashTable *kept, unsigned *minor, gboolea
 		return TRUE;
 	}
 	struct kept *k = g_new(struct kept, 1);
-	*k = (struct kept){ m.fds[0], m.n_fds >= 2 ? m.fds[1] : -1 };
-	*minor = m.args[1];
+	*k = (struct kept){ m.fds[0], m.n_fds >= 2 ? m.fds[1] : -1, m.args[1] };
 	g_hash_table_replace(kept, GUINT_TO_POINTER(m.args[0]), k);
 	return TRUE;
 }
 
 /* A new daemon asks on conn: the sessions, once the daemon is gone. */
-static void answer(int conn, GHashTable *kept, unsigned minor, gboolean daemon_alive)
+static void answer(int conn, GHashTable *kept, gboolean daemon_alive)
 {
 	struct control_msg m;
 
@@ -100,7 +105,7 @@ static void answer(int conn, GHashTable *kept, unsigned minor, gboolean daemon_a
 		(void)!control_send_error(conn, NULL, "its daemon is alive");
 		return;
 	}
-	if (control_send_word(conn, CONTROL_OK, NULL) == 0 && hand_over(conn, kept, minor) == 0)
+	if (control_send_word(conn, CONTROL_OK, NULL) == 0 && hand_over(conn, kept) == 0)
 		_exit(0);
 }
 
@@ -116,7 +121,6 @@ static void unlink_own(const char *path, ino_t ino)
 static void keeper_main(int sock, int listen_fd, int wait_s, const char *path, ino_t ino)
 {
 	g_autoptr(GHashTable) kept = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, kept_free);
-	unsigned minor = 0;
 	gboolean quit = FALSE, daemon_alive = TRUE;
 	gint64 deadline = 0;
 
@@ -140,7 +144,7 @@ static void keeper_main(int sock, int listen_fd, int wait_s, const char *path, i
 		}
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			_exit(1);
-		if (p[0].revents && !from_daemon(sock, kept, &minor, &quit)) {
+		if (p[0].revents && !from_daemon(sock, kept, &quit)) {
 			if (quit || g_hash_table_size(kept) == 0) {
 				unlink_own(path, ino);
 				_exit(0);
@@ -151,7 +155,7 @@ static void keeper_main(int sock, int listen_fd, int wait_s, const char *path, i
 		if (p[1].revents & POLLIN) {
 			_cleanup_close_ int conn = control_accept(listen_fd, "only root may take the views over");
 			if (conn >= 0)
-				answer(conn, kept, minor, daemon_alive);
+				answer(conn, kept, daemon_alive);
 		}
 	}
 }
@@ -188,6 +192,7 @@ int keeper_start(const char *path, int wait_s, struct keeper **ret)
 	}
 	close(sv[1]);
 	struct keeper *k = g_new0(struct keeper, 1);
+	g_mutex_init(&k->lock);
 	k->sock = sv[0];
 	*ret = k;
 	return 0;
@@ -204,14 +209,18 @@ void keeper_keep(struct keeper *k, unsigned id, unsigned proto_minor, int fuse_f
 	};
 	if (!k)
 		return;
-	if (control_send(k->sock, &m, &err) < 0)
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&k->lock);
+	if (k->sock >= 0 && control_send(k->sock, &m, &err) < 0)
 		log_warning_consequence(g_steal_pointer(&err), "the keeper cannot hold that view");
 }
 
 void keeper_drop(struct keeper *k, unsigned id)
 {
 	const struct control_msg m = { .word = CONTROL_DROP, .args = { id } };
-	if (k)
+	if (!k)
+		return;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&k->lock);
+	if (k->sock >= 0)
 		(void)!control_send(k->sock, &m, NULL);
 }
 
@@ -219,7 +228,19 @@ void keeper_quit(struct keeper *k)
 {
 	if (!k)
 		return;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&k->lock);
+	if (k->sock < 0)
+		return;
 	(void)!control_send_word(k->sock, CONTROL_QUIT, NULL);
 	close(k->sock);
+	k->sock = -1;
+}
+
+void keeper_free(struct keeper *k)
+{
+	if (!k)
+		return;
+	keeper_quit(k);
+	g_mutex_clear(&k->lock);
 	g_free(k);
 }

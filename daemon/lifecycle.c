@@ -28,7 +28,9 @@
 
 /* Everything one daemon runs, owned by lifecycle_serve's thread. Other
  * threads read: containers (atomically, for .cgprocfs/stats) and
- * handed_over (atomic); loop_done under loop_lock. */
+ * handed_over (atomic); loop_done under loop_lock. On the heap, and freed
+ * only once no session is served: where lifecycle_serve returns with
+ * workers still answering (handed over, or binds elsewhere), it stays. */
 struct daemon {
 	const struct daemon_config *cfg;
 	int proc_fd, sys_cpu_fd;
@@ -352,6 +354,7 @@ static gboolean start_serving(struct daemon *d, GError **error)
 		g_atomic_pointer_set(&d->containers, cs);
 	if (taking_over(cfg))
 		resume_the_rest(d, cfg->recover_fd >= 0);
+	containers_ready(cs);
 	/* INIT was answered by now (the .real mount, or the one before). */
 	keeper_keep(d->keeper, 0, session_proto_minor(d->host), session_fuse_fd(d->host), -1);
 	handover_clear(&d->ho);
@@ -359,12 +362,12 @@ static gboolean start_serving(struct daemon *d, GError **error)
 }
 
 /* Every session is the new daemon's: answer what was taken, then leave
- * with everything mounted. */
+ * with everything mounted (and d in use until the process exits). */
 static int exit_handed_over(struct daemon *d)
 {
-	keeper_quit(g_steal_pointer(&d->keeper));
+	keeper_quit(d->keeper);
 	containers_stop(d->containers);
-	refresher_free(g_steal_pointer(&d->refresher));
+	refresher_stop(d->refresher);
 	if (!server_drain(d->server))
 		g_warning("requests still being answered after the handover: exiting anyway");
 	g_message("handed over: exiting, %s stays served by the new daemon", d->cfg->mountpoint);
@@ -377,9 +380,9 @@ static int exit_handed_over(struct daemon *d)
 static gboolean stop_serving(struct daemon *d, gboolean *ret_containers_live)
 {
 	/* First: the containers' views end now, as the daemon stops. */
-	keeper_quit(g_steal_pointer(&d->keeper));
+	keeper_quit(d->keeper);
 	*ret_containers_live = containers_stop(d->containers);
-	refresher_free(g_steal_pointer(&d->refresher));
+	refresher_stop(d->refresher);
 	if (d->real_mounted && umount2(d->real_path, MNT_DETACH) < 0)
 		g_warning("cannot unmount %s: %s", d->real_path, g_strerror(errno));
 	session_exit(d->host);
@@ -399,15 +402,16 @@ static gboolean stop_serving(struct daemon *d, gboolean *ret_containers_live)
 	return done;
 }
 
-/* Free what is left; what containers' sessions still use stays (their
- * sessions end with the process). */
+/* Free d, or, while containers' sessions are still served (they end with
+ * the process), only what they do not use. */
 static void free_daemon(struct daemon *d, gboolean containers_live)
 {
 	keeper_quit(d->keeper);
 	handover_clear(&d->ho);
-	refresher_free(d->refresher);
 	if (containers_live)
 		return;
+	keeper_free(d->keeper);
+	refresher_free(d->refresher);
 	session_free(d->host);
 	pidwatch_free(d->watch);
 	view_free(d->view);
@@ -419,6 +423,11 @@ static void free_daemon(struct daemon *d, gboolean containers_live)
 	g_cond_clear(&d->loop_cond);
 	g_free(d->real_path);
 	g_free(d->real_opts);
+	if (d->proc_fd >= 0)
+		close(d->proc_fd);
+	if (d->sys_cpu_fd >= 0)
+		close(d->sys_cpu_fd);
+	g_free(d);
 }
 
 /* Open the roots and start the keeper (before any thread: it forks). */
@@ -443,36 +452,33 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	g_autoptr(GError) error = NULL;
 	gboolean containers_live = FALSE;
 	int status = 1;
-	struct daemon d = {
+	struct daemon *d = g_new0(struct daemon, 1);
+
+	*d = (struct daemon){
 		.cfg = cfg,
 		.proc_fd = -1,
 		.sys_cpu_fd = -1,
 		.ho = { .conn = -1 },
 		.real_path = g_build_filename(cfg->mountpoint, "proc", ".real", NULL),
 		.real_opts = real_proc_options(),
+		.server = server_new(),
+		.refresher = refresher_new(),
 	};
-	_cleanup_close_ int proc_fd = -1, sys_cpu_fd = -1;
-
-	g_mutex_init(&d.loop_lock);
-	g_cond_init(&d.loop_cond);
-	d.server = server_new();
-	d.refresher = refresher_new();
-	gboolean opened = open_roots(&d, &error);
-	proc_fd = d.proc_fd;
-	sys_cpu_fd = d.sys_cpu_fd;
-	if (!opened || !make_views(&d, &error) || !make_host_session(&d, &error)) {
+	g_mutex_init(&d->loop_lock);
+	g_cond_init(&d->loop_cond);
+	if (!open_roots(d, &error) || !make_views(d, &error) || !make_host_session(d, &error)) {
 		log_failure(g_steal_pointer(&error));
-		free_daemon(&d, FALSE);
+		free_daemon(d, FALSE);
 		return 1;
 	}
-	if (start_serving(&d, &error)) {
+	if (start_serving(d, &error)) {
 #ifdef HAVE_LIBSYSTEMD
 		sd_notify(0, "READY=1");
 #endif
 		announce(cfg->mountpoint);
 		int sig = wait_for_stop_signal();
-		if (g_atomic_int_get(&d.handed_over))
-			return exit_handed_over(&d);
+		if (g_atomic_int_get(&d->handed_over))
+			return exit_handed_over(d);
 		g_message("%s: unmounting %s", strsignal(sig), cfg->mountpoint);
 #ifdef HAVE_LIBSYSTEMD
 		sd_notify(0, "STOPPING=1");
@@ -481,8 +487,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	} else {
 		log_failure(g_steal_pointer(&error));
 	}
-	if (!stop_serving(&d, &containers_live))
-		return status;
-	free_daemon(&d, containers_live);
+	if (stop_serving(d, &containers_live))
+		free_daemon(d, containers_live);
 	return status;
 }

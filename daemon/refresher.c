@@ -2,8 +2,9 @@
 #include "daemon.h"
 
 /* Shared by its thread, the readers that wake it (refresher_wake) and its
- * owner (daemon/lifecycle); freed by refresher_free, by the owner, which
- * stops and joins the thread first, once no reader can wake it. */
+ * owner (daemon/lifecycle), which stops the thread (refresher_stop) when
+ * the daemon stops, and frees it (refresher_free) only once no reader can
+ * wake it any more: never while a session may still be served. */
 struct refresher {
 	struct smaps *smaps; /* borrowed: outlives the thread */
 	GMutex lock; /* guards stop and woken */
@@ -59,17 +60,22 @@ void refresher_start(struct refresher *r, struct smaps *smaps)
 	r->thread = g_thread_new("refresher", refresher_thread, r);
 }
 
+void refresher_stop(struct refresher *r)
+{
+	if (!r || !r->thread)
+		return;
+	g_mutex_lock(&r->lock);
+	r->stop = TRUE;
+	g_cond_signal(&r->cond);
+	g_mutex_unlock(&r->lock);
+	g_thread_join(g_steal_pointer(&r->thread));
+}
+
 void refresher_free(struct refresher *r)
 {
 	if (!r)
 		return;
-	if (r->thread) {
-		g_mutex_lock(&r->lock);
-		r->stop = TRUE;
-		g_cond_signal(&r->cond);
-		g_mutex_unlock(&r->lock);
-		g_thread_join(r->thread);
-	}
+	refresher_stop(r);
 	g_mutex_clear(&r->lock);
 	g_cond_clear(&r->cond);
 	g_free(r);

@@ -50,6 +50,7 @@ struct containers {
 	GHashTable *by_ns;     /* ns -> struct ns_view* */
 	GPtrArray *served;     /* struct container*: every container view served */
 	gboolean handed_over;  /* the socket path is the new daemon's now */
+	gint ready;            /* atomic: set once views taken over are served */
 	unsigned last_id;      /* of a session, for the keeper (the host's is 0) */
 	guint64 attaches, attach_failures;
 };
@@ -408,6 +409,11 @@ static gboolean handle(struct containers *cs, int conn)
 		(void)!control_send_error(conn, NULL, "bad request (%s)", err->message);
 		return FALSE;
 	}
+	if (m.word == CONTROL_HANDOVER && !g_atomic_int_get(&cs->ready)) {
+		/* Still taking views over: they would be left out. */
+		(void)!control_send_error(conn, NULL, "still taking over from another daemon; try again");
+		return FALSE;
+	}
 	if (m.word == CONTROL_HANDOVER)
 		return handle_handover(cs, conn);
 	if (m.args[0] == 0)
@@ -448,6 +454,12 @@ int containers_start(const struct containers_config *cfg, struct containers **re
 	cs->acceptor = g_thread_new("control", acceptor_thread, cs);
 	*ret = cs;
 	return 0;
+}
+
+void containers_ready(struct containers *cs)
+{
+	if (cs)
+		g_atomic_int_set(&cs->ready, 1);
 }
 
 gboolean containers_stop(struct containers *cs)

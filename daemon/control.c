@@ -155,8 +155,8 @@ static int encode(const struct control_msg *m, char *buf, size_t size, GError **
 			return fail(error, -ERANGE, "cannot send a number that large");
 		g_string_append_printf(text, " %u", m->args[i]);
 	}
-	if (rule->reason)
-		g_string_append_printf(text, " %.*s", CONTROL_MAX_TEXT, m->reason);
+	if (rule->reason) /* cut to what fits: a reason is never lost whole */
+		g_string_append_printf(text, " %.*s", (int)MAX((gssize)size - (gssize)text->len - 2, 0), m->reason);
 	if (text->len >= size)
 		return fail(error, -EMSGSIZE, "cannot send a message that long");
 	memcpy(buf, text->str, text->len + 1);

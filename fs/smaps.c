@@ -14,37 +14,67 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Where the processes of a pid namespace are read and found. Shared by the
+ * table and by every read, walk or probe under way (reference-counted), so
+ * that a namespace removed meanwhile keeps its fds until the last of them
+ * is done; the fds of another namespace are the where's own (duplicated),
+ * closed with the last reference; the daemon's own procfs is borrowed. */
+struct where {
+	gatomicrefcount ref;
+	int proc_fd;      /* a procfs of it */
+	int ns_fd;        /* the namespace itself; -1 for the daemon's own */
+	gboolean own_fds;
+};
+
+static struct where *where_new(int proc_fd, int ns_fd, gboolean own_fds)
+{
+	struct where *w = g_new0(struct where, 1);
+	g_atomic_ref_count_init(&w->ref);
+	w->proc_fd = proc_fd;
+	w->ns_fd = ns_fd;
+	w->own_fds = own_fds;
+	return w;
+}
+
+static void where_unref(struct where *w)
+{
+	if (!w || !g_atomic_ref_count_dec(&w->ref))
+		return;
+	if (w->own_fds) {
+		close(w->proc_fd);
+		if (w->ns_fd >= 0)
+			close(w->ns_fd);
+	}
+	g_free(w);
+}
+typedef struct where where;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(where, where_unref)
+
 /* Shared by the request threads (smaps_read) and the refresher thread
  * (smaps_refresh_step, through the memo's walk and probe); freed by
  * smaps_free, by its owner (daemon/), once both have stopped. */
 struct smaps {
 	struct smaps_config cfg;
 	struct memo *memo;       /* ours: freed by smaps_free */
-	GRWLock lock;            /* guards namespaces (the table, not the fds in it) */
-	GHashTable *namespaces;  /* ns -> struct where, other than the daemon's; the
-	                          * fds are borrowed: whoever removes a namespace
-	                          * closes them once no read of it can run */
+	struct where *own;       /* the daemon's own namespace */
+	GRWLock lock;            /* guards namespaces */
+	GHashTable *namespaces;  /* ns -> struct where*, other than the daemon's */
 };
 
-/* Where the processes of a pid namespace are read and found. */
-struct where {
-	int proc_fd; /* a procfs of it */
-	int ns_fd;   /* the namespace itself; -1 for the daemon's own */
-};
-
-/* FALSE for an unknown namespace. */
-static gboolean where_is(struct smaps *s, uint64_t ns, struct where *ret)
+/* A reference to where the processes of ns are, or NULL for an unknown
+ * namespace. */
+static struct where *where_get(struct smaps *s, uint64_t ns)
 {
 	if (ns == s->cfg.ns) {
-		*ret = (struct where){ s->cfg.proc_fd, -1 };
-		return TRUE;
+		g_atomic_ref_count_inc(&s->own->ref);
+		return s->own;
 	}
 	g_rw_lock_reader_lock(&s->lock);
-	const struct where *w = g_hash_table_lookup(s->namespaces, &ns);
+	struct where *w = g_hash_table_lookup(s->namespaces, &ns);
 	if (w)
-		*ret = *w;
+		g_atomic_ref_count_inc(&w->ref);
 	g_rw_lock_reader_unlock(&s->lock);
-	return w != NULL;
+	return w;
 }
 
 #define PIDFS_MAGIC 0x50494446
@@ -76,24 +106,28 @@ static int open_process(const struct where *w, pid_t pid, int *ret_pidfd, uint64
 }
 
 /* The process behind key, if pid still stands for it; with its pidfd,
- * which tells whether it was the one all along (see holds_key). */
+ * which tells whether it was the one all along (see holds_key), and where
+ * it is read (a reference, the caller's to drop). */
 static int key_process(struct smaps *s, const struct memo_key *key, struct pid_stat *ret,
-		       int *ret_pidfd, int *ret_proc_fd)
+		       int *ret_pidfd, struct where **ret_where)
 {
 	uint64_t ino;
-	struct where w;
-	if (!where_is(s, key->ns, &w))
+	g_autoptr(where) w = where_get(s, key->ns);
+	if (!w)
 		return -ENOENT; /* the namespace is gone */
-	*ret_proc_fd = w.proc_fd;
-	int r = open_process(&w, key->pid, ret_pidfd, &ino);
+	int r = open_process(w, key->pid, ret_pidfd, &ino);
 	if (r < 0)
 		return r;
-	r = procfile_pid_stat(*ret_proc_fd, key->pid, ret);
+	r = procfile_pid_stat(w->proc_fd, key->pid, ret);
 	if (r == 0 && (ret->start_time != key->start_time || ino != key->pidfd_ino))
 		r = -ENOENT;
-	if (r < 0 && *ret_pidfd >= 0)
-		close(*ret_pidfd);
-	return r;
+	if (r < 0) {
+		if (*ret_pidfd >= 0)
+			close(*ret_pidfd);
+		return r;
+	}
+	*ret_where = g_steal_pointer(&w);
+	return 0;
 }
 
 /* Still the process of key: it has not exited since its pidfd was opened,
@@ -114,13 +148,14 @@ static int walk(void *data, const struct memo_key *key, GBytes **ret_text)
 	struct pid_stat st;
 	char path[48];
 	g_autoptr(GBytes) text = NULL;
-	int pidfd, proc_fd;
+	g_autoptr(where) w = NULL;
+	int pidfd;
 
-	int r = key_process(s, key, &st, &pidfd, &proc_fd);
+	int r = key_process(s, key, &st, &pidfd, &w);
 	if (r < 0)
 		return r;
 	snprintf(path, sizeof(path), "%d/smaps_rollup", (int)key->pid);
-	r = procfile_read_at(proc_fd, path, &text);
+	r = procfile_read_at(w->proc_fd, path, &text);
 	/* If the process exited meanwhile, the pid may name another by now. */
 	if (!holds_key(pidfd))
 		return -ENOENT;
@@ -134,8 +169,9 @@ static int probe(void *data, const struct memo_key *key, struct memo_signals *re
 {
 	struct smaps *s = data;
 	struct pid_stat st;
-	int pidfd, proc_fd;
-	int r = key_process(s, key, &st, &pidfd, &proc_fd);
+	g_autoptr(where) w = NULL;
+	int pidfd;
+	int r = key_process(s, key, &st, &pidfd, &w);
 	if (r < 0)
 		return r;
 	if (!holds_key(pidfd))
@@ -170,15 +206,25 @@ struct smaps *smaps_new(const struct smaps_config *cfg)
 	s->cfg = *cfg;
 	s->memo = memo_new(&cfg->memo, &ops);
 	g_rw_lock_init(&s->lock);
-	s->namespaces = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+	s->own = where_new(cfg->proc_fd, -1, FALSE);
+	s->namespaces = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify)where_unref);
 	return s;
 }
 
 void smaps_add_namespace(struct smaps *s, uint64_t ns, int proc_fd, int ns_fd)
 {
-	const struct where w = { proc_fd, ns_fd };
+	int own_proc = fcntl(proc_fd, F_DUPFD_CLOEXEC, 3);
+	int own_ns = fcntl(ns_fd, F_DUPFD_CLOEXEC, 3);
+	if (own_proc < 0 || own_ns < 0) {
+		g_debug("cannot keep the fds of pid namespace %" G_GUINT64_FORMAT ": its smaps_rollup is ENOENT", ns);
+		if (own_proc >= 0)
+			close(own_proc);
+		if (own_ns >= 0)
+			close(own_ns);
+		return;
+	}
 	g_rw_lock_writer_lock(&s->lock);
-	g_hash_table_insert(s->namespaces, g_memdup2(&ns, sizeof(ns)), g_memdup2(&w, sizeof(w)));
+	g_hash_table_insert(s->namespaces, g_memdup2(&ns, sizeof(ns)), where_new(own_proc, own_ns, TRUE));
 	g_rw_lock_writer_unlock(&s->lock);
 }
 
@@ -195,6 +241,7 @@ void smaps_free(struct smaps *s)
 		return;
 	memo_free(s->memo);
 	g_hash_table_unref(s->namespaces);
+	where_unref(s->own);
 	g_rw_lock_clear(&s->lock);
 	g_free(s);
 }
@@ -204,19 +251,19 @@ int smaps_read(struct smaps *s, const struct caller *c, uint64_t ns, pid_t pid, 
 {
 	char path[48];
 	_cleanup_close_ int fd = -1;
-	struct where w;
+	g_autoptr(where) w = where_get(s, ns);
 
-	if (!where_is(s, ns, &w))
+	if (!w)
 		return -ENOENT;
 	/* The kernel checks access when the file is opened; opening costs no
 	 * walk, so the caller's right is asked of the kernel every time. */
 	_cleanup_close_ int pidfd = -1;
 	uint64_t ino;
-	int r = open_process(&w, pid, &pidfd, &ino);
+	int r = open_process(w, pid, &pidfd, &ino);
 	if (r < 0)
 		return r;
 	snprintf(path, sizeof(path), "%d/smaps_rollup", (int)pid);
-	r = caller_openat(c, pid, w.proc_fd, path, O_RDONLY, &fd);
+	r = caller_openat(c, pid, w->proc_fd, path, O_RDONLY, &fd);
 	if (r < 0)
 		return r;
 	/* The check was made on the process of the pidfd if it is still alive. */

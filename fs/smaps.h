@@ -24,8 +24,9 @@ struct smaps *smaps_new(const struct smaps_config *cfg);
 void smaps_free(struct smaps *s);
 
 /* Serve the processes of another pid namespace ns too, read in proc_fd (a
- * procfs of it) and found through ns_fd (the namespace), both borrowed
- * until smaps_remove_namespace. */
+ * procfs of it) and found through ns_fd (the namespace). The fds are
+ * duplicated: the caller keeps its own; a read or walk under way when the
+ * namespace is removed finishes with the copies. */
 void smaps_add_namespace(struct smaps *s, uint64_t ns, int proc_fd, int ns_fd);
 void smaps_remove_namespace(struct smaps *s, uint64_t ns);
 

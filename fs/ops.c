@@ -244,7 +244,9 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
  * when it is opened, at any offset and in any chunk size; once a reader has
  * read it from offset 0 to the end, a read that starts over at offset 0
  * takes a new one, as procfs would give it (procps keeps /proc/stat open
- * and re-reads it that way). */
+ * and re-reads it that way). Read by the session's workers concurrently;
+ * freed with its handle (RELEASE, which the kernel sends only once no READ
+ * of it is under way), or by ops_state_clear. */
 struct served_file {
 	GMutex lock; /* guards content, from_zero and at_end */
 	GBytes *content;

@@ -35,6 +35,9 @@ enum node_kind {
 };
 G_STATIC_ASSERT(NODE_KIND_COUNT <= INO_KIND_MAX + 1);
 
+/* Read by every worker of every session serving it, without a lock (all
+ * of it is fixed by view_new but magic_generation); freed by its owner
+ * (daemon/) with view_free once no session serves it. */
 struct view {
 	struct view_config cfg;
 	struct timespec born; /* times of the nodes that have no times of their own */

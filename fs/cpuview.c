@@ -20,7 +20,16 @@ struct cpuview {
 	guint64 id;        /* tells this view's cached maps from another's */
 	GMutex lock;       /* guards reported, and calls of cfg.report (one at a time) */
 	GHashTable *reported; /* files already reported as unusable */
+	/* Bumped (atomically) when a caller was found to have moved: every
+	 * thread's cached maps are then stale. */
+	gint generation;
+	GMutex classes_lock;  /* guards classes */
+	GHashTable *classes;  /* content class -> struct cpu_map* (a reference) */
 };
+
+/* Classes kept at most; past that the table starts over (a class is put
+ * back the next time a caller of it has its map computed). */
+#define CLASSES_MAX 4096
 
 /* ---------------------------------------------------------------- maps -- */
 
@@ -58,6 +67,7 @@ void cpu_map_unref(struct cpu_map *m)
 
 struct cached_map {
 	guint64 view_id;
+	gint generation; /* cv->generation when it was computed */
 	gint64 expires;
 	struct cpu_map *map;
 };
@@ -98,6 +108,8 @@ int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret)
 	cv->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
 	g_mutex_init(&cv->lock);
 	cv->reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	g_mutex_init(&cv->classes_lock);
+	cv->classes = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify)cpu_map_unref);
 	*ret = cv;
 	return 0;
 }
@@ -108,6 +120,8 @@ void cpuview_free(struct cpuview *cv)
 		return;
 	g_hash_table_unref(cv->reported);
 	g_mutex_clear(&cv->lock);
+	g_hash_table_unref(cv->classes);
+	g_mutex_clear(&cv->classes_lock);
 	g_free(cv);
 }
 
@@ -168,22 +182,72 @@ static struct cpu_map *compute_map(struct cpuview *cv, pid_t tid)
 	return cpu_map_new(&online, limited ? &limits : NULL, cv->cfg.use_quota);
 }
 
+static void register_class(struct cpuview *cv, struct cpu_map *m)
+{
+	uint64_t class_id = cpu_map_class(m);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cv->classes_lock);
+	if (g_hash_table_contains(cv->classes, &class_id))
+		return;
+	if (g_hash_table_size(cv->classes) >= CLASSES_MAX)
+		g_hash_table_remove_all(cv->classes);
+	g_hash_table_insert(cv->classes, g_memdup2(&class_id, sizeof(class_id)), cpu_map_ref(m));
+}
+
+/* Compute tid's map, and keep it in this thread's cache. */
+static struct cpu_map *map_computed(struct cpuview *cv, GHashTable *cache, pid_t tid, gint generation)
+{
+	if (g_hash_table_size(cache) >= MAP_CACHE_MAX)
+		g_hash_table_remove_all(cache);
+	struct cached_map *c = g_new0(struct cached_map, 1);
+	c->view_id = cv->id;
+	c->generation = generation;
+	c->expires = g_get_monotonic_time() + MAP_LIFETIME_US;
+	c->map = compute_map(cv, tid);
+	g_hash_table_replace(cache, GINT_TO_POINTER(tid), c);
+	register_class(cv, c->map);
+	return cpu_map_ref(c->map);
+}
+
 struct cpu_map *cpuview_map_for(struct cpuview *cv, pid_t tid)
 {
 	GHashTable *cache = my_cache();
-	gint64 now = g_get_monotonic_time();
+	gint generation = g_atomic_int_get(&cv->generation);
 	struct cached_map *c = g_hash_table_lookup(cache, GINT_TO_POINTER(tid));
 
-	if (c && c->view_id == cv->id && c->expires > now)
+	if (c && c->view_id == cv->id && c->generation == generation && c->expires > g_get_monotonic_time())
 		return cpu_map_ref(c->map);
-	if (g_hash_table_size(cache) >= MAP_CACHE_MAX)
-		g_hash_table_remove_all(cache);
-	c = g_new0(struct cached_map, 1);
-	c->view_id = cv->id;
-	c->expires = now + MAP_LIFETIME_US;
-	c->map = compute_map(cv, tid);
-	g_hash_table_replace(cache, GINT_TO_POINTER(tid), c);
-	return cpu_map_ref(c->map);
+	return map_computed(cv, cache, tid, generation);
+}
+
+struct cpu_map *cpuview_map_fresh(struct cpuview *cv, pid_t tid)
+{
+	return map_computed(cv, my_cache(), tid, g_atomic_int_get(&cv->generation));
+}
+
+void cpuview_forget_cached(struct cpuview *cv)
+{
+	g_atomic_int_inc(&cv->generation);
+}
+
+struct cpu_map *cpuview_map_of_class(struct cpuview *cv, uint64_t class_id)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cv->classes_lock);
+	struct cpu_map *m = g_hash_table_lookup(cv->classes, &class_id);
+	return m ? cpu_map_ref(m) : NULL;
+}
+
+uint64_t cpu_map_class(const struct cpu_map *m)
+{
+	/* FNV-1a over what the map shows. */
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	const unsigned head[2] = { m->is_host, m->count };
+	const guchar *parts[2] = { (const guchar *)head, (const guchar *)m->host };
+	const size_t sizes[2] = { sizeof(head), m->is_host ? 0 : m->count * sizeof(m->host[0]) };
+	for (int p = 0; p < 2; p++)
+		for (size_t i = 0; i < sizes[p]; i++)
+			h = (h ^ parts[p][i]) * UINT64_C(0x100000001b3);
+	h &= (UINT64_C(1) << 52) - 1;
+	return h ? h : 1;
 }
 
 /* ----------------------------------------------------------- renderers -- */

@@ -26,6 +26,9 @@ struct cpu_map *cpu_map_ref(struct cpu_map *m);
 void cpu_map_unref(struct cpu_map *m);
 typedef struct cpu_map cpu_map;
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(cpu_map, cpu_map_unref)
+/* The content class of files rendered for m (fs/ino.h, served layout): a
+ * 52-bit hash of what m shows, never 0, the same in every process. */
+uint64_t cpu_map_class(const struct cpu_map *m);
 /* The view number of a host CPU, or -1 if it is not shown. */
 int cpu_map_view_cpu(const struct cpu_map *m, unsigned host_cpu);
 
@@ -50,6 +53,13 @@ void cpuview_free(struct cpuview *cv);
 /* The map of the caller thread tid; never fails: on any error in the
  * caller's cgroup files it is the host's. Kept for a second per thread. */
 struct cpu_map *cpuview_map_for(struct cpuview *cv, pid_t tid);
+
+/* The map of tid computed now, whatever this thread kept. */
+struct cpu_map *cpuview_map_fresh(struct cpuview *cv, pid_t tid);
+/* A caller moved: no thread answers from the maps it kept before. */
+void cpuview_forget_cached(struct cpuview *cv);
+/* The map of a class some caller of cv had (cpuview_map_for), or NULL. */
+struct cpu_map *cpuview_map_of_class(struct cpuview *cv, uint64_t class_id);
 
 /* Renderers: host text in, the caller's text out. 0 or -EINVAL when the
  * host text does not have the expected shape. */

@@ -9,14 +9,27 @@
 #include <errno.h>
 #include <string.h>
 
-/* Renders the file called name for the caller. */
-typedef int (*render_fn)(struct view *v, const struct caller *c, const char *name, GBytes **ret);
+/* Renders the file called name, for the CPUs of map (NULL for a row that
+ * is the same for every caller). */
+typedef int (*render_fn)(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret);
 
-static int render_cpuinfo(struct view *v, const struct caller *c, const char *name, GBytes **ret);
-static int render_stat(struct view *v, const struct caller *c, const char *name, GBytes **ret);
-static int render_cpu_set(struct view *v, const struct caller *c, const char *name, GBytes **ret);
-static int render_stats(struct view *v, const struct caller *c, const char *name, GBytes **ret);
-static int render_control(struct view *v, const struct caller *c, const char *name, GBytes **ret);
+static int render_cpuinfo(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret);
+static int render_stat(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret);
+static int render_cpu_set(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret);
+static int render_stats(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret);
+static int render_control(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret);
+
+/* How a served file reaches its readers. */
+enum served_mode {
+	SERVED_PER_OPEN,  /* rendered for each open, read without the page cache */
+	/* One inode per CPU class (fs/ino.h), so that the page cache of an
+	 * inode, which sendfile and splice read through, only ever holds its
+	 * class's text, and its size is exact: */
+	SERVED_FRESH_PER_CLASS,  /* rendered for each open and each read pass
+	                          * from offset 0 (counters that move) */
+	SERVED_SHARED_PER_CLASS, /* one text per class, kept by the page cache,
+	                          * at most SHARED_MAX_AGE_US old (fs/served.h) */
+};
 
 static const struct row_def {
 	const char *name;
@@ -24,24 +37,34 @@ static const struct row_def {
 	enum node_kind kind;
 	gboolean hidden; /* can be looked up, is not listed */
 	render_fn render;
+	enum served_mode mode;
 } rows[ROW_COUNT] = {
-	[ROW_ROOT] = { "", ROW_NONE, NODE_STATIC_DIR, FALSE, NULL },
-	[ROW_PROC] = { "proc", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL },
-	[ROW_PROC_REAL] = { DELEGATE_REAL_NAME, ROW_PROC, NODE_REAL_DIR, TRUE, NULL },
-	[ROW_PROC_CPUINFO] = { "cpuinfo", ROW_PROC, NODE_HOST_FILE, FALSE, render_cpuinfo },
-	[ROW_PROC_STAT] = { "stat", ROW_PROC, NODE_HOST_FILE, FALSE, render_stat },
-	[ROW_SYS] = { "sys", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL },
-	[ROW_SYS_DEVICES] = { "devices", ROW_SYS, NODE_STATIC_DIR, FALSE, NULL },
-	[ROW_SYS_SYSTEM] = { "system", ROW_SYS_DEVICES, NODE_STATIC_DIR, FALSE, NULL },
-	[ROW_SYS_CPU] = { "cpu", ROW_SYS_SYSTEM, NODE_SYS_MIRROR, FALSE, NULL },
-	[ROW_CPU_ONLINE] = { "online", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set },
-	[ROW_CPU_POSSIBLE] = { "possible", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set },
-	[ROW_CPU_PRESENT] = { "present", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set },
-	[ROW_CPU_OFFLINE] = { "offline", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set },
-	[ROW_META] = { ".cgprocfs", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL },
-	[ROW_META_STATS] = { "stats", ROW_META, NODE_HOST_FILE, FALSE, render_stats },
-	[ROW_META_CONTROL] = { "control", ROW_META, NODE_HOST_FILE, FALSE, render_control },
+	[ROW_ROOT] = { "", ROW_NONE, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN },
+	[ROW_PROC] = { "proc", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN },
+	[ROW_PROC_REAL] = { DELEGATE_REAL_NAME, ROW_PROC, NODE_REAL_DIR, TRUE, NULL, SERVED_PER_OPEN },
+	[ROW_PROC_CPUINFO] = { "cpuinfo", ROW_PROC, NODE_HOST_FILE, FALSE, render_cpuinfo, SERVED_SHARED_PER_CLASS },
+	[ROW_PROC_STAT] = { "stat", ROW_PROC, NODE_HOST_FILE, FALSE, render_stat, SERVED_FRESH_PER_CLASS },
+	[ROW_SYS] = { "sys", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN },
+	[ROW_SYS_DEVICES] = { "devices", ROW_SYS, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN },
+	[ROW_SYS_SYSTEM] = { "system", ROW_SYS_DEVICES, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN },
+	[ROW_SYS_CPU] = { "cpu", ROW_SYS_SYSTEM, NODE_SYS_MIRROR, FALSE, NULL, SERVED_PER_OPEN },
+	[ROW_CPU_ONLINE] = { "online", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS },
+	[ROW_CPU_POSSIBLE] = { "possible", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS },
+	[ROW_CPU_PRESENT] = { "present", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS },
+	[ROW_CPU_OFFLINE] = { "offline", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS },
+	[ROW_META] = { ".cgprocfs", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN },
+	/* The daemon's own files: exact at every read, never cached. */
+	[ROW_META_STATS] = { "stats", ROW_META, NODE_HOST_FILE, FALSE, render_stats, SERVED_PER_OPEN },
+	[ROW_META_CONTROL] = { "control", ROW_META, NODE_HOST_FILE, FALSE, render_control, SERVED_PER_OPEN },
 };
+/* How old a shared text may be when it is served: a reader never gets a
+ * text older than this (cpuinfo's MHz, stat's counters). */
+#define SHARED_MAX_AGE_US G_USEC_PER_SEC
+/* How long the kernel may keep a shared text's attributes (size, version)
+ * without asking; reads of a file held open past it ask again, and get
+ * the new version's text. */
+#define SHARED_ATTR_TIMEOUT 1.0
+G_STATIC_ASSERT(ROW_COUNT <= INO_ROW_MAX + 1);
 /* A row number fits where the named layout carries one. */
 G_STATIC_ASSERT(ROW_COUNT <= (1u << INO_ID_BITS));
 
@@ -49,6 +72,8 @@ uint64_t files_row_ino(enum row r)
 {
 	/* The mirror's root is the mirror node of path ".". The root row
 	 * is 1 in a kind-0 node, so the root is inode 1 as FUSE wants. */
+	if (rows[r].kind == NODE_HOST_FILE)
+		return ino_served_make(NODE_HOST_FILE, r, 0);
 	return rows[r].kind == NODE_SYS_MIRROR ? ino_named_make(NODE_SYS_MIRROR, 0, 0)
 					       : ino_named_make(rows[r].kind, r, 0);
 }
@@ -61,11 +86,20 @@ enum row files_find_row(enum row parent, const char *name)
 	return ROW_NONE;
 }
 
-void files_list_rows(GArray *entries, enum row parent)
+uint64_t files_row_ino_for(struct view *v, const struct caller *c, enum row r)
+{
+	if (rows[r].mode == SERVED_PER_OPEN)
+		return files_row_ino(r);
+	/* The inode of the caller's class. */
+	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
+	return ino_served_make(NODE_HOST_FILE, r, cpu_map_class(map));
+}
+
+void files_list_rows(struct view *v, const struct caller *c, GArray *entries, enum row parent)
 {
 	for (enum row r = ROW_ROOT; r < ROW_COUNT; r++)
 		if (rows[r].parent == parent && !rows[r].hidden)
-			view_dirent_add(entries, rows[r].name, files_row_ino(r),
+			view_dirent_add(entries, rows[r].name, files_row_ino_for(v, c, r),
 					rows[r].kind == NODE_HOST_FILE ? S_IFREG : S_IFDIR);
 }
 
@@ -88,7 +122,7 @@ static int static_dir_lookup(struct view *v, const struct caller *c, uint64_t pa
 {
 	enum row r = files_find_row((enum row)ino_id(parent), name);
 	if (r != ROW_NONE) {
-		ret->ino = files_row_ino(r);
+		ret->ino = files_row_ino_for(v, c, r);
 		return 0;
 	}
 	if (ino_id(parent) == ROW_PROC)
@@ -98,7 +132,7 @@ static int static_dir_lookup(struct view *v, const struct caller *c, uint64_t pa
 
 static int static_dir_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray *entries)
 {
-	files_list_rows(entries, (enum row)ino_id(ino));
+	files_list_rows(v, c, entries, (enum row)ino_id(ino));
 	return ino_id(ino) == ROW_PROC ? proc_list_top(v, c, entries) : 0;
 }
 
@@ -131,17 +165,123 @@ const struct kind_ops files_real_dir_ops = {
 	.readdir = real_dir_readdir,
 };
 
-static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret)
+/* Served files are of the served layout: class 0 for a row served per
+ * open alike for all, any class for a row served per class. */
+static gboolean served_valid(const struct view *v, uint64_t ino)
 {
-	const struct row_def *row = &rows[ino_id(ino)];
-	return row->render(v, c, row->name, ret);
+	unsigned r = ino_served_row(ino);
+	return r > ROW_NONE && r < ROW_COUNT && rows[r].kind == NODE_HOST_FILE &&
+	       (ino_served_class(ino) == 0 || rows[r].mode != SERVED_PER_OPEN);
+}
+
+enum row files_class_row(uint64_t ino)
+{
+	unsigned r = ino_served_row(ino);
+	if (!served_valid(NULL, ino) || rows[r].mode == SERVED_PER_OPEN || ino_served_class(ino) == 0)
+		return ROW_NONE;
+	return (enum row)r;
+}
+
+struct class_render {
+	struct view *v;
+	const struct row_def *row;
+	const struct cpu_map *map;
+};
+
+static int render_for_class(void *data, GBytes **ret)
+{
+	const struct class_render *cr = data;
+	return cr->row->render(cr->v, cr->map, cr->row->name, ret);
+}
+
+/* The text of a per-class inode for map (of its class), at most
+ * SHARED_MAX_AGE_US old. */
+static int shared_text(struct view *v, uint64_t ino, const struct cpu_map *map, GBytes **ret,
+		       int64_t *ret_version)
+{
+	struct class_render cr = { v, &rows[ino_served_row(ino)], map };
+	return served_get(v->served, ino, SHARED_MAX_AGE_US, render_for_class, &cr, ret, ret_version);
+}
+
+/* The map of the class of ino: known from an earlier caller of it, or the
+ * caller's if it is of that class; -ESTALE if neither (a daemon that took
+ * over, asked about a class none of its callers had yet). */
+static int class_map(struct view *v, const struct caller *c, uint64_t ino, struct cpu_map **ret)
+{
+	struct cpu_map *map = cpuview_map_of_class(v->cfg.cpuview, ino_served_class(ino));
+	if (!map) {
+		map = cpuview_map_for(v->cfg.cpuview, c->tid);
+		if (cpu_map_class(map) != ino_served_class(ino)) {
+			cpu_map_unref(map);
+			return -ESTALE;
+		}
+	}
+	*ret = map;
+	return 0;
+}
+
+/* A per-class inode's size is its text's; its mtime, the text's version.
+ * For a file rendered per open, the text of the last second: the open
+ * tells the kernel the size of its own. */
+static int served_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
+		       double *ret_timeout)
+{
+	g_autoptr(cpu_map) map = NULL;
+	g_autoptr(GBytes) text = NULL;
+	int64_t version;
+
+	if (files_class_row(ino) == ROW_NONE)
+		return view_served_file_attr(v, c, ino, ret, ret_timeout);
+	int r = class_map(v, c, ino, &map);
+	if (r == 0)
+		r = shared_text(v, ino, map, &text, &version);
+	if (r < 0)
+		return r;
+	view_attr_fill(v, ret, ino, S_IFREG | 0444, (off_t)g_bytes_get_size(text));
+	ret->st_mtim = (struct timespec){ version / 1000000000, version % 1000000000 };
+	ret->st_ctim = ret->st_mtim;
+	*ret_timeout = SHARED_ATTR_TIMEOUT;
+	return 0;
+}
+
+static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret,
+		       int64_t *ret_version)
+{
+	const struct row_def *row = &rows[ino_served_row(ino)];
+	if (files_class_row(ino) == ROW_NONE)
+		return row->render(v, NULL, row->name, ret);
+	/* Never another class's text: the dentry was cached for another
+	 * caller. -ESTALE has the kernel look the name up again. */
+	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
+	if (cpu_map_class(map) != ino_served_class(ino)) {
+		/* Moved since this thread last looked? Ask again, now. */
+		cpu_map_unref(g_steal_pointer(&map));
+		map = cpuview_map_fresh(v->cfg.cpuview, c->tid);
+	}
+	if (cpu_map_class(map) != ino_served_class(ino)) {
+		/* The lookup that gave ino may have answered from a thread's
+		 * map of before the move: the next one must not. */
+		cpuview_forget_cached(v->cfg.cpuview);
+		return -ESTALE;
+	}
+	if (row->mode == SERVED_FRESH_PER_CLASS) {
+		*ret_version = VIEW_FRESH;
+		return row->render(v, map, row->name, ret);
+	}
+	return shared_text(v, ino, map, ret, ret_version);
+}
+
+int files_read_shared(struct view *v, uint64_t ino, GBytes **ret)
+{
+	int64_t version;
+	return served_peek(v->served, ino, ret, &version);
 }
 
 const struct kind_ops files_served_ops = {
 	.name = "served file",
 	.type = S_IFREG,
-	.valid = row_valid,
-	.attr = view_served_file_attr,
+	.valid = served_valid,
+	.attr = served_attr,
 	.open = served_open,
 };
 
@@ -160,33 +300,31 @@ int files_rewrite_for(const struct cpu_map *map, GBytes *host_bytes, rewrite_fn 
 	return 0;
 }
 
-/* Read dirfd/path and rewrite it for the caller's CPUs. */
-static int render_rewritten(struct view *v, const struct caller *c, int dirfd, const char *path,
-			    rewrite_fn rewrite, GBytes **ret)
+/* Read dirfd/path and rewrite it for the CPUs of map. */
+static int render_rewritten(int dirfd, const char *path, const struct cpu_map *map, rewrite_fn rewrite,
+			    GBytes **ret)
 {
 	g_autoptr(GBytes) host = NULL;
 	int r = procfile_read_at(dirfd, path, &host);
 	if (r < 0)
 		return r;
-	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
 	return files_rewrite_for(map, host, rewrite, ret);
 }
 
-static int render_cpuinfo(struct view *v, const struct caller *c, const char *name, GBytes **ret)
+static int render_cpuinfo(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret)
 {
-	return render_rewritten(v, c, v->cfg.proc_fd, name, cpuview_render_cpuinfo, ret);
+	return render_rewritten(v->cfg.proc_fd, name, map, cpuview_render_cpuinfo, ret);
 }
 
-static int render_stat(struct view *v, const struct caller *c, const char *name, GBytes **ret)
+static int render_stat(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret)
 {
-	return render_rewritten(v, c, v->cfg.proc_fd, name, cpuview_render_stat, ret);
+	return render_rewritten(v->cfg.proc_fd, name, map, cpuview_render_stat, ret);
 }
 
 /* online, possible, present: the caller's CPUs are 0..N-1; offline (possible
  * but not online, which the view makes the same): none. */
-static int render_cpu_set(struct view *v, const struct caller *c, const char *name, GBytes **ret)
+static int render_cpu_set(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret)
 {
-	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
 	if (map->is_host)
 		return procfile_read_at(v->cfg.sys_cpu_fd, name, ret);
 	*ret = strcmp(name, "offline") == 0 ? g_bytes_new_static("\n", 1)
@@ -194,7 +332,7 @@ static int render_cpu_set(struct view *v, const struct caller *c, const char *na
 	return 0;
 }
 
-static int render_stats(struct view *v, const struct caller *c, const char *name, GBytes **ret)
+static int render_stats(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret)
 {
 	GString *out = smaps_render_stats(v->cfg.smaps);
 	if (v->cfg.more_stats)
@@ -203,7 +341,7 @@ static int render_stats(struct view *v, const struct caller *c, const char *name
 	return 0;
 }
 
-static int render_control(struct view *v, const struct caller *c, const char *name, GBytes **ret)
+static int render_control(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret)
 {
 	if (!v->cfg.control_socket)
 		return -ENOENT;

@@ -15,6 +15,7 @@
 G_STATIC_ASSERT(PID_SHIFT + INO_PID_BITS == KIND_SHIFT);
 G_STATIC_ASSERT(INO_ID_BITS + INO_CPU_BITS == PID_SHIFT);
 G_STATIC_ASSERT(INO_ID_BITS + INO_CLASS_BITS == PID_SHIFT);
+G_STATIC_ASSERT(INO_SERVED_CLASS_BITS + INO_ROW_BITS == KIND_SHIFT);
 /* A names.h number fits where a layout carries one. */
 G_STATIC_ASSERT(NAMES_BITS <= INO_ID_BITS);
 
@@ -48,3 +49,12 @@ uint64_t ino_sub(uint64_t ino) { return ino & MASK(INO_ID_BITS); }
 
 uint64_t ino_id(uint64_t ino) { return ino & MASK(INO_ID_BITS); }
 unsigned ino_class(uint64_t ino) { return (unsigned)((ino >> CLASS_SHIFT) & MASK(INO_CLASS_BITS)); }
+
+uint64_t ino_served_make(unsigned kind, unsigned row, uint64_t class_id)
+{
+	return (uint64_t)kind << KIND_SHIFT | ((uint64_t)row & MASK(INO_ROW_BITS)) << INO_SERVED_CLASS_BITS |
+	       (class_id & MASK(INO_SERVED_CLASS_BITS));
+}
+
+unsigned ino_served_row(uint64_t ino) { return (unsigned)((ino >> INO_SERVED_CLASS_BITS) & MASK(INO_ROW_BITS)); }
+uint64_t ino_served_class(uint64_t ino) { return ino & MASK(INO_SERVED_CLASS_BITS); }

@@ -37,6 +37,74 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 }
 
+/* Served files shared per content class (view_class_row). The kernel keeps
+ * one dentry per name for every caller of a session: in a container's view
+ * it may keep a class row's name while every caller has looked up the same
+ * class; once a second class shows, the row is mixed and every walk asks.
+ * An open of another class's inode through a kept name gets ESTALE, which
+ * has the kernel look the name up again, as the caller. */
+#define CLASS_MIXED GUINT_TO_POINTER(1)
+
+static double class_entry_timeout(struct ops_state *s, uint64_t ino, double timeout)
+{
+	/* The host's view serves callers of every cgroup: a name kept for
+	 * one would be used unasked by another's bind mount or stat. */
+	if (view_pid_ns_fd(s->view) < 0)
+		return 0;
+	gpointer row = GUINT_TO_POINTER(view_class_row(ino));
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
+	gpointer seen = g_hash_table_lookup(s->row_class, row);
+	if (!seen) {
+		g_hash_table_insert(s->row_class, row, (gpointer)(uintptr_t)ino);
+		return timeout;
+	}
+	if (seen == (gpointer)(uintptr_t)ino)
+		return timeout;
+	g_hash_table_insert(s->row_class, row, CLASS_MIXED);
+	return 0;
+}
+
+static void class_mixed(struct ops_state *s, uint64_t ino)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
+	g_hash_table_insert(s->row_class, GUINT_TO_POINTER(view_class_row(ino)), CLASS_MIXED);
+}
+
+static gint64 version_of(const struct stat *attr)
+{
+	return (gint64)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
+}
+
+/* The kernel was told (attributes, or a store) of version of ino's text.
+ * TRUE if it had been told another. */
+static gboolean told(struct ops_state *s, uint64_t ino, gint64 version)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
+	gint64 *had = g_hash_table_lookup(s->told, &ino);
+	if (had && *had == version)
+		return FALSE;
+	g_hash_table_insert(s->told, g_memdup2(&ino, sizeof(ino)), g_memdup2(&version, sizeof(version)));
+	return TRUE;
+}
+
+/* Have the kernel's page cache of ino hold content: its pages dropped and
+ * filled anew, its size grown to it (a shorter text shrinks it at the
+ * first read of its end). Not from within a READ of ino: the store waits
+ * for pages a READ holds. */
+static void store_shared(struct ops_state *s, uint64_t ino, GBytes *content)
+{
+	gsize len;
+	const void *data = g_bytes_get_data(content, &len);
+	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(len);
+	buf.buf[0].mem = (void *)data;
+	int r = fuse_lowlevel_notify_inval_inode(s->session, ino, 0, 0);
+	if (r == 0 || r == -ENOENT)
+		r = fuse_lowlevel_notify_store(s->session, ino, 0, &buf, 0);
+	if (r < 0 && r != -ENOENT)
+		g_debug("cannot refresh the kernel's copy of inode %" G_GUINT64_FORMAT ": %s", (guint64)ino,
+			g_strerror(-r));
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct ops_state *s = state(req);
@@ -53,6 +121,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		.attr_timeout = e.attr_timeout,
 		.entry_timeout = e.entry_timeout,
 	};
+	if (e.ino && view_class_row(e.ino)) {
+		told(s, e.ino, version_of(&e.attr));
+		param.entry_timeout = class_entry_timeout(s, e.ino, e.entry_timeout);
+	}
 	fuse_reply_entry(req, &param); /* req is gone from here on */
 	/* After the reply: an exit seen from now on drops the new entry. */
 	if (e.pidfd >= 0)
@@ -65,10 +137,13 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct stat attr;
 	double timeout;
 	int r = view_getattr(state(req)->view, &c, ino, &attr, &timeout);
-	if (r < 0)
+	if (r < 0) {
 		reply_err(req, r);
-	else
-		fuse_reply_attr(req, &attr, timeout);
+		return;
+	}
+	if (view_class_row(ino))
+		told(state(req), ino, version_of(&attr));
+	fuse_reply_attr(req, &attr, timeout);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -131,6 +206,9 @@ static void handle_object_free(uint64_t fh, gpointer object)
 
 void ops_state_init(struct ops_state *s)
 {
+	g_mutex_init(&s->cache_lock);
+	s->told = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+	s->row_class = g_hash_table_new(g_direct_hash, g_direct_equal);
 	g_mutex_init(&s->handles_lock);
 	s->handles = g_hash_table_new(g_direct_hash, g_direct_equal);
 	s->handle_tag = ((uint64_t)g_random_int_range(1, 1 << 23)) << HANDLE_TAG_SHIFT;
@@ -149,6 +227,9 @@ void ops_state_clear(struct ops_state *s)
 		handle_object_free((uint64_t)(uintptr_t)fh, object);
 	g_clear_pointer(&s->handles, g_hash_table_unref);
 	g_mutex_clear(&s->handles_lock);
+	g_clear_pointer(&s->told, g_hash_table_unref);
+	g_clear_pointer(&s->row_class, g_hash_table_unref);
+	g_mutex_clear(&s->cache_lock);
 }
 
 static uint64_t handle_add(struct ops_state *s, gpointer object, uint64_t kind)
@@ -250,6 +331,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 struct served_file {
 	GMutex lock; /* guards content, from_zero and at_end */
 	GBytes *content;
+	gint64 version; /* 0, or content is the shared text of this version */
 	gboolean from_zero; /* a read of this snapshot started at offset 0 */
 	gboolean at_end;    /* ... and a read of it reached the end */
 	uint64_t ino;
@@ -270,12 +352,14 @@ static int served_file_new(fuse_req_t req, fuse_ino_t ino, int flags, struct ser
 {
 	struct caller c = req_caller(req);
 	GBytes *content = NULL;
-	int r = view_open(state(req)->view, &c, ino, flags, &content);
+	int64_t version;
+	int r = view_open(state(req)->view, &c, ino, flags, &content, &version);
 	if (r < 0)
 		return r;
 	struct served_file *f = g_new0(struct served_file, 1);
 	g_mutex_init(&f->lock);
 	f->content = content;
+	f->version = version;
 	f->ino = ino;
 	f->flags = flags;
 	*ret = f;
@@ -284,14 +368,32 @@ static int served_file_new(fuse_req_t req, fuse_ino_t ino, int flags, struct ser
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct ops_state *s = state(req);
 	struct served_file *f;
 	int r = served_file_new(req, ino, fi->flags, &f);
+	if (r == -ESTALE && view_class_row(ino))
+		class_mixed(s, ino); /* a name kept for another class */
 	if (r < 0) {
 		reply_err(req, r);
 		return;
 	}
-	/* Content can differ per caller and per read pass: never page-cached. */
-	fi->direct_io = 1;
+	if (f->version > 0) {
+		/* Shared by every caller of the inode: the page cache keeps it,
+		 * told of a new version before the open completes. */
+		if (told(s, ino, f->version))
+			store_shared(s, ino, f->content);
+		fi->keep_cache = 1;
+	} else {
+		/* Content can differ per open and per read pass: read past the
+		 * page cache, but for sendfile and splice, which read through it
+		 * up to the inode's size (Linux 6.5 and later): that size made
+		 * this open's, and the pages, dropped at the open, this open's
+		 * text (the inode is of one content class: they are never
+		 * another class's). */
+		if (f->version == VIEW_FRESH)
+			store_shared(s, ino, f->content);
+		fi->direct_io = 1;
+	}
 	fi->noflush = 1;
 	fi->fh = handle_add(state(req), f, 0);
 	if (fuse_reply_open(req, fi) < 0)
@@ -307,7 +409,8 @@ static GBytes *snapshot_for_read(fuse_req_t req, struct served_file *f, off_t of
 		struct caller c = req_caller(req);
 		GBytes *fresh = NULL;
 		/* On failure the reader gets the previous pass again, not an error. */
-		if (view_open(state(req)->view, &c, f->ino, f->flags, &fresh) == 0) {
+		int64_t version;
+		if (view_open(state(req)->view, &c, f->ino, f->flags, &fresh, &version) == 0) {
 			g_bytes_unref(f->content);
 			f->content = fresh;
 		}
@@ -336,8 +439,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		}
 		f = handle_adopt(state(req), fi->fh & ~HANDLE_DIR, f);
 	}
-	/* Unlocked before the reply: once it is sent, RELEASE may free f. */
-	g_autoptr(GBytes) content = snapshot_for_read(req, f, off, size);
+	/* Unlocked before the reply: once it is sent, RELEASE may free f. A
+	 * shared text is read as it is now: the page cache the READ fills is
+	 * every caller's of the inode. */
+	g_autoptr(GBytes) content = NULL;
+	if (f->version <= 0 || view_read_shared(state(req)->view, ino, &content) < 0)
+		content = snapshot_for_read(req, f, off, size);
 
 	snapshot_slice(content, off, size, &data, &len);
 	fuse_reply_buf(req, data, len);

@@ -26,6 +26,13 @@ struct ops_state {
 	GMutex handles_lock;
 	GHashTable *handles;
 	uint64_t handle_tag, handle_serial;
+	/* Served files shared per content class (view_class_row): the version
+	 * of each inode's text the kernel was last told, and per row the one
+	 * inode (class) its callers have looked up, or every class if several
+	 * (then the kernel may not keep the name). cache_lock guards both. */
+	GMutex cache_lock;
+	GHashTable *told;      /* ino -> version (gint64) */
+	GHashTable *row_class; /* row -> ino, or CLASS_MIXED */
 };
 
 /* Make the handle table of s (the other fields are the caller's), and

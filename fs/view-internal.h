@@ -5,6 +5,7 @@
 
 #include "ino.h"
 #include "procfile.h"
+#include "served.h"
 #include "view.h"
 
 #include <glib.h>
@@ -48,6 +49,7 @@ struct view {
 	GHashTable *pid_entry_index;
 	GPtrArray *pid_entry_names;
 	gint magic_generation; /* atomic */
+	struct served *served; /* texts of the files shared per content class */
 };
 
 /* The operations of a node kind. A slot the kind's type does not need is
@@ -74,8 +76,11 @@ struct kind_ops {
 	/* Directories: appends to entries, after "." and "..". */
 	int (*readdir)(struct view *v, const struct caller *c, uint64_t ino, GArray *entries);
 	int (*readlink)(struct view *v, const struct caller *c, uint64_t ino, char **ret_target);
-	/* Files, once the view knows the open is a read. */
-	int (*open)(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret_content);
+	/* Files, once the view knows the open is a read. *ret_version is 0
+	 * (the content is this open's alone) unless the content is shared by
+	 * every caller of the inode: then its version (fs/served.h). */
+	int (*open)(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret_content,
+		    int64_t *ret_version);
 };
 
 /* The kind whose row lacks a slot its type needs, or -1: every row is
@@ -84,7 +89,8 @@ int view_kind_incomplete(void);
 
 /* view.c: what every family uses. */
 void view_attr_fill(const struct view *v, struct stat *st, uint64_t ino, mode_t mode, off_t size);
-/* A file the daemon serves: read-only, no size (served through direct_io). */
+/* A file the daemon serves for each open: read-only, no size (served
+ * through direct_io). */
 int view_served_file_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
 			  double *ret_timeout);
 void view_dirent_add(GArray *entries, const char *name, uint64_t ino, mode_t type);
@@ -112,8 +118,16 @@ enum row {
 };
 extern const struct kind_ops files_static_dir_ops, files_real_dir_ops, files_served_ops;
 uint64_t files_row_ino(enum row r);
+/* The inode of row r for the caller: of its content class for a served
+ * file whose text depends on it. */
+uint64_t files_row_ino_for(struct view *v, const struct caller *c, enum row r);
 enum row files_find_row(enum row parent, const char *name); /* or ROW_NONE */
-void files_list_rows(GArray *entries, enum row parent);     /* but hidden ones */
+/* The rows under parent but hidden ones, as the caller sees them. */
+void files_list_rows(struct view *v, const struct caller *c, GArray *entries, enum row parent);
+/* The row of a served file whose text depends on the caller's content
+ * class, or ROW_NONE. */
+enum row files_class_row(uint64_t ino);
+int files_read_shared(struct view *v, uint64_t ino, GBytes **ret);
 /* Host text, rewritten for the caller's CPUs; the host text itself when it
  * is not of the expected shape: never a blank file. */
 typedef int (*rewrite_fn)(const char *host, const struct cpu_map *m, GString **ret);

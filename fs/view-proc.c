@@ -398,7 +398,8 @@ const struct kind_ops proc_pid_magic_ops = {
 	.readlink = magic_readlink,
 };
 
-static int pid_file_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret)
+static int pid_file_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret,
+		 int64_t *ret_version)
 {
 	struct pid_stat st;
 	int r = pid_node_process(v, ino, &st);

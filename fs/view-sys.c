@@ -149,7 +149,7 @@ static int mirror_lookup(struct view *v, const struct caller *c, uint64_t parent
 	enum row r = files_find_row(ROW_SYS_CPU, name);
 	unsigned cpu;
 	if (r != ROW_NONE)
-		ret->ino = files_row_ino(r);
+		ret->ino = files_row_ino_for(v, c, r);
 	else if (parse_cpu_dir(name, &cpu))
 		/* Whether it exists for this caller is the attributes' answer. */
 		ret->ino = ino_cpu_make(NODE_SYS_VCPU, cpu, 0);
@@ -184,7 +184,7 @@ static int list_cpu_dir(struct view *v, const struct caller *c, struct sys_listi
 	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
 
 	l->map = map;
-	files_list_rows(l->entries, ROW_SYS_CPU);
+	files_list_rows(v, c, l->entries, ROW_SYS_CPU);
 	int r = dirwalk(v->cfg.sys_cpu_fd, ".", list_mirror_entry, l);
 	if (!map->is_host) {
 		for (unsigned cpu = 0; cpu < map->count; cpu++) {
@@ -209,7 +209,8 @@ static int mirror_readlink(struct view *v, const struct caller *c, uint64_t ino,
 	return procfile_readlink_at(v->cfg.sys_cpu_fd, mirror_path(ino_id(ino)), ret_target);
 }
 
-static int mirror_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret)
+static int mirror_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret,
+		 int64_t *ret_version)
 {
 	struct stat st;
 	const char *path = mirror_path(ino_id(ino));
@@ -288,7 +289,8 @@ static int vcpu_readlink(struct view *v, const struct caller *c, uint64_t ino, c
 	return r < 0 ? r : procfile_readlink_at(v->cfg.sys_cpu_fd, path, ret_target);
 }
 
-static int vcpu_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret)
+static int vcpu_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret,
+		 int64_t *ret_version)
 {
 	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
 	g_autofree char *path = NULL;

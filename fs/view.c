@@ -124,6 +124,7 @@ int view_new(const struct view_config *cfg, struct view **ret_view)
 		g_ptr_array_unref(v->pid_entry_names);
 		return r;
 	}
+	v->served = served_new();
 	*ret_view = g_steal_pointer(&v);
 	return 0;
 }
@@ -134,6 +135,7 @@ void view_free(struct view *v)
 		return;
 	g_hash_table_unref(v->pid_entry_index);
 	g_ptr_array_unref(v->pid_entry_names);
+	served_free(v->served);
 	g_free(v);
 }
 
@@ -240,7 +242,8 @@ int view_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray **
 
 /* Writes are refused (EACCES), as the kernel refuses them on read-only
  * proc and sysfs files; directories and links are not opened here. */
-int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, GBytes **ret_content)
+int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, GBytes **ret_content,
+	      int64_t *ret_version)
 {
 	const struct kind_ops *ops = ops_of(v, ino);
 
@@ -250,5 +253,16 @@ int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, G
 		return ops->type == S_IFDIR ? -EISDIR : -ELOOP;
 	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
 		return -EACCES;
-	return ops->open(v, c, ino, ret_content);
+	*ret_version = 0;
+	return ops->open(v, c, ino, ret_content, ret_version);
+}
+
+unsigned view_class_row(uint64_t ino)
+{
+	return ino_kind(ino) == NODE_HOST_FILE ? (unsigned)files_class_row(ino) : 0;
+}
+
+int view_read_shared(struct view *v, uint64_t ino, GBytes **ret)
+{
+	return files_read_shared(v, ino, ret);
 }

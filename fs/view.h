@@ -93,6 +93,23 @@ struct view_dirent {
 int view_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray **ret_entries);
 
 /* Render a daemon-served file for this open. Writes are refused (EACCES),
- * as the kernel refuses them on read-only proc and sysfs files. */
-int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags,
-	      GBytes **ret_content);
+ * as the kernel refuses them on read-only proc and sysfs files.
+ * *ret_version 0: the content is this open's, to be read without the page
+ * cache (direct I/O). VIEW_FRESH: the same, for an inode of one content
+ * class, whose size the kernel should be told (sendfile and splice read
+ * up to it, through the page cache). Otherwise the content is shared by
+ * every caller of the inode, whose page cache may keep it: *ret_version is
+ * its version, the mtime (ns) its attributes carry. -ESTALE: the inode stands for a text
+ * of another content class than the caller's (a dentry cached for another
+ * caller): a new lookup gives the caller's. */
+#define VIEW_FRESH ((int64_t)-1)
+int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, GBytes **ret_content,
+	      int64_t *ret_version);
+
+/* A served file whose text depends on the caller (one inode per content
+ * class): its row, which the kernel may cache by name only while every
+ * caller of a session has the same class; 0 for any other node. */
+unsigned view_class_row(uint64_t ino);
+/* The current text of a shared served file (view_open gave a version):
+ * 0, or -ENOENT if there is none now. */
+int view_read_shared(struct view *v, uint64_t ino, GBytes **ret);

@@ -1,0 +1,328 @@
+"""Daemon-served files read right by every reader, with no text of one
+caller's view reaching another's.
+
+Callers sit in v1 cpusets of this machine: one with one CPU, one with two
+(the host's view, where the machine has two). Each file is read the ways
+tools read it: read() in several chunk sizes, pread at odd offsets,
+sendfile (os.sendfile and busybox cat), tail, head, dd bs=1 and cmp -s.
+Expectations come from the cpusets and the host's files in the same run."""
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cgtest  # noqa: E402
+from cgtest import check, check_equal  # noqa: E402
+
+CPUSET = "/sys/fs/cgroup/cpuset"
+TOP = "cgprocfs-served-%d" % os.getpid()
+FILES = ("proc/cpuinfo", "proc/stat", "sys/devices/system/cpu/online")
+
+# Reads every file every way and prints what it got, in JSON: for each file
+# and way, the text (cpuinfo without its MHz lines, stat as its line keys:
+# both move between two reads).
+READ_WAYS = r"""
+import json, os, subprocess, sys
+root = sys.argv[1]
+
+def norm(name, data):
+    text = data.decode()
+    if name.endswith("cpuinfo"):
+        return "".join(l + "\n" for l in text.splitlines() if not l.startswith("cpu MHz"))
+    if name.endswith("stat"):
+        return " ".join(l.split()[0] for l in text.splitlines() if l)
+    return text
+
+def read_chunks(path, n):
+    fd = os.open(path, os.O_RDONLY)
+    out = b""
+    while True:
+        b = os.read(fd, n)
+        if not b:
+            break
+        out += b
+    os.close(fd)
+    return out
+
+def pread_odd(path):
+    fd = os.open(path, os.O_RDONLY)
+    whole = b""
+    off = 0
+    step = 7
+    while True:
+        b = os.pread(fd, step, off)
+        if not b:
+            break
+        whole += b
+        off += len(b)
+        step = 4093 if step == 7 else 7
+    os.close(fd)
+    return whole
+
+def sendfile(path):
+    r, w = os.pipe()
+    src = os.open(path, os.O_RDONLY)
+    out = b""
+    import threading
+    got = []
+    t = threading.Thread(target=lambda: got.append(b"".join(iter(lambda: os.read(r, 65536), b""))))
+    t.start()
+    while os.sendfile(w, src, None, 1 << 20) > 0:
+        pass
+    os.close(w)
+    t.join()
+    os.close(src)
+    os.close(r)
+    return got[0]
+
+def sh(argv):
+    return subprocess.run(argv, stdout=subprocess.PIPE, check=True).stdout
+
+res = {}
+for name in sys.argv[2:]:
+    path = os.path.join(root, name)
+    ways = {
+        "read 1": read_chunks(path, 1),
+        "read 4096": read_chunks(path, 4096),
+        "read 1M": read_chunks(path, 1 << 20),
+        "pread odd": pread_odd(path),
+        "sendfile": sendfile(path),
+        "busybox cat": sh(["busybox", "cat", path]),
+        "dd bs=1": sh(["dd", "bs=1", "status=none", "if=" + path]),
+    }
+    whole = ways["read 1M"]
+    tail = sh(["tail", "-n", "3", path])
+    head = sh(["head", "-c", "100", path])
+    st = os.stat(path)
+    res[name] = {
+        "ways": {k: norm(name, v) for k, v in ways.items()},
+        "tail": norm(name, tail) if not name.endswith(("cpuinfo", "stat")) else tail.decode().count("\n"),
+        "head": head.decode()[:20],
+        "whole_head": whole.decode()[:20],
+        "size": st.st_size,
+        "len": len(whole),
+        "processors": whole.decode().count("processor\t:"),
+        "cpu_lines": sum(1 for l in whole.decode().splitlines() if l.split()[0].startswith("cpu")) if name.endswith("stat") else 0,
+        "cmp": subprocess.run(["cmp", "-s", path, "/dev/stdin"], input=whole).returncode if name.endswith("online") else 0,
+    }
+print(json.dumps(res))
+"""
+
+# Reads one file in a loop for a while, alternating read() and sendfile,
+# and counts the reads whose CPU count is not the expected one.
+MIXED_READER = r"""
+import os, sys, time
+path, want, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+
+def count(data):
+    text = data.decode()
+    if path.endswith("cpuinfo"):
+        return text.count("processor\t:")
+    if path.endswith("stat"):
+        return sum(1 for l in text.splitlines() if l.startswith("cpu") and l[3:4].isdigit())
+    last = text.strip().split("-")[-1]
+    return int(last) + 1
+
+def by_read():
+    fd = os.open(path, os.O_RDONLY)
+    out = b"".join(iter(lambda: os.read(fd, 65536), b""))
+    os.close(fd)
+    return out
+
+def by_sendfile():
+    r, w = os.pipe2(os.O_NONBLOCK)
+    src = os.open(path, os.O_RDONLY)
+    out = b""
+    while True:
+        n = os.sendfile(w, src, None, 65536)
+        while True:
+            try:
+                b = os.read(r, 65536)
+            except BlockingIOError:
+                break
+            if not b:
+                break
+            out += b
+        if n == 0:
+            break
+    os.close(src)
+    os.close(w)
+    os.close(r)
+    return out
+
+reads = bad = empty = 0
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    data = by_sendfile() if reads % 2 else by_read()
+    reads += 1
+    if not data:
+        empty += 1
+    elif count(data) != want:
+        bad += 1
+print(reads, bad, empty)
+"""
+
+
+def read_text(path):
+    with open(path) as f:
+        return f.read()
+
+
+def write(path, value):
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
+def parse_list(text):
+    cpus = set()
+    for part in text.strip().split(","):
+        if part:
+            lo, _, hi = part.partition("-")
+            cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+class Cpusets:
+    """TOP/one (one CPU) and TOP/all (every CPU of the root cpuset)."""
+
+    def __init__(self):
+        root_cpus = sorted(parse_list(read_text(os.path.join(CPUSET, "cpuset.effective_cpus"))))
+        if len(root_cpus) < 2:
+            raise cgtest.Skip("needs 2 CPUs to tell two views apart; the root cpuset has %s" % root_cpus)
+        mems = read_text(os.path.join(CPUSET, "cpuset.effective_mems")).strip()
+        self.top = os.path.join(CPUSET, TOP)
+        os.mkdir(self.top)
+        self.made = [self.top]
+        write(os.path.join(self.top, "cpuset.cpus"), ",".join(map(str, root_cpus)))
+        write(os.path.join(self.top, "cpuset.mems"), mems)
+        self.groups = {}
+        for name, cpus in (("one", root_cpus[-1:]), ("all", root_cpus)):
+            path = os.path.join(self.top, name)
+            os.mkdir(path)
+            self.made.append(path)
+            write(os.path.join(path, "cpuset.cpus"), ",".join(map(str, cpus)))
+            write(os.path.join(path, "cpuset.mems"), mems)
+            self.groups[name] = (path, len(cpus))
+        self.host_count = len(parse_list(read_text("/sys/devices/system/cpu/online")))
+
+    def remove(self):
+        for path in reversed(self.made):
+            for _ in range(50):
+                try:
+                    for pid in read_text(os.path.join(path, "cgroup.procs")).split():
+                        write(os.path.join(CPUSET, "cgroup.procs"), pid)
+                    os.rmdir(path)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+
+def in_cgroup(group, argv, setup=""):
+    """argv in cgroup group, in a private mount namespace after setup (a
+    shell snippet run there first, in the cgroup)."""
+    script = "echo $$ > %s/cgroup.procs || exit 96\n" % shlex.quote(group)
+    inner = setup + 'exec "$@"\n'
+    script += "exec unshare --mount --propagation private sh -c %s sh \"$@\"\n" % shlex.quote(inner)
+    return ["sh", "-c", script, "sh"] + list(argv)
+
+
+BIND_PROC = 'mount --rbind "$MNT/proc" /proc && mount --bind "$MNT/sys/devices/system/cpu" /sys/devices/system/cpu || exit 97\n'
+# A bind of a file of MNT races the readers of other cgroups: their walks
+# replace the name's dentry (another class's inode), and a bind whose
+# source dentry went meanwhile fails with ENOENT. It is tried again.
+BIND_FILES = ('bind() { for i in 1 2 3 4 5 6 7 8 9 10; do mount --bind "$1" "$2" 2>/dev/null && return; sleep 0.05; done; '
+              'mount --bind "$1" "$2"; }\n'
+              'bind "$MNT/proc/cpuinfo" /proc/cpuinfo && bind "$MNT/proc/stat" /proc/stat && '
+              'bind "$MNT/sys/devices/system/cpu" /sys/devices/system/cpu || exit 97\n')
+
+
+def make_tests(d):
+    t, test = cgtest.test_registry()
+
+    def env():  # the mountpoint is known once the daemon serves
+        return dict(os.environ, MNT=d.mnt)
+
+    def read_ways(group, root, setup):
+        res = cgtest.run(in_cgroup(group, [cgtest.PYTHON, "-c", READ_WAYS, root] + list(FILES), setup), env=env())
+        out = cgtest.check_ran(res, "the reader")
+        return json.loads(out)
+
+    @test("every way of reading (read in 1 B, 4 KiB and 1 MiB chunks, pread at odd offsets, sendfile, busybox cat, "
+          "dd bs=1, tail, head, cmp -s) gives the same text, with st_size its length, in a one-CPU cpuset")
+    def _():
+        cs = Cpusets()
+        try:
+            group, n = cs.groups["one"]
+            for where, root, setup in (("the view bound over /proc", "/", BIND_PROC),
+                                       ("MNT from the host", d.mnt, "")):
+                got = read_ways(group, root, setup)
+                for name, r in got.items():
+                    ways = r["ways"]
+                    check(all(v for v in ways.values()), "%s, %s: a way read nothing" % (where, name),
+                          {k: len(v) for k, v in ways.items()})
+                    distinct = {v for v in ways.values()}
+                    check(len(distinct) == 1, "%s, %s: the ways of reading disagree" % (where, name),
+                          *["%s: %r" % (k, v[:200]) for k, v in ways.items()])
+                    check_equal(r["size"], r["len"], "%s, %s: st_size vs the bytes read" % (where, name))
+                    if not name.endswith("stat"):  # its counters move between two reads
+                        check_equal(r["head"], r["whole_head"], "%s, %s: head -c" % (where, name))
+                    check_equal(r["cmp"], 0, "%s, %s: cmp -s against its own text" % (where, name))
+                check_equal(got["proc/cpuinfo"]["processors"], n, "%s: processors in cpuinfo" % where)
+                check_equal(got["proc/stat"]["cpu_lines"], n + 1, "%s: cpu lines in stat" % where)
+                check_equal(got["sys/devices/system/cpu/online"]["ways"]["read 1"], "0\n" if n == 1 else "0-%d\n" % (n - 1),
+                            "%s: online" % where)
+        finally:
+            cs.remove()
+
+    @test("readers in a one-CPU and a two-CPU cpuset mixing read() and sendfile for 5 s never get the other's "
+          "text: through MNT, the view bound over /proc, and file-level binds")
+    def _():
+        cs = Cpusets()
+        procs = []
+        try:
+            setups = (("MNT", None, ""), ("bound over /proc", "/", BIND_PROC), ("file-level binds", "/", BIND_FILES))
+            for where, root, setup in setups:
+                for name in ("one", "all"):
+                    group, n = cs.groups[name]
+                    for f in FILES:
+                        path = os.path.join(root if root else d.mnt, f)
+                        procs.append((where, name, f, subprocess.Popen(
+                            in_cgroup(group, [cgtest.PYTHON, "-c", MIXED_READER, path, str(n), "5"], setup),
+                            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+            wrong, total = [], 0
+            for where, name, f, p in procs:
+                out, err = p.communicate(timeout=60)
+                check_equal(p.returncode, 0, "a reader (%s, %s, %s) failed: %s" % (where, name, f, err.strip()))
+                reads, bad, empty = map(int, out.split())
+                total += reads
+                if bad or empty or not reads:
+                    wrong.append("%s, cpuset %s, %s: %d of %d reads wrong, %d empty" % (where, name, f, bad, reads, empty))
+            cgtest.diag("%d reads by %d readers" % (total, len(procs)))
+            check(not wrong, "readers got another view's text or nothing", *wrong)
+        finally:
+            for *_, p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            cs.remove()
+
+    return t
+
+
+def main():
+    cgtest.skip_all_unless_runnable()
+    if shutil.which("busybox") is None or not os.path.isdir(CPUSET):
+        print("1..0 # SKIP needs busybox and the v1 cpuset hierarchy at " + CPUSET)
+        return
+    cgtest.run_with_daemon(make_tests)
+
+
+if __name__ == "__main__":
+    main()

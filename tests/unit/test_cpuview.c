@@ -211,3 +211,20 @@ Test(cpuview, ranges_lists_and_masks)
 	g_string_free(s, TRUE);
 	cr_assert_eq(cpuview_render_list("garbage", three, &s), -EINVAL);
 }
+
+/* The content class of a map: what decides the text of the CPU files, and
+ * nothing else; never 0 (the class of files alike for every caller). */
+Test(cpuview, maps_showing_the_same_cpus_share_a_class_and_others_do_not)
+{
+	g_autoptr(cpu_map) a = map_of("0-3", "1-2", 0, 0);
+	g_autoptr(cpu_map) b = map_of("0-3", "1-2", 300000, 100000); /* a quota of 3 CPUs: the same two */
+	g_autoptr(cpu_map) c = map_of("0-3", "2-3", 0, 0);
+	g_autoptr(cpu_map) d = map_of("0-3", "1-3", 200000, 100000); /* the first two of 1-3: 1 and 2 */
+	g_autoptr(cpu_map) host = map_of("0-3", NULL, 0, 0);
+	cr_assert_eq(cpu_map_class(a), cpu_map_class(b));
+	cr_assert_eq(cpu_map_class(a), cpu_map_class(d));
+	cr_assert_neq(cpu_map_class(a), cpu_map_class(c), "other CPUs, same count");
+	cr_assert_neq(cpu_map_class(a), cpu_map_class(host));
+	cr_assert_neq(cpu_map_class(host), 0);
+	cr_assert_eq(cpu_map_class(a) >> 52, 0, "a class fits the served layout's 52 bits");
+}

@@ -133,3 +133,22 @@ Test(ino, a_node_has_one_number_in_every_process)
 		cr_expect_eq(ino_cpu_make(9, 5, names_intern(paths[i])), theirs[2 * i + 1], "%s", paths[i]);
 	}
 }
+
+Test(ino, the_served_layout_round_trips_and_keeps_rows_and_classes_apart)
+{
+	const unsigned rows[] = { 1, 4, 16, INO_ROW_MAX };
+	const uint64_t served_classes[] = { 0, 1, UINT64_C(0x123456789abc), INO_SERVED_CLASS_MASK };
+	for (size_t r = 0; r < G_N_ELEMENTS(rows); r++) {
+		for (size_t c = 0; c < G_N_ELEMENTS(served_classes); c++) {
+			uint64_t ino = ino_served_make(2, rows[r], served_classes[c]);
+			cr_assert_eq(ino_kind(ino), 2);
+			cr_assert_eq(ino_served_row(ino), rows[r]);
+			cr_assert_eq(ino_served_class(ino), served_classes[c]);
+		}
+	}
+	cr_assert_neq(ino_served_make(2, 4, 1), ino_served_make(2, 4, 2), "two classes of one row");
+	cr_assert_neq(ino_served_make(2, 4, 1), ino_served_make(2, 5, 1), "one class of two rows");
+	cr_assert_eq(ino_served_class(ino_served_make(2, 4, INO_SERVED_CLASS_MASK + 5)), 4,
+		     "a class is cut to its bits, not spilled into the row");
+	cr_assert_eq(ino_served_row(ino_served_make(2, 4, INO_SERVED_CLASS_MASK + 5)), 4);
+}

@@ -71,8 +71,22 @@ static int vcpu_host_path(struct view *v, const struct caller *c, uint64_t ino, 
 	return vcpu_map_path(map, ino, ret);
 }
 
+/* How a regular file of the mirror is sized. */
+enum file_size {
+	/* The host's size (sysfs says 4096, what a show can give at most):
+	 * the text is the same for every caller who may open it, so the page
+	 * cache that sendfile and splice read through, up to the size, may
+	 * hold it; a shorter text cuts the size at its first read. */
+	SIZE_HOST,
+	/* None: the text depends on the caller (a virtual CPU's), and its inode
+	 * is every caller's. With no size, no page of it is ever cached (nor
+	 * spliced: sendfile reads nothing, never another caller's text). */
+	SIZE_NONE,
+};
+
 /* Attributes of a node that stands for the host's sys cpu file at path. */
-static int mirror_attr_at(struct view *v, uint64_t ino, const char *path, struct stat *ret)
+static int mirror_attr_at(struct view *v, uint64_t ino, const char *path, enum file_size size,
+			  struct stat *ret)
 {
 	struct stat real;
 
@@ -82,8 +96,8 @@ static int mirror_attr_at(struct view *v, uint64_t ino, const char *path, struct
 		view_attr_fill(v, ret, ino, S_IFDIR | (real.st_mode & 0555), 0);
 	else if (S_ISLNK(real.st_mode))
 		view_attr_fill(v, ret, ino, S_IFLNK | 0777, real.st_size);
-	else /* served read-only, through direct_io: no size */
-		view_attr_fill(v, ret, ino, S_IFREG | (real.st_mode & 0444), 0);
+	else /* served read-only, through direct_io */
+		view_attr_fill(v, ret, ino, S_IFREG | (real.st_mode & 0444), size == SIZE_HOST ? real.st_size : 0);
 	ret->st_uid = real.st_uid;
 	ret->st_gid = real.st_gid;
 	ret->st_mtim = real.st_mtim;
@@ -126,8 +140,12 @@ static gboolean mirror_valid(const struct view *v, uint64_t ino)
 static int mirror_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
 		       double *ret_timeout)
 {
-	*ret_timeout = TIMEOUT_STABLE;
-	return mirror_attr_at(v, ino, mirror_path(ino_id(ino)), ret);
+	int r = mirror_attr_at(v, ino, mirror_path(ino_id(ino)), SIZE_HOST, ret);
+	/* A short read (sendfile's, through the page cache) makes the kernel
+	 * cut a file's size to its text: stat asks again, and gets sysfs's
+	 * size, as cmp -s against the host's file wants. */
+	*ret_timeout = r == 0 && S_ISREG(ret->st_mode) ? 0 : TIMEOUT_STABLE;
+	return r;
 }
 
 static int lookup_mirror_entry(struct view *v, uint64_t parent, const char *name, struct view_entry *ret)
@@ -245,7 +263,7 @@ static int vcpu_attr(struct view *v, const struct caller *c, uint64_t ino, struc
 	/* Which host CPU cpu<N> is differs per caller: never cached. */
 	*ret_timeout = ino_sub(ino) == 0 ? 0 : TIMEOUT_STABLE;
 	int r = vcpu_host_path(v, c, ino, &path);
-	return r < 0 ? r : mirror_attr_at(v, ino, path, ret);
+	return r < 0 ? r : mirror_attr_at(v, ino, path, SIZE_NONE, ret);
 }
 
 static int vcpu_lookup(struct view *v, const struct caller *c, uint64_t parent, const char *name,

@@ -281,6 +281,34 @@ def make_tests(d):
         finally:
             cs.remove()
 
+    @test("smaps_rollup and a sysfs file of the mirror read the same every way, sendfile included; the "
+          "mirror's st_size is sysfs's, and cmp -s finds it equal to the host's file")
+    def _():
+        sleeper = subprocess.Popen(["sleep", "60"], stdin=subprocess.DEVNULL)
+        try:
+            smaps = "proc/%d/smaps_rollup" % sleeper.pid
+            mirror = "sys/devices/system/cpu/kernel_max"
+            res = cgtest.run([cgtest.PYTHON, "-c", READ_WAYS, d.mnt, smaps, mirror])
+            got = json.loads(cgtest.check_ran(res, "the reader"))
+        finally:
+            sleeper.kill()
+            sleeper.wait()
+        for name, r in got.items():
+            ways = r["ways"]
+            check(all(v for v in ways.values()), "%s: a way read nothing" % name, {k: len(v) for k, v in ways.items()})
+            check(len(set(ways.values())) == 1, "%s: the ways of reading disagree" % name,
+                  *["%s: %r" % (k, v[:200]) for k, v in ways.items()])
+            check_equal(r["head"], r["whole_head"], "%s: head -c" % name)
+        check("Rss:" in got[smaps]["ways"]["sendfile"], "sendfile of smaps_rollup is not its text",
+              got[smaps]["ways"]["sendfile"][:300])
+        host = "/" + mirror
+        check_equal(got[mirror]["ways"]["read 1M"], read_text(host), "kernel_max through the view")
+        check_equal(os.stat(os.path.join(d.mnt, mirror)).st_size, os.stat(host).st_size, "st_size of kernel_max")
+        rc = subprocess.run(["cmp", "-s", os.path.join(d.mnt, mirror), host]).returncode
+        check_equal(rc, 0, "cmp -s of kernel_max, the view's against the host's")
+        tail = subprocess.run(["tail", "-c", "3", os.path.join(d.mnt, mirror)], stdout=subprocess.PIPE).stdout.decode()
+        check_equal(tail, read_text(host)[-3:], "tail -c 3 of kernel_max")
+
     @test("readers in a one-CPU and a two-CPU cpuset mixing read() and sendfile for 5 s never get the other's "
           "text: through MNT, the view bound over /proc, and file-level binds")
     def _():

@@ -75,16 +75,36 @@ static gint64 version_of(const struct stat *attr)
 	return (gint64)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
 }
 
-/* The kernel was told (attributes, or a store) of version of ino's text.
- * TRUE if it had been told another. */
-static gboolean told(struct ops_state *s, uint64_t ino, gint64 version)
+/* What the kernel was last told of a shared served file: its text's
+ * version and size (by attributes, or a store). */
+struct told {
+	gint64 version;
+	gint64 size;
+};
+
+/* The kernel was told of version and size of ino's text. TRUE if it had
+ * been told another version. */
+static gboolean told(struct ops_state *s, uint64_t ino, gint64 version, gint64 size)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
-	gint64 *had = g_hash_table_lookup(s->told, &ino);
-	if (had && *had == version)
-		return FALSE;
-	g_hash_table_insert(s->told, g_memdup2(&ino, sizeof(ino)), g_memdup2(&version, sizeof(version)));
-	return TRUE;
+	struct told *had = g_hash_table_lookup(s->told, &ino);
+	gboolean changed = !had || had->version != version;
+	if (!had) {
+		had = g_new0(struct told, 1);
+		g_hash_table_insert(s->told, g_memdup2(&ino, sizeof(ino)), had);
+	}
+	*had = (struct told){ version, size };
+	return changed;
+}
+
+/* Whether the kernel's size of ino, as it was told, is below size: a text
+ * rendered for one open, longer than that, must be stored for sendfile to
+ * read all of it (a shorter one cuts the size at its first read). */
+static gboolean told_shorter(struct ops_state *s, uint64_t ino, gint64 size)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
+	const struct told *had = g_hash_table_lookup(s->told, &ino);
+	return !had || had->size < size;
 }
 
 /* Have the kernel's page cache of ino hold content: its pages dropped and
@@ -122,7 +142,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		.entry_timeout = e.entry_timeout,
 	};
 	if (e.ino && view_class_row(e.ino)) {
-		told(s, e.ino, version_of(&e.attr));
+		told(s, e.ino, version_of(&e.attr), e.attr.st_size);
 		param.entry_timeout = class_entry_timeout(s, e.ino, e.entry_timeout);
 	}
 	fuse_reply_entry(req, &param); /* req is gone from here on */
@@ -142,7 +162,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	if (view_class_row(ino))
-		told(state(req), ino, version_of(&attr));
+		told(state(req), ino, version_of(&attr), attr.st_size);
 	fuse_reply_attr(req, &attr, timeout);
 }
 
@@ -380,7 +400,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (f->version > 0) {
 		/* Shared by every caller of the inode: the page cache keeps it,
 		 * told of a new version before the open completes. */
-		if (told(s, ino, f->version))
+		if (told(s, ino, f->version, (gint64)g_bytes_get_size(f->content)))
 			store_shared(s, ino, f->content);
 		fi->keep_cache = 1;
 	} else {
@@ -390,8 +410,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		 * this open's, and the pages, dropped at the open, this open's
 		 * text (the inode is of one content class: they are never
 		 * another class's). */
-		if (f->version == VIEW_FRESH)
+		gint64 size = (gint64)g_bytes_get_size(f->content);
+		if (f->version == VIEW_FRESH && told_shorter(s, ino, size)) {
 			store_shared(s, ino, f->content);
+			told(s, ino, 0, size);
+		}
 		fi->direct_io = 1;
 	}
 	fi->noflush = 1;

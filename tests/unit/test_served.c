@@ -43,6 +43,7 @@ Test(served, a_young_text_is_kept_an_old_one_rendered_again)
 	cr_assert_eq(v1, v2);
 	cr_assert_gt(v1, 0);
 	g_autofree char *c = get(s, 7, 0, &src, &v2);
+	cr_assert_str_eq(c, "one\n");
 	cr_assert_eq(src.renders, 2, "a text older than asked was not rendered again");
 	cr_assert_eq(v2, v1, "the same text is the same version");
 	served_free(s);
@@ -54,6 +55,7 @@ Test(served, a_changed_text_is_a_new_later_version_and_peek_sees_it)
 	struct source src = { "one\n", 0, 0 };
 	int64_t v1, v2, peeked;
 	g_autofree char *a = get(s, 7, 0, &src, &v1);
+	cr_assert_str_eq(a, "one\n");
 	src.text = "two\n";
 	g_autofree char *b = get(s, 7, 0, &src, &v2);
 	cr_assert_str_eq(b, "two\n");
@@ -85,6 +87,8 @@ Test(served, inodes_keep_their_own_texts)
 	int64_t v1, v2;
 	g_autofree char *a = get(s, 1, G_USEC_PER_SEC, &one, &v1);
 	g_autofree char *b = get(s, 2, G_USEC_PER_SEC, &two, &v2);
+	cr_assert_str_eq(a, "one CPU\n");
+	cr_assert_str_eq(b, "two CPUs\n");
 	g_autofree char *c = get(s, 1, G_USEC_PER_SEC, &two, &v1);
 	cr_assert_str_eq(c, "one CPU\n", "inode 1 was given inode 2's text");
 	cr_assert_eq(two.renders, 1);

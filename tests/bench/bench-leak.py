@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""Does one cgroup's text reach another's readers? The view against LXCFS.
+
+    sudo /usr/bin/python3 tests/bench/bench-leak.py [--build-dir build] [--seconds 10] [--readers 4]
+
+Readers in a one-CPU cpuset and in a cpuset of every CPU read the same file
+at once, alternating read() and sendfile (what busybox cat does), for
+--seconds: through the daemon's view, then through LXCFS (Debian's lxcfs,
+on its own mountpoint with its own pidfile). Each read is checked against
+its reader's own cpuset: a wrong CPU count is another cgroup's text, an
+empty read is a reader that got nothing. Reports the counts per file and
+cpuset; it only reports figures, its exit status says whether it ran."""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import benchlib  # noqa: E402
+import cgtest  # noqa: E402
+import test_served  # noqa: E402
+
+FILES = ("proc/cpuinfo", "proc/stat", "sys/devices/system/cpu/online")
+
+
+def start_lxcfs(mnt, pidfile, log_path):
+    lxcfs = shutil.which("lxcfs")
+    if not lxcfs:
+        raise benchlib.BenchError("lxcfs is not installed (apt-get install lxcfs)")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([lxcfs, "-p", pidfile, mnt], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True)
+    deadline = time.monotonic() + 10
+    while not os.path.exists(os.path.join(mnt, "proc", "cpuinfo")):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise benchlib.BenchError("lxcfs did not start (see %s)" % log_path)
+        time.sleep(0.05)
+    return proc
+
+
+def run_readers(root, groups, readers, seconds):
+    """{(file, cpuset): (reads, wrong, empty)} of readers at once."""
+    procs = []
+    for f in FILES:
+        path = os.path.join(root, f)
+        if not os.path.exists(path):
+            continue
+        for name, (group, n) in groups.items():
+            for _ in range(readers):
+                argv = test_served.in_cgroup(group, [sys.executable, "-c", test_served.MIXED_READER, path, str(n),
+                                                     str(seconds)])
+                procs.append((f, name, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                        text=True)))
+    out = {}
+    for f, name, p in procs:
+        stdout, stderr = p.communicate(timeout=seconds + 60)
+        if p.returncode != 0:
+            raise benchlib.BenchError("a reader of %s failed: %s" % (f, stderr.strip()[-300:]))
+        got = [int(x) for x in stdout.split()]
+        prev = out.get((f, name), (0, 0, 0))
+        out[(f, name)] = tuple(a + b for a, b in zip(prev, got))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build-dir", default="build")
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--readers", type=int, default=4, help="readers per cpuset and file")
+    args = ap.parse_args()
+    benchlib.exit_on_signals()
+    tmp = tempfile.mkdtemp(prefix="cgprocfs-bench-leak-")
+    mnt, lxmnt = os.path.join(tmp, "mnt"), os.path.join(tmp, "lxcfs")
+    os.mkdir(mnt)
+    os.mkdir(lxmnt)
+    daemon = lxcfs = cpusets = None
+    try:
+        daemon = benchlib.start_daemon([os.path.join(args.build_dir, "daemon", "cgprocfs"), mnt], mnt,
+                                       os.path.join(tmp, "daemon.log"))
+        lxcfs = start_lxcfs(lxmnt, os.path.join(tmp, "lxcfs.pid"), os.path.join(tmp, "lxcfs.log"))
+        cpusets = test_served.Cpusets()
+        print("%d readers per cpuset and file, %.0f s each, read() and sendfile alternating" %
+              (args.readers, args.seconds))
+        print("%-10s %-32s %-8s %10s %10s %10s" % ("served by", "file", "cpuset", "reads", "wrong", "empty"))
+        for label, root in (("cgprocfs", mnt), ("lxcfs", lxmnt)):
+            res = run_readers(root, cpusets.groups, args.readers, args.seconds)
+            for (f, name), (reads, wrong, empty) in sorted(res.items()):
+                print("%-10s %-32s %-8s %10d %10d %10d" % (label, f, name, reads, wrong, empty))
+    except (benchlib.BenchError, cgtest.Skip) as e:
+        print("bench-leak: %s" % e, file=sys.stderr)
+        sys.exit(1)
+    finally:
+        if cpusets:
+            cpusets.remove()
+        for proc, path in ((daemon, mnt), (lxcfs, lxmnt)):
+            if proc:
+                proc.terminate()
+                proc.wait(timeout=10)
+            subprocess.run(["umount", "-l", path], stderr=subprocess.DEVNULL)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

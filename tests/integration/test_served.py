@@ -125,8 +125,10 @@ def count(data):
         return text.count("processor\t:")
     if path.endswith("stat"):
         return sum(1 for l in text.splitlines() if l.startswith("cpu") and l[3:4].isdigit())
-    last = text.strip().split("-")[-1]
-    return int(last) + 1
+    try:
+        return int(text.strip().split("-")[-1]) + 1
+    except ValueError:
+        return -1  # not a CPU list: a wrong text
 
 def by_read():
     fd = os.open(path, os.O_RDONLY)

@@ -7,8 +7,10 @@ cgprocfs_build_deps=(build-essential clang libclang-rt-14-dev meson ninja-build 
 	libfuse3-dev fuse3 libglib2.0-dev libcriterion-dev libsystemd-dev)
 # what the tests run: psutil and its suite for /usr/bin/python3, ps/top/free,
 # unshare/nsenter/setpriv, runc, crun and podman with a busybox rootfs for
-# the container tests, and LXCFS for the side-by-side benchmarks
-cgprocfs_test_deps=(python3 python3-psutil procps util-linux lxcfs runc crun podman busybox-static)
+# the container tests, LXCFS for the side-by-side benchmarks, and
+# user-mode-linux for the tests on a real cgroup v2 kernel (tests/uml/uml-run)
+cgprocfs_test_deps=(python3 python3-psutil procps util-linux lxcfs runc crun podman busybox-static
+	user-mode-linux)
 
 cgprocfs_install() {
 	if [ "$(id -u)" -ne 0 ]; then

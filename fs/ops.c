@@ -75,8 +75,11 @@ static gint64 version_of(const struct stat *attr)
 	return (gint64)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
 }
 
-/* What the kernel was last told of a shared served file: its text's
- * version and size (by attributes, or a store). */
+/* What the kernel was last told of a served file: its text's version and
+ * size (by attributes, or a store). Every regular file's attributes are
+ * noted (a smaps_rollup's size 0 undoes its open's store); past TOLD_MAX
+ * inodes the table starts over. */
+#define TOLD_MAX 65536
 struct told {
 	gint64 version;
 	gint64 size;
@@ -89,12 +92,32 @@ static gboolean told(struct ops_state *s, uint64_t ino, gint64 version, gint64 s
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
 	struct told *had = g_hash_table_lookup(s->told, &ino);
 	gboolean changed = !had || had->version != version;
+	if (!had && g_hash_table_size(s->told) >= TOLD_MAX)
+		g_hash_table_remove_all(s->told); /* forgetting costs a store each */
 	if (!had) {
 		had = g_new0(struct told, 1);
 		g_hash_table_insert(s->told, g_memdup2(&ino, sizeof(ino)), had);
 	}
 	*had = (struct told){ version, size };
 	return changed;
+}
+
+/* Attributes of a regular file about to go to the kernel: a file rendered
+ * per open has no size of its own (0), but the kernel must keep the size
+ * of the text its last open stored, or a sendfile would stop at 0. */
+static void told_attr(struct ops_state *s, uint64_t ino, struct stat *attr)
+{
+	if (!S_ISREG(attr->st_mode))
+		return;
+	if (attr->st_size == 0) {
+		G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
+		const struct told *had = g_hash_table_lookup(s->told, &ino);
+		if (had && had->version == 0) { /* a store's */
+			attr->st_size = had->size;
+			return;
+		}
+	}
+	told(s, ino, version_of(attr), attr->st_size);
 }
 
 /* Whether the kernel's size of ino, as it was told, is below size: a text
@@ -141,10 +164,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		.attr_timeout = e.attr_timeout,
 		.entry_timeout = e.entry_timeout,
 	};
-	if (e.ino && view_class_row(e.ino)) {
-		told(s, e.ino, version_of(&e.attr), e.attr.st_size);
+	if (e.ino)
+		told_attr(s, e.ino, &param.attr);
+	if (e.ino && view_class_row(e.ino))
 		param.entry_timeout = class_entry_timeout(s, e.ino, e.entry_timeout);
-	}
 	fuse_reply_entry(req, &param); /* req is gone from here on */
 	/* After the reply: an exit seen from now on drops the new entry. */
 	if (e.pidfd >= 0)
@@ -161,8 +184,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		reply_err(req, r);
 		return;
 	}
-	if (view_class_row(ino))
-		told(state(req), ino, version_of(&attr), attr.st_size);
+	told_attr(state(req), ino, &attr);
 	fuse_reply_attr(req, &attr, timeout);
 }
 

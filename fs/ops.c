@@ -102,17 +102,18 @@ static gboolean told(struct ops_state *s, uint64_t ino, gint64 version, gint64 s
 	return changed;
 }
 
-/* Attributes of a regular file about to go to the kernel: a file rendered
- * per open has no size of its own (0), but the kernel must keep the size
- * of the text its last open stored, or a sendfile would stop at 0. */
+/* Attributes of a regular file about to go to the kernel. A file rendered
+ * per open has no size of its own (smaps_rollup: 0; stat: its text of the
+ * last second), but the kernel must keep at least the size of the text its
+ * last open stored, or a sendfile under way would stop short of it. */
 static void told_attr(struct ops_state *s, uint64_t ino, struct stat *attr)
 {
 	if (!S_ISREG(attr->st_mode))
 		return;
-	if (attr->st_size == 0) {
+	{
 		G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
 		const struct told *had = g_hash_table_lookup(s->told, &ino);
-		if (had && had->version == 0) { /* a store's */
+		if (had && had->version == 0 && had->size > attr->st_size) { /* a store's */
 			attr->st_size = had->size;
 			return;
 		}

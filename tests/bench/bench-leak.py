@@ -29,21 +29,6 @@ import test_served  # noqa: E402
 FILES = ("proc/cpuinfo", "proc/stat", "sys/devices/system/cpu/online")
 
 
-def start_lxcfs(mnt, pidfile, log_path):
-    lxcfs = shutil.which("lxcfs")
-    if not lxcfs:
-        raise benchlib.BenchError("lxcfs is not installed (apt-get install lxcfs)")
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([lxcfs, "-p", pidfile, mnt], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                start_new_session=True)
-    deadline = time.monotonic() + 10
-    while not os.path.exists(os.path.join(mnt, "proc", "cpuinfo")):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise benchlib.BenchError("lxcfs did not start (see %s)" % log_path)
-        time.sleep(0.05)
-    return proc
-
-
 def run_readers(root, groups, readers, seconds):
     """{(file, cpuset): (reads, wrong, empty)} of readers at once."""
     procs = []
@@ -83,7 +68,7 @@ def main():
     try:
         daemon = benchlib.start_daemon([os.path.join(args.build_dir, "daemon", "cgprocfs"), mnt], mnt,
                                        os.path.join(tmp, "daemon.log"))
-        lxcfs = start_lxcfs(lxmnt, os.path.join(tmp, "lxcfs.pid"), os.path.join(tmp, "lxcfs.log"))
+        lxcfs = benchlib.start_lxcfs(lxmnt, os.path.join(tmp, "lxcfs.pid"), os.path.join(tmp, "lxcfs.log"))
         cpusets = test_served.Cpusets()
         print("%d readers per cpuset and file, %.0f s each, read() and sendfile alternating" %
               (args.readers, args.seconds))

@@ -4,7 +4,7 @@
 side by side (e.g. before and after a change), and of the real files.
 
     sudo /usr/bin/python3 tests/bench/bench-parallel.py --build-dir build [--build-dir OLD] \\
-        [--readers 1,2,4,8] [--seconds 3] [--rounds 3]
+        [--readers 1,2,4,8] [--seconds 3] [--rounds 3] [--lxcfs]
 
 For each build a daemon serves a temporary mountpoint; each reader process
 opens, reads to the end and closes one file in a loop for --seconds, and
@@ -12,7 +12,9 @@ counts. Files: proc/cpuinfo (served by the daemon) and proc/<pid>/status
 of an idle process (a walk through cached symlinks into the real procfs).
 Builds and reader counts are interleaved in each of --rounds rounds, and
 the best round is reported, so drift and other load touch every arm
-alike. It only reports figures; the exit status says whether it ran."""
+alike. With --lxcfs, LXCFS (Debian's lxcfs, on its own mountpoint with its
+own pidfile) is an arm too, for cpuinfo. It only reports figures; the exit
+status says whether it ran."""
 
 import argparse
 import os
@@ -56,12 +58,14 @@ def main():
     ap.add_argument("--readers", default="1,2,4,8")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--lxcfs", action="store_true", help="LXCFS's cpuinfo as one more arm")
     args = ap.parse_args()
     benchlib.exit_on_signals()
     counts = [int(n) for n in args.readers.split(",")]
     idle = subprocess.Popen(["sleep", "3600"])
     tmp = tempfile.mkdtemp(prefix="cgprocfs-bench-parallel-")
     daemons = {}
+    lxcfs = None
     try:
         arms = {"real": "/proc"}
         for i, build in enumerate(args.build_dir):
@@ -71,11 +75,18 @@ def main():
             daemons[mnt] = benchlib.start_daemon([exe, mnt], mnt, os.path.join(tmp, "daemon%d.log" % i))
             arms[build] = os.path.join(mnt, "proc")
         files = {"cpuinfo": "cpuinfo", "status": "%d/status" % idle.pid}
+        if args.lxcfs:
+            lxmnt = os.path.join(tmp, "lxcfs")
+            os.mkdir(lxmnt)
+            lxcfs = benchlib.start_lxcfs(lxmnt, os.path.join(tmp, "lxcfs.pid"), os.path.join(tmp, "lxcfs.log"))
+            arms["lxcfs"] = os.path.join(lxmnt, "proc")
         best = {}
         for _ in range(args.rounds):
             for n in counts:
                 for arm, proc in arms.items():
                     for name, rel in files.items():
+                        if arm == "lxcfs" and name != "cpuinfo":
+                            continue
                         r = rate(os.path.join(proc, rel), n, args.seconds)
                         key = (name, n, arm)
                         best[key] = max(best.get(key, 0), r)
@@ -83,11 +94,16 @@ def main():
         print("%-8s %-8s %s" % ("file", "readers", "  ".join("%14s" % a[-14:] for a in arms)))
         for name in files:
             for n in counts:
-                print("%-8s %-8d %s" % (name, n, "  ".join("%14.0f" % best[(name, n, a)] for a in arms)))
+                print("%-8s %-8d %s" % (name, n, "  ".join("%14.0f" % best[(name, n, a)] if (name, n, a) in best
+                                                           else "%14s" % "-" for a in arms)))
     finally:
         for mnt, daemon in daemons.items():
             daemon.terminate()
             daemon.wait(timeout=10)
+        if lxcfs:
+            lxcfs.terminate()
+            lxcfs.wait(timeout=10)
+            subprocess.run(["umount", "-l", os.path.join(tmp, "lxcfs")], stderr=subprocess.DEVNULL)
         idle.kill()
         idle.wait()
         for mnt in daemons:

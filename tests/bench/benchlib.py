@@ -2,6 +2,7 @@
 own directory)."""
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -27,6 +28,23 @@ def start_daemon(cmd, mnt, log_path, **popen_args):
             raise BenchError("daemon not ready after %.0f s" % READY_TIMEOUT)
         time.sleep(0.05)
     return daemon
+
+
+def start_lxcfs(mnt, pidfile, log_path):
+    """Start LXCFS (Debian's lxcfs) on mnt with its own pidfile, in the
+    foreground of a session of its own, and wait until it serves."""
+    lxcfs = shutil.which("lxcfs")
+    if not lxcfs:
+        raise BenchError("lxcfs is not installed (apt-get install lxcfs)")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([lxcfs, "-p", pidfile, mnt], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True)
+    deadline = time.monotonic() + 10
+    while not os.path.exists(os.path.join(mnt, "proc", "cpuinfo")):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise BenchError("lxcfs did not start (see %s)" % log_path)
+        time.sleep(0.05)
+    return proc
 
 
 def read_stats(mnt, prefix="cgprocfs_smaps_"):

@@ -74,8 +74,8 @@ uint64_t files_row_ino(enum row r)
 	 * is 1 in a kind-0 node, so the root is inode 1 as FUSE wants. */
 	if (rows[r].kind == NODE_HOST_FILE)
 		return ino_served_make(NODE_HOST_FILE, r, 0);
-	return rows[r].kind == NODE_SYS_MIRROR ? ino_named_make(NODE_SYS_MIRROR, 0, 0)
-					       : ino_named_make(rows[r].kind, r, 0);
+	return rows[r].kind == NODE_SYS_MIRROR ? ino_named_make(NODE_SYS_MIRROR, 0)
+					       : ino_named_make(rows[r].kind, r);
 }
 
 enum row files_find_row(enum row parent, const char *name)
@@ -103,11 +103,11 @@ void files_list_rows(struct view *v, const struct caller *c, GArray *entries, en
 					rows[r].kind == NODE_HOST_FILE ? S_IFREG : S_IFDIR);
 }
 
-/* Rows are of the named layout, class 0 (no file has other classes yet). */
+/* Directories of the static table are of the named layout. */
 static gboolean row_valid(const struct view *v, uint64_t ino)
 {
 	uint64_t r = ino_id(ino);
-	return ino_class(ino) == 0 && r > ROW_NONE && r < ROW_COUNT && rows[r].kind == ino_kind(ino);
+	return r > ROW_NONE && r < ROW_COUNT && rows[r].kind == ino_kind(ino);
 }
 
 static int dir_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret, double *ret_timeout)

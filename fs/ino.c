@@ -8,13 +8,11 @@
 #define PID_SHIFT (INO_TAG_BITS + INO_ENTRY_BITS)
 #define ENTRY_SHIFT INO_TAG_BITS
 #define CPU_SHIFT INO_ID_BITS
-#define CLASS_SHIFT INO_ID_BITS
 #define MASK(bits) ((UINT64_C(1) << (bits)) - 1)
 
 /* The layouts fill the bits below the kind, and no more. */
 G_STATIC_ASSERT(PID_SHIFT + INO_PID_BITS == KIND_SHIFT);
 G_STATIC_ASSERT(INO_ID_BITS + INO_CPU_BITS == PID_SHIFT);
-G_STATIC_ASSERT(INO_ID_BITS + INO_CLASS_BITS == PID_SHIFT);
 G_STATIC_ASSERT(INO_SERVED_CLASS_BITS + INO_ROW_BITS == KIND_SHIFT);
 /* A names.h number fits where a layout carries one. */
 G_STATIC_ASSERT(NAMES_BITS <= INO_ID_BITS);
@@ -31,10 +29,9 @@ uint64_t ino_cpu_make(unsigned kind, unsigned cpu, uint64_t sub)
 	       (sub & MASK(INO_ID_BITS));
 }
 
-uint64_t ino_named_make(unsigned kind, uint64_t id, unsigned class_id)
+uint64_t ino_named_make(unsigned kind, uint64_t id)
 {
-	return (uint64_t)kind << KIND_SHIFT | ((uint64_t)class_id & MASK(INO_CLASS_BITS)) << CLASS_SHIFT |
-	       (id & MASK(INO_ID_BITS));
+	return (uint64_t)kind << KIND_SHIFT | (id & MASK(KIND_SHIFT));
 }
 
 unsigned ino_kind(uint64_t ino) { return (unsigned)(ino >> KIND_SHIFT); }
@@ -47,8 +44,7 @@ uint64_t ino_process_tag(uint64_t start_time) { return start_time & MASK(INO_TAG
 unsigned ino_cpu(uint64_t ino) { return (unsigned)((ino >> CPU_SHIFT) & MASK(INO_CPU_BITS)); }
 uint64_t ino_sub(uint64_t ino) { return ino & MASK(INO_ID_BITS); }
 
-uint64_t ino_id(uint64_t ino) { return ino & MASK(INO_ID_BITS); }
-unsigned ino_class(uint64_t ino) { return (unsigned)((ino >> CLASS_SHIFT) & MASK(INO_CLASS_BITS)); }
+uint64_t ino_id(uint64_t ino) { return ino & MASK(KIND_SHIFT); }
 
 uint64_t ino_served_make(unsigned kind, unsigned row, uint64_t class_id)
 {

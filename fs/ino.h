@@ -10,8 +10,8 @@
  *                 generation for magic links)
  *   cpu layout    bits 25-37 the caller's CPU number, 0-24 the names.h
  *                 number of a path inside its directory (0: the directory)
- *   named layout  bits 25-37 content class, 0-24 a row of the static table
- *                 or the names.h number of a path
+ *   named layout  bits 0-59 a row of the static table or the names.h
+ *                 number of a path (a number beyond those names nothing)
  *   served layout bits 52-59 a row of the static table, 0-51 content class
  *
  * The content class tells apart versions of one file served to different
@@ -19,7 +19,7 @@
  * inode only ever holds one class's text. Served files (the served layout)
  * number their classes by a hash of what decides the text (e.g. the CPUs a
  * caller sees), the same in every daemon; class 0 is "the same for every
- * caller". The named layout's class is 0 for every node today. */
+ * caller". */
 #pragma once
 
 #include <stdint.h>
@@ -31,7 +31,6 @@
 #define INO_TAG_BITS 30
 #define INO_CPU_BITS 13
 #define INO_ID_BITS 25
-#define INO_CLASS_BITS 13
 #define INO_ROW_BITS 8
 #define INO_SERVED_CLASS_BITS 52
 
@@ -39,14 +38,13 @@
 #define INO_PID_MAX ((pid_t)((1u << INO_PID_BITS) - 1))
 #define INO_ENTRY_MAX ((1u << INO_ENTRY_BITS) - 1)
 #define INO_CPU_MAX ((1u << INO_CPU_BITS) - 1)
-#define INO_CLASS_MAX ((1u << INO_CLASS_BITS) - 1)
 #define INO_ROW_MAX ((1u << INO_ROW_BITS) - 1)
 #define INO_SERVED_CLASS_MASK ((UINT64_C(1) << INO_SERVED_CLASS_BITS) - 1)
 
 /* Out-of-range fields are cut to their bits. */
 uint64_t ino_pid_make(unsigned kind, pid_t pid, unsigned entry, uint64_t tag);
 uint64_t ino_cpu_make(unsigned kind, unsigned cpu, uint64_t sub);
-uint64_t ino_named_make(unsigned kind, uint64_t id, unsigned class_id);
+uint64_t ino_named_make(unsigned kind, uint64_t id);
 uint64_t ino_served_make(unsigned kind, unsigned row, uint64_t class_id);
 
 unsigned ino_kind(uint64_t ino);
@@ -64,7 +62,6 @@ uint64_t ino_sub(uint64_t ino);
 
 /* Fields of the named layout. */
 uint64_t ino_id(uint64_t ino);
-unsigned ino_class(uint64_t ino);
 
 /* Fields of the served layout. */
 unsigned ino_served_row(uint64_t ino);

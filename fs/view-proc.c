@@ -212,7 +212,7 @@ int proc_lookup_top(struct view *v, const struct caller *c, const char *name, st
 	if (fstatat(v->cfg.proc_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
 	/* Interned only once the kernel has shown the name exists. */
-	ret->ino = ino_named_make(NODE_TOP_LINK, names_intern(name), 0);
+	ret->ino = ino_named_make(NODE_TOP_LINK, names_intern(name));
 	return 0;
 }
 
@@ -234,7 +234,7 @@ static void list_top_entry(const struct dirent *de, void *data)
 		if (pid != l->skip)
 			view_dirent_add(l->entries, de->d_name, ino_pid_make(NODE_PID_DIR, pid, 0, 0), S_IFDIR);
 	} else {
-		view_dirent_add(l->entries, de->d_name, ino_named_make(NODE_TOP_LINK, names_intern(de->d_name), 0),
+		view_dirent_add(l->entries, de->d_name, ino_named_make(NODE_TOP_LINK, names_intern(de->d_name)),
 				S_IFLNK);
 	}
 }
@@ -256,7 +256,7 @@ int proc_list_top(struct view *v, const struct caller *c, GArray *entries)
 
 static gboolean top_link_valid(const struct view *v, uint64_t ino)
 {
-	return ino_class(ino) == 0 && names_lookup(ino_id(ino)) != NULL;
+	return names_lookup(ino_id(ino)) != NULL;
 }
 
 /* The target of a link into the real procfs (proc/<name> or

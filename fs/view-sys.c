@@ -134,7 +134,7 @@ struct sys_listing {
 
 static gboolean mirror_valid(const struct view *v, uint64_t ino)
 {
-	return ino_class(ino) == 0 && (ino_id(ino) == 0 || names_lookup(ino_id(ino)) != NULL);
+	return (ino_id(ino) == 0 || names_lookup(ino_id(ino)) != NULL);
 }
 
 static int mirror_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
@@ -155,7 +155,7 @@ static int lookup_mirror_entry(struct view *v, uint64_t parent, const char *name
 
 	if (fstatat(v->cfg.sys_cpu_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
-	ret->ino = ino_named_make(NODE_SYS_MIRROR, names_intern(path), 0);
+	ret->ino = ino_named_make(NODE_SYS_MIRROR, names_intern(path));
 	return 0;
 }
 
@@ -193,7 +193,7 @@ static void list_mirror_entry(const struct dirent *de, void *data)
 		}
 	}
 	g_autofree char *path = child_path(ino_id(l->parent), de->d_name);
-	view_dirent_add(l->entries, de->d_name, ino_named_make(NODE_SYS_MIRROR, names_intern(path), 0),
+	view_dirent_add(l->entries, de->d_name, ino_named_make(NODE_SYS_MIRROR, names_intern(path)),
 			dtype_to_mode(de->d_type));
 }
 

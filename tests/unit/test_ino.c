@@ -15,7 +15,6 @@ static const unsigned entries[] = { 0, 1, 77, INO_ENTRY_MAX };
 static const uint64_t tags[] = { 0, 1, 4242, (UINT64_C(1) << INO_TAG_BITS) - 1 };
 static const unsigned cpus[] = { 0, 1, 255, INO_CPU_MAX };
 static const uint64_t ids[] = { 0, 1, 16, (UINT64_C(1) << INO_ID_BITS) - 1 };
-static const unsigned classes[] = { 0, 1, 200, INO_CLASS_MAX };
 
 Test(ino, the_pid_layout_round_trips)
 {
@@ -43,23 +42,14 @@ Test(ino, the_cpu_layout_round_trips)
 			}
 }
 
-Test(ino, the_named_layout_round_trips_with_its_class)
+Test(ino, the_named_layout_round_trips)
 {
 	for (unsigned kind = 0; kind <= INO_KIND_MAX; kind++)
-		for (size_t i = 0; i < G_N_ELEMENTS(ids); i++)
-			for (size_t c = 0; c < G_N_ELEMENTS(classes); c++) {
-				uint64_t ino = ino_named_make(kind, ids[i], classes[c]);
-				cr_assert_eq(ino_kind(ino), kind);
-				cr_assert_eq(ino_id(ino), ids[i]);
-				cr_assert_eq(ino_class(ino), classes[c]);
-			}
-}
-
-Test(ino, classes_give_one_file_distinct_numbers)
-{
-	cr_assert_neq(ino_named_make(2, 4, 0), ino_named_make(2, 4, 1));
-	cr_assert_neq(ino_named_make(2, 4, 1), ino_named_make(2, 5, 1));
-	cr_assert_neq(ino_named_make(2, 4, 1), ino_named_make(3, 4, 1));
+		for (size_t i = 0; i < G_N_ELEMENTS(ids); i++) {
+			uint64_t ino = ino_named_make(kind, ids[i]);
+			cr_assert_eq(ino_kind(ino), kind);
+			cr_assert_eq(ino_id(ino), ids[i]);
+		}
 }
 
 Test(ino, fields_out_of_range_are_cut_not_spilled)
@@ -68,9 +58,8 @@ Test(ino, fields_out_of_range_are_cut_not_spilled)
 	cr_assert_eq(ino_kind(ino), 4);
 	cr_assert_eq(ino_pid(ino), 1);
 	cr_assert_eq(ino_entry(ino), 1);
-	ino = ino_named_make(3, UINT64_MAX, INO_CLASS_MAX + 2);
+	ino = ino_named_make(3, UINT64_MAX);
 	cr_assert_eq(ino_kind(ino), 3);
-	cr_assert_eq(ino_class(ino), 1);
 	ino = ino_cpu_make(9, INO_CPU_MAX + 3, UINT64_MAX);
 	cr_assert_eq(ino_kind(ino), 9);
 	cr_assert_eq(ino_cpu(ino), 2);
@@ -83,13 +72,13 @@ Test(ino, a_process_tag_is_the_low_bits_of_its_start_time)
 }
 
 /* The numbers are fixed by the layout, not by the process or the build:
- * these are the numbers daemons before the content class gave. */
+ * these are the numbers daemons gave before served files had classes. */
 Test(ino, numbers_are_what_they_always_were)
 {
-	cr_assert_eq(ino_named_make(0, 1, 0), 1, "the root is inode 1");
-	cr_assert_eq(ino_named_make(0, 2, 0), 2);
-	cr_assert_eq(ino_named_make(2, 16, 0), UINT64_C(0x2000000000000010));
-	cr_assert_eq(ino_named_make(8, 0, 0), UINT64_C(0x8000000000000000));
+	cr_assert_eq(ino_named_make(0, 1), 1, "the root is inode 1");
+	cr_assert_eq(ino_named_make(0, 2), 2);
+	cr_assert_eq(ino_named_make(2, 16), UINT64_C(0x2000000000000010));
+	cr_assert_eq(ino_named_make(8, 0), UINT64_C(0x8000000000000000));
 	cr_assert_eq(ino_pid_make(4, 100, 0, 4242), UINT64_C(0x4000190000001092));
 	cr_assert_eq(ino_pid_make(7, 100, 6, 4242), UINT64_C(0x7000190180001092));
 	cr_assert_eq(ino_cpu_make(9, 1, 0xdece4), UINT64_C(0x90000000020dece4));
@@ -112,7 +101,7 @@ static void numbers_in_another_process(uint64_t *ret)
 			names_intern(other);
 		}
 		for (size_t i = G_N_ELEMENTS(paths); i-- > 0;) {
-			out[2 * i] = ino_named_make(8, names_intern(paths[i]), 0);
+			out[2 * i] = ino_named_make(8, names_intern(paths[i]));
 			out[2 * i + 1] = ino_cpu_make(9, 5, names_intern(paths[i]));
 		}
 		_exit(write(p[1], out, sizeof(out)) == sizeof(out) ? 0 : 1);
@@ -129,7 +118,7 @@ Test(ino, a_node_has_one_number_in_every_process)
 	uint64_t theirs[G_N_ELEMENTS(paths) * 2];
 	numbers_in_another_process(theirs);
 	for (size_t i = 0; i < G_N_ELEMENTS(paths); i++) {
-		cr_expect_eq(ino_named_make(8, names_intern(paths[i]), 0), theirs[2 * i], "%s", paths[i]);
+		cr_expect_eq(ino_named_make(8, names_intern(paths[i])), theirs[2 * i], "%s", paths[i]);
 		cr_expect_eq(ino_cpu_make(9, 5, names_intern(paths[i])), theirs[2 * i + 1], "%s", paths[i]);
 	}
 }

@@ -1,5 +1,7 @@
 #include "cpuview.h"
 
+#include "hash.h"
+#include "ino.h"
 #include "procfile.h"
 
 #include <errno.h>
@@ -238,15 +240,12 @@ struct cpu_map *cpuview_map_of_class(struct cpuview *cv, uint64_t class_id)
 
 uint64_t cpu_map_class(const struct cpu_map *m)
 {
-	/* FNV-1a over what the map shows. */
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	/* What the map shows: the host's files, or these CPUs. */
 	const unsigned head[2] = { m->is_host, m->count };
-	const guchar *parts[2] = { (const guchar *)head, (const guchar *)m->host };
-	const size_t sizes[2] = { sizeof(head), m->is_host ? 0 : m->count * sizeof(m->host[0]) };
-	for (int p = 0; p < 2; p++)
-		for (size_t i = 0; i < sizes[p]; i++)
-			h = (h ^ parts[p][i]) * UINT64_C(0x100000001b3);
-	h &= (UINT64_C(1) << 52) - 1;
+	uint64_t h = hash_fnv(HASH_FNV_START, head, sizeof(head));
+	if (!m->is_host)
+		h = hash_fnv(h, m->host, m->count * sizeof(m->host[0]));
+	h &= INO_SERVED_CLASS_MASK;
 	return h ? h : 1;
 }
 

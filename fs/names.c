@@ -1,6 +1,9 @@
 #include "names.h"
 
+#include "hash.h"
+
 #include <glib.h>
+#include <string.h>
 
 /* One table for the whole process, on purpose: a number must mean the same
  * name in every view of the process (one kernel superblock per session,
@@ -18,14 +21,6 @@ static GHashTable *by_name; /* name -> id (the same strings) */
 
 #define ID_MASK ((UINT64_C(1) << NAMES_BITS) - 1)
 
-/* FNV-1a: stable across processes and builds. */
-static uint64_t hash(const char *s)
-{
-	uint64_t h = UINT64_C(14695981039346656037);
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
-	return h;
-}
 
 uint64_t names_intern(const char *name)
 {
@@ -43,7 +38,7 @@ uint64_t names_intern(const char *name)
 	known = g_hash_table_lookup(by_name, name);
 	if (known)
 		return (uint64_t)(uintptr_t)known;
-	uint64_t id = hash(name) & ID_MASK;
+	uint64_t id = hash_fnv(HASH_FNV_START, name, strlen(name)) & ID_MASK;
 	while (id == 0 || g_hash_table_contains(by_id, (gpointer)(uintptr_t)id))
 		id = (id + 1) & ID_MASK;
 	char *copy = g_strdup(name);

@@ -62,6 +62,7 @@ struct container {
 	struct containers *cs;
 	struct session *session;
 	struct ns_view *nsv;
+	unsigned id;      /* the keeper's (the host view's is 0) */
 	gboolean recover; /* taken from a dead daemon's keeper */
 };
 
@@ -213,7 +214,7 @@ static gpointer container_thread(gpointer data)
 	if (recovering)
 		g_thread_join(recovering);
 	if (!handed_over)
-		keeper_drop(cs->cfg.keeper, session_id(c->session));
+		keeper_drop(cs->cfg.keeper, c->id);
 	g_mutex_lock(&cs->lock);
 	g_ptr_array_remove_fast(cs->served, c);
 	g_mutex_unlock(&cs->lock);
@@ -250,11 +251,11 @@ static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned
 	session_adopt_watches(c->session, watches);
 	g_mutex_lock(&cs->lock);
 	g_ptr_array_add(cs->served, c);
-	session_set_id(c->session, ++cs->last_id);
+	c->id = ++cs->last_id;
 	g_mutex_unlock(&cs->lock);
 	/* A new session's INIT comes later: the kernel speaks the host's version. */
 	unsigned minor = resume_minor ? resume_minor : session_proto_minor(cs->cfg.host);
-	keeper_keep(cs->cfg.keeper, session_id(c->session), minor, fuse_fd, c->nsv->ns_fd);
+	keeper_keep(cs->cfg.keeper, c->id, minor, fuse_fd, c->nsv->ns_fd);
 	/* The session owns fuse_fd from here; the hook keeps its own copy. */
 	*ret = c;
 	g_thread_unref(g_thread_new("container", container_thread, g_steal_pointer(&c)));

@@ -406,7 +406,6 @@ static gboolean stop_serving(struct daemon *d, gboolean *ret_containers_live)
  * the process), only what they do not use. */
 static void free_daemon(struct daemon *d, gboolean containers_live)
 {
-	keeper_quit(d->keeper);
 	handover_clear(&d->ho);
 	if (containers_live)
 		return;

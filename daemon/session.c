@@ -37,7 +37,6 @@ struct session {
 	struct fuse_session *se;
 	struct server *server;
 	gboolean resend; /* taken up from a dead daemon: resend on serving */
-	unsigned id;     /* the keeper's */
 	GMutex lock;       /* guards workers, idle, running, draining, respawn, error */
 	GCond changed;     /* workers or running changed */
 	unsigned workers, idle;
@@ -372,16 +371,6 @@ void session_adopt_watches(struct session *s, GArray *watches)
 	}
 }
 
-void session_set_id(struct session *s, unsigned id)
-{
-	s->id = id;
-}
-
-unsigned session_id(const struct session *s)
-{
-	return s->id;
-}
-
 int session_fuse_fd(const struct session *s)
 {
 	return fuse_session_fd(s->se);
@@ -400,9 +389,4 @@ unsigned session_proto_minor(const struct session *s)
 struct ops_state *session_ops(struct session *s)
 {
 	return &s->ops;
-}
-
-struct view *session_view(const struct session *s)
-{
-	return s->ops.view;
 }

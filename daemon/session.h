@@ -67,10 +67,6 @@ struct session_watch {
  * before it serves: if it ends at once, session_free forgets them. */
 void session_adopt_watches(struct session *s, GArray *watches);
 
-/* The keeper's number of the session: 0 for the host view's (the default). */
-void session_set_id(struct session *s, unsigned id);
-unsigned session_id(const struct session *s);
-
 int session_fuse_fd(const struct session *s);
 /* A container's pid namespace, or -1 for the daemon's own. */
 int session_ns_fd(const struct session *s);
@@ -78,4 +74,3 @@ int session_ns_fd(const struct session *s);
 unsigned session_proto_minor(const struct session *s);
 /* The owner of the session's process watches (pidwatch). */
 struct ops_state *session_ops(struct session *s);
-struct view *session_view(const struct session *s);

@@ -232,7 +232,7 @@ static gpointer container_thread(gpointer data)
  * (0 for a new one) and the process watches it had (taken); recover: that
  * daemon died (see recover.c). 0 or -errno with *error set. */
 static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned resume_minor, gboolean recover,
-			 GArray *watches, struct container **ret, GError **error)
+			 struct handover *h, unsigned index, struct container **ret, GError **error)
 {
 	g_autofree struct container *c = g_new0(struct container, 1);
 	c->cs = cs;
@@ -248,7 +248,7 @@ static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned
 		return log_set_error(error, r, "cannot start a FUSE session on that fd");
 	}
 	/* Before it serves: a session that ends at once forgets them. */
-	session_adopt_watches(c->session, watches);
+	session_adopt_watches(c->session, h, index);
 	g_mutex_lock(&cs->lock);
 	g_ptr_array_add(cs->served, c);
 	c->id = ++cs->last_id;
@@ -274,7 +274,7 @@ static int attach(struct containers *cs, pid_t pid, int fuse_fd, GError **error)
 	if (ns_fd < 0)
 		return log_set_message(error, "no such process"), -ESRCH;
 	gint64 started = g_get_monotonic_time();
-	int r = start_session(cs, ns_fd, fuse_fd, 0, FALSE, NULL, &c, error);
+	int r = start_session(cs, ns_fd, fuse_fd, 0, FALSE, NULL, 0, &c, error);
 	if (r < 0)
 		return r;
 	g_message("serving the view of pid namespace %" G_GUINT64_FORMAT " (container init %d), set up in %.1f ms",
@@ -282,15 +282,18 @@ static int attach(struct containers *cs, pid_t pid, int fuse_fd, GError **error)
 	return 0;
 }
 
-int containers_resume(struct containers *cs, int fuse_fd, int ns_fd, unsigned proto_minor, gboolean resend,
-		      GArray *watches)
+int containers_resume(struct containers *cs, struct handover *h, unsigned index, gboolean resend)
 {
 	g_autoptr(GError) error = NULL;
+	struct handover_session *s = &g_array_index(h->sessions, struct handover_session, index);
 	struct container *c;
-	int r = start_session(cs, ns_fd, fuse_fd, proto_minor, resend, watches, &c, &error);
-	if (r < 0)
+	int r = start_session(cs, s->ns_fd, s->fuse_fd, s->proto_minor, resend, h, index, &c, &error);
+	if (r < 0) {
 		g_warning("cannot resume a container's view: %s", error->message);
-	return r;
+		return r;
+	}
+	s->fuse_fd = -1; /* the session's now */
+	return 0;
 }
 
 /* A detached FUSE mount on fuse_fd, made here so that the FUSE connection

@@ -43,12 +43,11 @@ struct containers_config {
 };
 struct containers;
 int containers_start(const struct containers_config *cfg, struct containers **ret);
-/* Serve a container's view that another daemon served until a handover:
- * fuse_fd (taken on success) of the pid namespace of ns_fd, with the
- * process watches it had (a GArray of struct session_watch, taken; or
- * NULL); resend: that daemon died. 0 or -errno (logged). */
-int containers_resume(struct containers *cs, int fuse_fd, int ns_fd, unsigned proto_minor, gboolean resend,
-		      GArray *watches);
+/* Serve the container's view that another daemon served until handover h
+ * as its session number index: its fuse fd (taken on success) and pid
+ * namespace, with the process watches it had (taken); resend: that daemon
+ * died. 0 or -errno (logged). */
+int containers_resume(struct containers *cs, struct handover *h, unsigned index, gboolean resend);
 /* Every view taken over is served: a handover to a newer daemon may
  * start (until then it is refused). */
 void containers_ready(struct containers *cs);

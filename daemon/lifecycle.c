@@ -272,20 +272,6 @@ static gboolean make_host_session(struct daemon *d, GError **error)
 	return TRUE;
 }
 
-/* The watches handed over with session number i, as session_watch entries. */
-static GArray *watches_of(struct handover *ho, guint i)
-{
-	GArray *out = g_array_new(FALSE, FALSE, sizeof(struct session_watch));
-	for (guint k = 0; k < ho->watches->len; k++) {
-		struct handover_watch *w = &g_array_index(ho->watches, struct handover_watch, k);
-		if (w->session == i && w->pidfd >= 0) {
-			const struct session_watch sw = { w->pid, steal_fd(&w->pidfd) };
-			g_array_append_val(out, sw);
-		}
-	}
-	return out;
-}
-
 /* With --replace or from a keeper, once the host view is served here: the
  * containers' views, each with the watches of its cached processes taken
  * before it serves, then the old daemon is told to stop. */
@@ -294,17 +280,10 @@ static void resume_the_rest(struct daemon *d, gboolean resend)
 	struct handover *ho = &d->ho;
 	guint resumed = 0;
 
-	for (guint i = 1; i < ho->sessions->len && d->containers; i++) {
-		struct handover_session *s = &g_array_index(ho->sessions, struct handover_session, i);
-		g_autoptr(GArray) watches = watches_of(ho, i);
-		if (containers_resume(d->containers, s->fuse_fd, s->ns_fd, s->proto_minor, resend, watches) == 0) {
-			s->fuse_fd = -1;
+	/* What is not taken, handover_clear closes. */
+	for (guint i = 1; i < ho->sessions->len && d->containers; i++)
+		if (containers_resume(d->containers, ho, i, resend) == 0)
 			resumed++;
-		}
-		for (guint k = 0; k < watches->len; k++) /* those not taken */
-			if (g_array_index(watches, struct session_watch, k).pidfd >= 0)
-				close(g_array_index(watches, struct session_watch, k).pidfd);
-	}
 	if (resumed + 1 < ho->sessions->len)
 		g_warning("%u container view(s) could not be taken over: they stop working now",
 			  ho->sessions->len - 1 - resumed);
@@ -320,10 +299,8 @@ static gboolean start_serving(struct daemon *d, GError **error)
 {
 	const struct daemon_config *cfg = d->cfg;
 
-	if (taking_over(cfg)) {
-		g_autoptr(GArray) watches = watches_of(&d->ho, 0);
-		session_adopt_watches(d->host, watches);
-	}
+	if (taking_over(cfg))
+		session_adopt_watches(d->host, &d->ho, 0);
 	d->watch_th = g_thread_new("pidwatch", pidwatch_thread, d->watch);
 	refresher_start(d->refresher, d->smaps);
 	d->loop_th = g_thread_new("fuse", loop_thread, d);

@@ -5,6 +5,8 @@
 #include "session.h"
 
 #include "caller.h"
+#include "cleanup.h"
+#include "control.h"
 #include "metrics.h"
 #include "view.h"
 
@@ -361,13 +363,12 @@ void session_free(struct session *s)
 	g_free(s);
 }
 
-void session_adopt_watches(struct session *s, GArray *watches)
+void session_adopt_watches(struct session *s, struct handover *h, unsigned index)
 {
-	for (guint i = 0; watches && i < watches->len; i++) {
-		struct session_watch *w = &g_array_index(watches, struct session_watch, i);
-		if (w->pidfd >= 0)
-			pidwatch_adopt(s->ops.watch, &s->ops, w->pid, w->pidfd);
-		w->pidfd = -1;
+	for (guint i = 0; h && i < h->watches->len; i++) {
+		struct handover_watch *w = &g_array_index(h->watches, struct handover_watch, i);
+		if (w->session == index && w->pidfd >= 0)
+			pidwatch_adopt(s->ops.watch, &s->ops, w->pid, steal_fd(&w->pidfd));
 	}
 }
 

@@ -58,14 +58,11 @@ void session_exit(struct session *s);
  * forgotten first: no exit callback runs for it afterwards. */
 void session_free(struct session *s);
 
-/* A process watch that comes with a session taken over. */
-struct session_watch {
-	pid_t pid;
-	int pidfd; /* taken by session_adopt_watches: -1 then */
-};
-/* Watch these processes for s (a GArray of struct session_watch, or NULL),
- * before it serves: if it ends at once, session_free forgets them. */
-void session_adopt_watches(struct session *s, GArray *watches);
+/* Watch for s the processes handed over with session number index (those
+ * of h->watches whose session it is; their pidfds are taken), before it
+ * serves: if it ends at once, session_free forgets them. */
+struct handover;
+void session_adopt_watches(struct session *s, struct handover *h, unsigned index);
 
 int session_fuse_fd(const struct session *s);
 /* A container's pid namespace, or -1 for the daemon's own. */

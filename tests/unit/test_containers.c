@@ -75,19 +75,28 @@ Test(containers, a_resumed_session_that_ends_at_once_leaves_no_watch)
 		pause();
 		_exit(0);
 	}
-	g_autoptr(GArray) watches = g_array_new(FALSE, FALSE, sizeof(struct session_watch));
-	const struct session_watch sw = { child, (int)syscall(SYS_pidfd_open, child, 0) };
-	cr_assert_geq(sw.pidfd, 0);
-	g_array_append_val(watches, sw);
-	/* Never mounted: the session's first read fails, and it ends at once. */
-	int fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	/* A handover of the host's session (0) and one container's (1), with
+	 * a watch of the container's. */
+	struct handover ho = {
+		.conn = -1,
+		.sessions = g_array_new(FALSE, FALSE, sizeof(struct handover_session)),
+		.watches = g_array_new(FALSE, FALSE, sizeof(struct handover_watch)),
+	};
+	const struct handover_watch hw = { 1, child, (int)syscall(SYS_pidfd_open, child, 0) };
+	cr_assert_geq(hw.pidfd, 0);
+	g_array_append_val(ho.watches, hw);
 	/* A container's pid namespace: its init is the watched child's sibling. */
 	pid_t init = start_pid_namespace();
 	g_autofree char *ns_path = g_strdup_printf("/proc/%d/ns/pid", (int)init);
-	int ns_fd = open(ns_path, O_RDONLY | O_CLOEXEC);
-	cr_assert_geq(ns_fd, 0);
-	cr_assert_eq(containers_resume(cs, fuse_fd, ns_fd, 31, FALSE, watches), 0);
-	cr_assert_eq(g_array_index(watches, struct session_watch, 0).pidfd, -1, "the watch was not taken");
+	/* Never mounted: the session's first read fails, and it ends at once. */
+	const struct handover_session sessions[2] = {
+		{ -1, -1, 31 },
+		{ open("/dev/fuse", O_RDWR | O_CLOEXEC), open(ns_path, O_RDONLY | O_CLOEXEC), 31 },
+	};
+	cr_assert_geq(sessions[1].ns_fd, 0);
+	g_array_append_vals(ho.sessions, sessions, 2);
+	cr_assert_eq(containers_resume(cs, &ho, 1, FALSE), 0);
+	cr_assert_eq(g_array_index(ho.watches, struct handover_watch, 0).pidfd, -1, "the watch was not taken");
 
 	for (int i = 0; i < 500 && !sessions_gauge_is(cs, 0); i++)
 		g_usleep(10 * 1000);
@@ -101,6 +110,6 @@ Test(containers, a_resumed_session_that_ends_at_once_leaves_no_watch)
 	kill(init, SIGKILL);
 	waitpid(init, NULL, 0);
 	cr_assert_not(containers_stop(cs), "a namespace view outlived its session");
-	close(ns_fd);
+	handover_clear(&ho);
 	rmdir(dir);
 }

@@ -18,6 +18,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
 from cgtest import check, check_equal  # noqa: E402
+from test_cpuview import parse_cpu_list, read_text, write  # noqa: E402
 
 CPUSET = "/sys/fs/cgroup/cpuset"
 TOP = "cgprocfs-served-%d" % os.getpid()
@@ -67,7 +68,6 @@ def pread_odd(path):
 def sendfile(path):
     r, w = os.pipe()
     src = os.open(path, os.O_RDONLY)
-    out = b""
     import threading
     got = []
     t = threading.Thread(target=lambda: got.append(b"".join(iter(lambda: os.read(r, 65536), b""))))
@@ -170,30 +170,20 @@ print(reads, bad, empty)
 """
 
 
-def read_text(path):
-    with open(path) as f:
-        return f.read()
-
-
-def write(path, value):
-    with open(path, "w") as f:
-        f.write(str(value))
-
-
-def parse_list(text):
-    cpus = set()
-    for part in text.strip().split(","):
-        if part:
-            lo, _, hi = part.partition("-")
-            cpus.update(range(int(lo), int(hi or lo) + 1))
-    return cpus
+def check_ways(where, name, r):
+    """Every way of reading name (READ_WAYS's r) read something, and the same."""
+    ways = r["ways"]
+    check(all(v for v in ways.values()), "%s, %s: a way read nothing" % (where, name),
+          {k: len(v) for k, v in ways.items()})
+    check(len(set(ways.values())) == 1, "%s, %s: the ways of reading disagree" % (where, name),
+          *["%s: %r" % (k, v[:200]) for k, v in ways.items()])
 
 
 class Cpusets:
     """TOP/one (one CPU) and TOP/all (every CPU of the root cpuset)."""
 
     def __init__(self):
-        root_cpus = sorted(parse_list(read_text(os.path.join(CPUSET, "cpuset.effective_cpus"))))
+        root_cpus = sorted(parse_cpu_list(read_text(os.path.join(CPUSET, "cpuset.effective_cpus"))))
         if len(root_cpus) < 2:
             raise cgtest.Skip("needs 2 CPUs to tell two views apart; the root cpuset has %s" % root_cpus)
         mems = read_text(os.path.join(CPUSET, "cpuset.effective_mems")).strip()
@@ -210,7 +200,7 @@ class Cpusets:
             write(os.path.join(path, "cpuset.cpus"), ",".join(map(str, cpus)))
             write(os.path.join(path, "cpuset.mems"), mems)
             self.groups[name] = (path, len(cpus))
-        self.host_count = len(parse_list(read_text("/sys/devices/system/cpu/online")))
+        self.host_count = len(parse_cpu_list(read_text("/sys/devices/system/cpu/online")))
 
     def remove(self):
         for path in reversed(self.made):
@@ -266,12 +256,7 @@ def make_tests(d):
                                        ("MNT from the host", d.mnt, "")):
                 got = read_ways(group, root, setup)
                 for name, r in got.items():
-                    ways = r["ways"]
-                    check(all(v for v in ways.values()), "%s, %s: a way read nothing" % (where, name),
-                          {k: len(v) for k, v in ways.items()})
-                    distinct = {v for v in ways.values()}
-                    check(len(distinct) == 1, "%s, %s: the ways of reading disagree" % (where, name),
-                          *["%s: %r" % (k, v[:200]) for k, v in ways.items()])
+                    check_ways(where, name, r)
                     check_equal(r["size"], r["len"], "%s, %s: st_size vs the bytes read" % (where, name))
                     if not name.endswith("stat"):  # its counters move between two reads
                         check_equal(r["head"], r["whole_head"], "%s, %s: head -c" % (where, name))
@@ -313,10 +298,7 @@ def make_tests(d):
             sleeper.kill()
             sleeper.wait()
         for name, r in got.items():
-            ways = r["ways"]
-            check(all(v for v in ways.values()), "%s: a way read nothing" % name, {k: len(v) for k, v in ways.items()})
-            check(len(set(ways.values())) == 1, "%s: the ways of reading disagree" % name,
-                  *["%s: %r" % (k, v[:200]) for k, v in ways.items()])
+            check_ways("MNT", name, r)
             check_equal(r["head"], r["whole_head"], "%s: head -c" % name)
         check("Rss:" in got[smaps]["ways"]["sendfile"], "sendfile of smaps_rollup is not its text",
               got[smaps]["ways"]["sendfile"][:300])

@@ -35,6 +35,8 @@ struct cpuview {
 
 /* ---------------------------------------------------------------- maps -- */
 
+static uint64_t map_class(const struct cpu_map *m);
+
 struct cpu_map *cpu_map_new(const struct cpuset *online, const struct cgroup_limits *limits,
 			    gboolean use_quota)
 {
@@ -51,6 +53,7 @@ struct cpu_map *cpu_map_new(const struct cpuset *online, const struct cgroup_lim
 	struct cpu_map *m = g_atomic_rc_box_alloc0(sizeof(*m) + n * sizeof(m->host[0]));
 	m->count = cpuset_members(&visible, m->host, n);
 	m->is_host = cpuset_equal(&visible, online) && m->count == cpuset_count(online);
+	m->class_id = map_class(m);
 	return m;
 }
 
@@ -239,6 +242,11 @@ struct cpu_map *cpuview_map_of_class(struct cpuview *cv, uint64_t class_id)
 }
 
 uint64_t cpu_map_class(const struct cpu_map *m)
+{
+	return m->class_id;
+}
+
+static uint64_t map_class(const struct cpu_map *m)
 {
 	/* What the map shows: the host's files, or these CPUs. */
 	const unsigned head[2] = { m->is_host, m->count };

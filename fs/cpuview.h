@@ -16,6 +16,7 @@
 struct cpu_map {
 	gboolean is_host; /* no limit: serve the host's text as it is */
 	unsigned count;   /* CPUs shown */
+	uint64_t class_id; /* cpu_map_class's, computed once */
 	unsigned host[];  /* view CPU i stands for host CPU host[i] */
 };
 

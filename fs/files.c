@@ -137,7 +137,6 @@ static int static_dir_readdir(struct view *v, const struct caller *c, uint64_t i
 }
 
 const struct kind_ops files_static_dir_ops = {
-	.name = "static directory",
 	.type = S_IFDIR,
 	.valid = row_valid,
 	.attr = dir_attr,
@@ -157,7 +156,6 @@ static int real_dir_readdir(struct view *v, const struct caller *c, uint64_t ino
 }
 
 const struct kind_ops files_real_dir_ops = {
-	.name = "real procfs mount point",
 	.type = S_IFDIR,
 	.valid = row_valid,
 	.attr = dir_attr,
@@ -194,13 +192,13 @@ static int render_for_class(void *data, GBytes **ret)
 	return cr->row->render(cr->v, cr->map, cr->row->name, ret);
 }
 
-/* The text of a per-class inode for map (of its class), at most
- * SHARED_MAX_AGE_US old. */
-static int shared_text(struct view *v, uint64_t ino, const struct cpu_map *map, GBytes **ret,
-		       int64_t *ret_version)
+/* The text of a per-class inode for map (of its class), at most max_age_us
+ * old. */
+static int shared_text(struct view *v, uint64_t ino, const struct cpu_map *map, gint64 max_age_us,
+		       GBytes **ret, int64_t *ret_version)
 {
 	struct class_render cr = { v, &rows[ino_served_row(ino)], map };
-	return served_get(v->served, ino, SHARED_MAX_AGE_US, render_for_class, &cr, ret, ret_version);
+	return served_get(v->served, ino, max_age_us, render_for_class, &cr, ret, ret_version);
 }
 
 /* The map of the class of ino: known from an earlier caller of it, or the
@@ -221,8 +219,8 @@ static int class_map(struct view *v, const struct caller *c, uint64_t ino, struc
 }
 
 /* A per-class inode's size is its text's; its mtime, the text's version.
- * For a file rendered per open, the text of the last second: the open
- * tells the kernel the size of its own. */
+ * A file rendered per open gives its last open's text (rendered once, if
+ * none has been yet). */
 static int served_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
 		       double *ret_timeout)
 {
@@ -232,9 +230,10 @@ static int served_attr(struct view *v, const struct caller *c, uint64_t ino, str
 
 	if (files_class_row(ino) == ROW_NONE)
 		return view_served_file_attr(v, c, ino, ret, ret_timeout);
+	gboolean per_open = rows[ino_served_row(ino)].mode == SERVED_FRESH_PER_CLASS;
 	int r = class_map(v, c, ino, &map);
 	if (r == 0)
-		r = shared_text(v, ino, map, &text, &version);
+		r = shared_text(v, ino, map, per_open ? G_MAXINT64 : SHARED_MAX_AGE_US, &text, &version);
 	if (r < 0)
 		return r;
 	view_attr_fill(v, ret, ino, S_IFREG | 0444, (off_t)g_bytes_get_size(text));
@@ -259,26 +258,22 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 		map = cpuview_map_fresh(v->cfg.cpuview, c->tid);
 	}
 	if (cpu_map_class(map) != ino_served_class(ino)) {
-		/* The lookup that gave ino may have answered from a thread's
-		 * map of before the move: the next one must not. */
+		/* The lookup that gave ino may have answered from another
+		 * thread's map of before a move (this one's may have been
+		 * fresh already): the next one must not. Rare: only here. */
 		cpuview_forget_cached(v->cfg.cpuview);
 		return -ESTALE;
 	}
 	if (row->mode == SERVED_FRESH_PER_CLASS) {
+		/* Rendered now; kept for the attributes of this inode. */
+		int r = shared_text(v, ino, map, 0, ret, ret_version);
 		*ret_version = VIEW_FRESH;
-		return row->render(v, map, row->name, ret);
+		return r;
 	}
-	return shared_text(v, ino, map, ret, ret_version);
-}
-
-int files_read_shared(struct view *v, uint64_t ino, GBytes **ret)
-{
-	int64_t version;
-	return served_peek(v->served, ino, ret, &version);
+	return shared_text(v, ino, map, SHARED_MAX_AGE_US, ret, ret_version);
 }
 
 const struct kind_ops files_served_ops = {
-	.name = "served file",
 	.type = S_IFREG,
 	.valid = served_valid,
 	.attr = served_attr,

@@ -86,10 +86,9 @@ struct told {
 };
 
 /* The kernel was told of version and size of ino's text. TRUE if it had
- * been told another version. */
-static gboolean told(struct ops_state *s, uint64_t ino, gint64 version, gint64 size)
+ * been told another version. Under cache_lock. */
+static gboolean told_locked(struct ops_state *s, uint64_t ino, gint64 version, gint64 size)
 {
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
 	struct told *had = g_hash_table_lookup(s->told, &ino);
 	gboolean changed = !had || had->version != version;
 	if (!had && g_hash_table_size(s->told) >= TOLD_MAX)
@@ -102,6 +101,12 @@ static gboolean told(struct ops_state *s, uint64_t ino, gint64 version, gint64 s
 	return changed;
 }
 
+static gboolean told(struct ops_state *s, uint64_t ino, gint64 version, gint64 size)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
+	return told_locked(s, ino, version, size);
+}
+
 /* Attributes of a regular file about to go to the kernel. A file rendered
  * per open has no size of its own (smaps_rollup: 0; stat: its text of the
  * last second), but the kernel must keep at least the size of the text its
@@ -110,15 +115,12 @@ static void told_attr(struct ops_state *s, uint64_t ino, struct stat *attr)
 {
 	if (!S_ISREG(attr->st_mode))
 		return;
-	{
-		G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
-		const struct told *had = g_hash_table_lookup(s->told, &ino);
-		if (had && had->version == 0 && had->size > attr->st_size) { /* a store's */
-			attr->st_size = had->size;
-			return;
-		}
-	}
-	told(s, ino, version_of(attr), attr->st_size);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
+	const struct told *had = g_hash_table_lookup(s->told, &ino);
+	if (had && had->version == 0 && had->size > attr->st_size) /* a store's */
+		attr->st_size = had->size;
+	else
+		told_locked(s, ino, version_of(attr), attr->st_size);
 }
 
 /* Whether the kernel's size of ino, as it was told, is below size: a text

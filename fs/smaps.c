@@ -22,17 +22,16 @@
 struct where {
 	gatomicrefcount ref;
 	int proc_fd;      /* a procfs of it */
-	int ns_fd;        /* the namespace itself; -1 for the daemon's own */
-	gboolean own_fds;
+	int ns_fd;        /* the namespace itself; -1 for the daemon's own
+	                   * (whose procfs is borrowed) */
 };
 
-static struct where *where_new(int proc_fd, int ns_fd, gboolean own_fds)
+static struct where *where_new(int proc_fd, int ns_fd)
 {
 	struct where *w = g_new0(struct where, 1);
 	g_atomic_ref_count_init(&w->ref);
 	w->proc_fd = proc_fd;
 	w->ns_fd = ns_fd;
-	w->own_fds = own_fds;
 	return w;
 }
 
@@ -40,10 +39,9 @@ static void where_unref(struct where *w)
 {
 	if (!w || !g_atomic_ref_count_dec(&w->ref))
 		return;
-	if (w->own_fds) {
+	if (w->ns_fd >= 0) {
 		close(w->proc_fd);
-		if (w->ns_fd >= 0)
-			close(w->ns_fd);
+		close(w->ns_fd);
 	}
 	g_free(w);
 }
@@ -206,7 +204,7 @@ struct smaps *smaps_new(const struct smaps_config *cfg)
 	s->cfg = *cfg;
 	s->memo = memo_new(&cfg->memo, &ops);
 	g_rw_lock_init(&s->lock);
-	s->own = where_new(cfg->proc_fd, -1, FALSE);
+	s->own = where_new(cfg->proc_fd, -1);
 	s->namespaces = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify)where_unref);
 	return s;
 }
@@ -224,7 +222,7 @@ void smaps_add_namespace(struct smaps *s, uint64_t ns, int proc_fd, int ns_fd)
 		return;
 	}
 	g_rw_lock_writer_lock(&s->lock);
-	g_hash_table_insert(s->namespaces, g_memdup2(&ns, sizeof(ns)), where_new(own_proc, own_ns, TRUE));
+	g_hash_table_insert(s->namespaces, g_memdup2(&ns, sizeof(ns)), where_new(own_proc, own_ns));
 	g_rw_lock_writer_unlock(&s->lock);
 }
 

@@ -56,7 +56,6 @@ struct view {
  * NULL: the dispatch in view.c then answers as the kernel would for such a
  * node (ENOTDIR, EINVAL, EISDIR or ELOOP). */
 struct kind_ops {
-	const char *name; /* for messages */
 	mode_t type;      /* S_IFDIR, S_IFLNK, S_IFREG; 0: any (as the host's node) */
 	/* Attributes come with the lookup (only then, for this kind). */
 	gboolean attr_from_lookup;
@@ -127,7 +126,6 @@ void files_list_rows(struct view *v, const struct caller *c, GArray *entries, en
 /* The row of a served file whose text depends on the caller's content
  * class, or ROW_NONE. */
 enum row files_class_row(uint64_t ino);
-int files_read_shared(struct view *v, uint64_t ino, GBytes **ret);
 /* Host text, rewritten for the caller's CPUs; the host text itself when it
  * is not of the expected shape: never a blank file. */
 typedef int (*rewrite_fn)(const char *host, const struct cpu_map *m, GString **ret);

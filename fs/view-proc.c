@@ -283,7 +283,6 @@ static int delegated_readlink(struct view *v, const struct caller *c, uint64_t i
 }
 
 const struct kind_ops proc_top_link_ops = {
-	.name = "proc/<name>",
 	.type = S_IFLNK,
 	.valid = top_link_valid,
 	.attr = delegated_attr,
@@ -348,7 +347,6 @@ static int pid_dir_readdir(struct view *v, const struct caller *c, uint64_t ino,
 }
 
 const struct kind_ops proc_pid_dir_ops = {
-	.name = "proc/<pid>",
 	.type = S_IFDIR,
 	.attr_from_lookup = TRUE,
 	.valid = pid_dir_valid,
@@ -366,7 +364,6 @@ static gboolean pid_entry_valid(const struct view *v, uint64_t ino)
 }
 
 const struct kind_ops proc_pid_link_ops = {
-	.name = "proc/<pid>/<entry>",
 	.type = S_IFLNK,
 	.valid = pid_entry_valid,
 	.current = pid_node_current,
@@ -391,7 +388,6 @@ static int magic_readlink(struct view *v, const struct caller *c, uint64_t ino, 
 
 /* No current: the tag of a magic link is a generation, not the process's. */
 const struct kind_ops proc_pid_magic_ops = {
-	.name = "proc/<pid>/{exe,cwd,root}",
 	.type = S_IFLNK,
 	.valid = pid_entry_valid,
 	.attr = magic_attr,
@@ -412,7 +408,6 @@ static int pid_file_open(struct view *v, const struct caller *c, uint64_t ino, G
 }
 
 const struct kind_ops proc_pid_file_ops = {
-	.name = "proc/<pid>/smaps_rollup",
 	.type = S_IFREG,
 	.valid = pid_entry_valid,
 	.current = pid_node_current,

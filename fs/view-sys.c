@@ -241,7 +241,6 @@ static int mirror_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 }
 
 const struct kind_ops sys_mirror_ops = {
-	.name = "sys/devices/system/cpu/<path>",
 	.type = 0,
 	.valid = mirror_valid,
 	.attr = mirror_attr,
@@ -331,7 +330,6 @@ static int vcpu_open(struct view *v, const struct caller *c, uint64_t ino, GByte
 }
 
 const struct kind_ops sys_vcpu_ops = {
-	.name = "sys/devices/system/cpu/cpu<N>[/<path>]",
 	.type = 0,
 	.valid = vcpu_valid,
 	.attr = vcpu_attr,

@@ -135,12 +135,8 @@ static int creds_restore(struct saved_creds *s)
 	if (!s->active)
 		return 0;
 	s->active = FALSE;
-	if (restore_ids() == 0)
-		return 0;
-	__atomic_fetch_add(&restore_failures, 1, __ATOMIC_RELAXED);
 	unrestored = TRUE;
-	g_debug("cannot restore the daemon's credentials: %s", g_strerror(errno));
-	return -EIO;
+	return caller_restored();
 }
 
 int caller_restored(void)
@@ -149,6 +145,7 @@ int caller_restored(void)
 		return 0;
 	if (restore_ids() < 0) {
 		__atomic_fetch_add(&restore_failures, 1, __ATOMIC_RELAXED);
+		g_debug("cannot restore the daemon's credentials: %s", g_strerror(errno));
 		return -EIO;
 	}
 	unrestored = FALSE;

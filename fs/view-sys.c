@@ -117,6 +117,8 @@ static int read_as_caller(const struct caller *c, int dirfd, const char *path, G
 		return -errno;
 	if (fstat(fd, &st) < 0)
 		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
 	if (!(st.st_mode & S_IROTH)) {
 		close(steal_fd(&fd));
 		int r = caller_openat(c, 0, dirfd, path, O_RDONLY | O_NOFOLLOW, &fd);
@@ -230,14 +232,7 @@ static int mirror_readlink(struct view *v, const struct caller *c, uint64_t ino,
 static int mirror_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret,
 		 int64_t *ret_version)
 {
-	struct stat st;
-	const char *path = mirror_path(ino_id(ino));
-
-	if (fstatat(v->cfg.sys_cpu_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	if (S_ISDIR(st.st_mode))
-		return -EISDIR;
-	return read_as_caller(c, v->cfg.sys_cpu_fd, path, ret);
+	return read_as_caller(c, v->cfg.sys_cpu_fd, mirror_path(ino_id(ino)), ret);
 }
 
 const struct kind_ops sys_mirror_ops = {

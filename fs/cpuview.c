@@ -25,7 +25,7 @@ struct cpuview {
 	/* Bumped (atomically) when a caller was found to have moved: every
 	 * thread's cached maps are then stale. */
 	gint generation;
-	GMutex classes_lock;  /* guards classes */
+	GRWLock classes_lock; /* guards classes: read by every served lookup */
 	GHashTable *classes;  /* content class -> struct cpu_map* (a reference) */
 };
 
@@ -113,7 +113,7 @@ int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret)
 	cv->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
 	g_mutex_init(&cv->lock);
 	cv->reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	g_mutex_init(&cv->classes_lock);
+	g_rw_lock_init(&cv->classes_lock);
 	cv->classes = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify)cpu_map_unref);
 	*ret = cv;
 	return 0;
@@ -126,7 +126,7 @@ void cpuview_free(struct cpuview *cv)
 	g_hash_table_unref(cv->reported);
 	g_mutex_clear(&cv->lock);
 	g_hash_table_unref(cv->classes);
-	g_mutex_clear(&cv->classes_lock);
+	g_rw_lock_clear(&cv->classes_lock);
 	g_free(cv);
 }
 
@@ -190,7 +190,12 @@ static struct cpu_map *compute_map(struct cpuview *cv, pid_t tid)
 static void register_class(struct cpuview *cv, struct cpu_map *m)
 {
 	uint64_t class_id = cpu_map_class(m);
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cv->classes_lock);
+	g_rw_lock_reader_lock(&cv->classes_lock);
+	gboolean known = g_hash_table_contains(cv->classes, &class_id);
+	g_rw_lock_reader_unlock(&cv->classes_lock);
+	if (known)
+		return;
+	G_GNUC_UNUSED g_autoptr(GRWLockWriterLocker) locker = g_rw_lock_writer_locker_new(&cv->classes_lock);
 	if (g_hash_table_contains(cv->classes, &class_id))
 		return;
 	if (g_hash_table_size(cv->classes) >= CLASSES_MAX)
@@ -236,7 +241,7 @@ void cpuview_forget_cached(struct cpuview *cv)
 
 struct cpu_map *cpuview_map_of_class(struct cpuview *cv, uint64_t class_id)
 {
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cv->classes_lock);
+	G_GNUC_UNUSED g_autoptr(GRWLockReaderLocker) locker = g_rw_lock_reader_locker_new(&cv->classes_lock);
 	struct cpu_map *m = g_hash_table_lookup(cv->classes, &class_id);
 	return m ? cpu_map_ref(m) : NULL;
 }

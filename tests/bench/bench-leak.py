@@ -83,11 +83,8 @@ def main():
     finally:
         if cpusets:
             cpusets.remove()
-        for proc, path in ((daemon, mnt), (lxcfs, lxmnt)):
-            if proc:
-                proc.terminate()
-                proc.wait(timeout=10)
-            subprocess.run(["umount", "-l", path], stderr=subprocess.DEVNULL)
+        benchlib.stop_served(daemon, mnt)
+        benchlib.stop_served(lxcfs, lxmnt)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -98,16 +98,10 @@ def main():
                                                            else "%14s" % "-" for a in arms)))
     finally:
         for mnt, daemon in daemons.items():
-            daemon.terminate()
-            daemon.wait(timeout=10)
-        if lxcfs:
-            lxcfs.terminate()
-            lxcfs.wait(timeout=10)
-            subprocess.run(["umount", "-l", os.path.join(tmp, "lxcfs")], stderr=subprocess.DEVNULL)
+            benchlib.stop_served(daemon, mnt)
+        benchlib.stop_served(lxcfs, os.path.join(tmp, "lxcfs"))
         idle.kill()
         idle.wait()
-        for mnt in daemons:
-            subprocess.run(["umount", "-l", mnt], stderr=subprocess.DEVNULL)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

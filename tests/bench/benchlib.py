@@ -47,6 +47,15 @@ def start_lxcfs(mnt, pidfile, log_path):
     return proc
 
 
+def stop_served(proc, mnt):
+    """Stop the daemon or LXCFS proc (if it was started) serving mnt, and
+    make sure nothing stays mounted there."""
+    if proc:
+        proc.terminate()
+        proc.wait(timeout=10)
+    subprocess.run(["umount", "-l", mnt], stderr=subprocess.DEVNULL)
+
+
 def read_stats(mnt, prefix="cgprocfs_smaps_"):
     """The samples of MNT/.cgprocfs/stats, {name: value}, with prefix
     taken off the names that have it."""

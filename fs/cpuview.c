@@ -25,8 +25,12 @@ struct cpuview {
 	/* Bumped (atomically) when a caller was found to have moved: every
 	 * thread's cached maps are then stale. */
 	gint generation;
-	GRWLock classes_lock; /* guards classes: read by every served lookup */
+	GRWLock classes_lock; /* guards classes and shorts: read by every served lookup */
 	GHashTable *classes;  /* content class -> struct cpu_map* (a reference) */
+	/* short class -> content class, for the cpu layout (fs/ino.h). Never
+	 * forgotten: a short class must not name another class while the
+	 * kernel may keep pages of an inode of it. */
+	GHashTable *shorts;
 };
 
 /* Classes kept at most; past that the table starts over (a class is put
@@ -115,6 +119,7 @@ int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret)
 	cv->reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	g_rw_lock_init(&cv->classes_lock);
 	cv->classes = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify)cpu_map_unref);
+	cv->shorts = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 	*ret = cv;
 	return 0;
 }
@@ -126,6 +131,7 @@ void cpuview_free(struct cpuview *cv)
 	g_hash_table_unref(cv->reported);
 	g_mutex_clear(&cv->lock);
 	g_hash_table_unref(cv->classes);
+	g_hash_table_unref(cv->shorts);
 	g_rw_lock_clear(&cv->classes_lock);
 	g_free(cv);
 }
@@ -243,6 +249,43 @@ struct cpu_map *cpuview_map_of_class(struct cpuview *cv, uint64_t class_id)
 {
 	G_GNUC_UNUSED g_autoptr(GRWLockReaderLocker) locker = g_rw_lock_reader_locker_new(&cv->classes_lock);
 	struct cpu_map *m = g_hash_table_lookup(cv->classes, &class_id);
+	return m ? cpu_map_ref(m) : NULL;
+}
+
+/* The short class m's class would have, if no other class had it. */
+static uint32_t short_of(uint64_t class_id)
+{
+	return (uint32_t)(class_id % INO_CPU_CLASS_MAX) + 1;
+}
+
+/* The class short names, or 0. Under classes_lock. */
+static uint64_t class_of_short_locked(struct cpuview *cv, uint32_t short_class)
+{
+	const uint64_t *class_id = g_hash_table_lookup(cv->shorts, GUINT_TO_POINTER(short_class));
+	return class_id ? *class_id : 0;
+}
+
+uint32_t cpuview_short_class(struct cpuview *cv, const struct cpu_map *m)
+{
+	uint64_t class_id = cpu_map_class(m);
+	uint32_t s = short_of(class_id);
+	g_rw_lock_reader_lock(&cv->classes_lock);
+	uint64_t owner = class_of_short_locked(cv, s);
+	g_rw_lock_reader_unlock(&cv->classes_lock);
+	if (owner)
+		return owner == class_id ? s : 0;
+	G_GNUC_UNUSED g_autoptr(GRWLockWriterLocker) locker = g_rw_lock_writer_locker_new(&cv->classes_lock);
+	owner = class_of_short_locked(cv, s);
+	if (!owner)
+		g_hash_table_insert(cv->shorts, GUINT_TO_POINTER(s), g_memdup2(&class_id, sizeof(class_id)));
+	return !owner || owner == class_id ? s : 0;
+}
+
+struct cpu_map *cpuview_map_of_short(struct cpuview *cv, uint32_t short_class)
+{
+	G_GNUC_UNUSED g_autoptr(GRWLockReaderLocker) locker = g_rw_lock_reader_locker_new(&cv->classes_lock);
+	uint64_t class_id = class_of_short_locked(cv, short_class);
+	struct cpu_map *m = class_id ? g_hash_table_lookup(cv->classes, &class_id) : NULL;
 	return m ? cpu_map_ref(m) : NULL;
 }
 

@@ -62,6 +62,13 @@ void cpuview_forget_cached(struct cpuview *cv);
 /* The map of a class some caller of cv had (cpuview_map_for), or NULL. */
 struct cpu_map *cpuview_map_of_class(struct cpuview *cv, uint64_t class_id);
 
+/* The short class of m's class, for the cpu layout of fs/ino.h: the
+ * same in every process for a class, unless another class took it first in
+ * this one; then 0 (no class: such files are rendered per open). */
+uint32_t cpuview_short_class(struct cpuview *cv, const struct cpu_map *m);
+/* The map of the class a short class stands for in cv, or NULL. */
+struct cpu_map *cpuview_map_of_short(struct cpuview *cv, uint32_t short_class);
+
 /* Renderers: host text in, the caller's text out. 0 or -EINVAL when the
  * host text does not have the expected shape. */
 int cpuview_render_cpuinfo(const char *host, const struct cpu_map *m, GString **ret);

@@ -8,11 +8,12 @@
 #define PID_SHIFT (INO_TAG_BITS + INO_ENTRY_BITS)
 #define ENTRY_SHIFT INO_TAG_BITS
 #define CPU_SHIFT INO_ID_BITS
+#define CPU_CLASS_SHIFT (INO_ID_BITS + INO_CPU_BITS)
 #define MASK(bits) ((UINT64_C(1) << (bits)) - 1)
 
 /* The layouts fill the bits below the kind, and no more. */
 G_STATIC_ASSERT(PID_SHIFT + INO_PID_BITS == KIND_SHIFT);
-G_STATIC_ASSERT(INO_ID_BITS + INO_CPU_BITS == PID_SHIFT);
+G_STATIC_ASSERT(CPU_CLASS_SHIFT + INO_CPU_CLASS_BITS == KIND_SHIFT);
 G_STATIC_ASSERT(INO_SERVED_CLASS_BITS + INO_ROW_BITS == KIND_SHIFT);
 /* A names.h number fits where a layout carries one. */
 G_STATIC_ASSERT(NAMES_BITS <= INO_ID_BITS);
@@ -23,9 +24,10 @@ uint64_t ino_pid_make(unsigned kind, pid_t pid, unsigned entry, uint64_t tag)
 	       ((uint64_t)entry & MASK(INO_ENTRY_BITS)) << ENTRY_SHIFT | (tag & MASK(INO_TAG_BITS));
 }
 
-uint64_t ino_cpu_make(unsigned kind, unsigned cpu, uint64_t sub)
+uint64_t ino_cpu_make(unsigned kind, unsigned cpu, uint32_t cls, uint64_t sub)
 {
-	return (uint64_t)kind << KIND_SHIFT | ((uint64_t)cpu & MASK(INO_CPU_BITS)) << CPU_SHIFT |
+	return (uint64_t)kind << KIND_SHIFT | ((uint64_t)cls & MASK(INO_CPU_CLASS_BITS)) << CPU_CLASS_SHIFT |
+	       ((uint64_t)cpu & MASK(INO_CPU_BITS)) << CPU_SHIFT |
 	       (sub & MASK(INO_ID_BITS));
 }
 
@@ -42,6 +44,7 @@ uint64_t ino_tag(uint64_t ino) { return ino & MASK(INO_TAG_BITS); }
 uint64_t ino_process_tag(uint64_t start_time) { return start_time & MASK(INO_TAG_BITS); }
 
 unsigned ino_cpu(uint64_t ino) { return (unsigned)((ino >> CPU_SHIFT) & MASK(INO_CPU_BITS)); }
+uint32_t ino_cpu_class(uint64_t ino) { return (uint32_t)((ino >> CPU_CLASS_SHIFT) & MASK(INO_CPU_CLASS_BITS)); }
 uint64_t ino_sub(uint64_t ino) { return ino & MASK(INO_ID_BITS); }
 
 uint64_t ino_id(uint64_t ino) { return ino & MASK(KIND_SHIFT); }

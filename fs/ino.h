@@ -8,8 +8,9 @@
  *   pid layout    bits 38-59 pid, 30-37 entry name index, 0-29 tag (the low
  *                 bits of the process's start time, or a per-lookup
  *                 generation for magic links)
- *   cpu layout    bits 25-37 the caller's CPU number, 0-24 the names.h
- *                 number of a path inside its directory (0: the directory)
+ *   cpu layout    bits 38-59 content class (short), 25-37 the caller's CPU
+ *                 number, 0-24 the names.h number of a path inside its
+ *                 directory (0: the directory)
  *   named layout  bits 0-59 a row of the static table or the names.h
  *                 number of a path (a number beyond those names nothing)
  *   served layout bits 52-59 a row of the static table, 0-51 content class
@@ -19,7 +20,9 @@
  * inode only ever holds one class's text. Served files (the served layout)
  * number their classes by a hash of what decides the text (e.g. the CPUs a
  * caller sees), the same in every daemon; class 0 is "the same for every
- * caller". */
+ * caller". The cpu layout has room for 22 bits of class only: a short
+ * class, given out by the CPU view (cpuview_short_class) to the first class
+ * that wants it; class 0 there is "rendered per open for its caller". */
 #pragma once
 
 #include <stdint.h>
@@ -30,6 +33,7 @@
 #define INO_ENTRY_BITS 8
 #define INO_TAG_BITS 30
 #define INO_CPU_BITS 13
+#define INO_CPU_CLASS_BITS 22
 #define INO_ID_BITS 25
 #define INO_ROW_BITS 8
 #define INO_SERVED_CLASS_BITS 52
@@ -38,12 +42,13 @@
 #define INO_PID_MAX ((pid_t)((1u << INO_PID_BITS) - 1))
 #define INO_ENTRY_MAX ((1u << INO_ENTRY_BITS) - 1)
 #define INO_CPU_MAX ((1u << INO_CPU_BITS) - 1)
+#define INO_CPU_CLASS_MAX ((UINT32_C(1) << INO_CPU_CLASS_BITS) - 1)
 #define INO_ROW_MAX ((1u << INO_ROW_BITS) - 1)
 #define INO_SERVED_CLASS_MASK ((UINT64_C(1) << INO_SERVED_CLASS_BITS) - 1)
 
 /* Out-of-range fields are cut to their bits. */
 uint64_t ino_pid_make(unsigned kind, pid_t pid, unsigned entry, uint64_t tag);
-uint64_t ino_cpu_make(unsigned kind, unsigned cpu, uint64_t sub);
+uint64_t ino_cpu_make(unsigned kind, unsigned cpu, uint32_t cls, uint64_t sub);
 uint64_t ino_named_make(unsigned kind, uint64_t id);
 uint64_t ino_served_make(unsigned kind, unsigned row, uint64_t class_id);
 
@@ -58,6 +63,7 @@ uint64_t ino_process_tag(uint64_t start_time);
 
 /* Fields of the cpu layout. */
 unsigned ino_cpu(uint64_t ino);
+uint32_t ino_cpu_class(uint64_t ino);
 uint64_t ino_sub(uint64_t ino);
 
 /* Fields of the named layout. */

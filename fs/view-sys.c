@@ -65,44 +65,37 @@ static int vcpu_map_path(const struct cpu_map *map, uint64_t ino, char **ret)
 	return 0;
 }
 
-static int vcpu_host_path(struct view *v, const struct caller *c, uint64_t ino, char **ret)
+/* The vcpu directory cpu<cpu> for a caller with map: of map's class. */
+static uint64_t vcpu_dir_ino(struct view *v, const struct cpu_map *map, unsigned cpu)
 {
-	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
-	return vcpu_map_path(map, ino, ret);
+	return ino_cpu_make(NODE_SYS_VCPU, cpu, cpuview_short_class(v->cfg.cpuview, map), 0);
 }
 
-/* How a regular file of the mirror is sized. */
-enum file_size {
-	/* The host's size (sysfs says 4096, what a show can give at most):
-	 * the text is the same for every caller who may open it, so the page
-	 * cache that sendfile and splice read through, up to the size, may
-	 * hold it; a shorter text cuts the size at its first read. */
-	SIZE_HOST,
-	/* None: the text depends on the caller (a virtual CPU's), and its inode
-	 * is every caller's. With no size, no page of it is ever cached (nor
-	 * spliced: sendfile reads nothing, never another caller's text). */
-	SIZE_NONE,
-};
-
-/* Attributes of a node that stands for the host's sys cpu file at path. */
-static int mirror_attr_at(struct view *v, uint64_t ino, const char *path, enum file_size size,
-			  struct stat *ret)
+/* The map a vcpu node is rendered for. A node of a class (fs/ino.h) is
+ * that class's: its files and their sizes are the same for every caller,
+ * as a page cache wants them. any: the class's map, known from a caller of
+ * it, will do; else only the caller's (an open: never another class's
+ * text). A node of no class is the caller's. -ESTALE: the caller is not of
+ * the node's class (it moved, or another caller's walk left the name) or
+ * the class is not known here (another daemon's): the kernel looks the
+ * name up again. */
+static int vcpu_map(struct view *v, const struct caller *c, uint64_t ino, gboolean any, struct cpu_map **ret)
 {
-	struct stat real;
+	uint32_t cls = ino_cpu_class(ino);
+	g_autoptr(cpu_map) mine = cpuview_map_for(v->cfg.cpuview, c->tid);
+	if (cls == 0 || cpuview_short_class(v->cfg.cpuview, mine) == cls) {
+		*ret = g_steal_pointer(&mine);
+		return 0;
+	}
+	*ret = any ? cpuview_map_of_short(v->cfg.cpuview, cls) : NULL;
+	return *ret ? 0 : -ESTALE;
+}
 
-	if (fstatat(v->cfg.sys_cpu_fd, path, &real, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	if (S_ISDIR(real.st_mode))
-		view_attr_fill(v, ret, ino, S_IFDIR | (real.st_mode & 0555), 0);
-	else if (S_ISLNK(real.st_mode))
-		view_attr_fill(v, ret, ino, S_IFLNK | 0777, real.st_size);
-	else /* served read-only, through direct_io */
-		view_attr_fill(v, ret, ino, S_IFREG | (real.st_mode & 0444), size == SIZE_HOST ? real.st_size : 0);
-	ret->st_uid = real.st_uid;
-	ret->st_gid = real.st_gid;
-	ret->st_mtim = real.st_mtim;
-	ret->st_ctim = real.st_ctim;
-	return 0;
+static int vcpu_host_path(struct view *v, const struct caller *c, uint64_t ino, char **ret)
+{
+	g_autoptr(cpu_map) map = NULL;
+	int r = vcpu_map(v, c, ino, TRUE, &map);
+	return r < 0 ? r : vcpu_map_path(map, ino, ret);
 }
 
 /* A sysfs file as the caller could read it: a root-only file stays
@@ -128,7 +121,72 @@ static int read_as_caller(const struct caller *c, int dirfd, const char *path, G
 	return procfile_read_fd(fd, ret);
 }
 
+/* The text of the host's sys cpu file at path as the caller reads it, in
+ * map's numbers where it names CPUs (map NULL: the host's text). */
+static int sys_text(struct view *v, const struct caller *c, const char *path, const struct cpu_map *map,
+		    GBytes **ret)
+{
+	g_autoptr(GBytes) content = NULL;
+	int r = read_as_caller(c, v->cfg.sys_cpu_fd, path, &content);
+	if (r < 0)
+		return r;
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	rewrite_fn rewrite = !map ? NULL
+			     : g_str_has_suffix(base, "_list") ? cpuview_render_list
+			     : g_strv_contains((const char *const *)cpu_mask_files, base) ? cpuview_render_mask
+			     : NULL;
+	if (!rewrite) {
+		*ret = g_steal_pointer(&content);
+		return 0;
+	}
+	return files_rewrite_for(map, content, rewrite, ret);
+}
+
+/* How a regular file of the mirror is sized. */
+enum file_size {
+	/* Its text's length, as the caller would read it now (sysfs's 4096
+	 * for a caller who may not read it). Not sysfs's 4096: sendfile and
+	 * splice read through the page cache up to the size, and a size above
+	 * the text gives them zeros after it whenever another caller's lookup
+	 * restores it between a short READ and the end of the splice. The
+	 * text is the same for every caller of the inode (the mirror's, or a
+	 * vcpu node's of one class), so the page cache may hold it. */
+	SIZE_TEXT,
+	/* None: the text depends on the caller (a virtual CPU's of no class),
+	 * and its inode is every caller's. With no size, no page of it is ever
+	 * cached (nor spliced: sendfile reads nothing, never another caller's
+	 * text). */
+	SIZE_NONE,
+};
+
+/* Attributes of a node that stands for the host's sys cpu file at path,
+ * as the caller sees it (map: see sys_text). */
+static int mirror_attr_at(struct view *v, const struct caller *c, uint64_t ino, const char *path,
+			  const struct cpu_map *map, enum file_size size, struct stat *ret)
+{
+	struct stat real;
+	g_autoptr(GBytes) text = NULL;
+
+	if (fstatat(v->cfg.sys_cpu_fd, path, &real, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (S_ISDIR(real.st_mode))
+		view_attr_fill(v, ret, ino, S_IFDIR | (real.st_mode & 0555), 0);
+	else if (S_ISLNK(real.st_mode))
+		view_attr_fill(v, ret, ino, S_IFLNK | 0777, real.st_size);
+	else if (size == SIZE_NONE) /* served read-only, through direct_io */
+		view_attr_fill(v, ret, ino, S_IFREG | (real.st_mode & 0444), 0);
+	else
+		view_attr_fill(v, ret, ino, S_IFREG | (real.st_mode & 0444),
+			       sys_text(v, c, path, map, &text) == 0 ? (off_t)g_bytes_get_size(text) : real.st_size);
+	ret->st_uid = real.st_uid;
+	ret->st_gid = real.st_gid;
+	ret->st_mtim = real.st_mtim;
+	ret->st_ctim = real.st_ctim;
+	return 0;
+}
+
 struct sys_listing {
+	struct view *v;
 	GArray *entries;
 	uint64_t parent;
 	const struct cpu_map *map; /* in the mirror's root */
@@ -142,10 +200,8 @@ static gboolean mirror_valid(const struct view *v, uint64_t ino)
 static int mirror_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
 		       double *ret_timeout)
 {
-	int r = mirror_attr_at(v, ino, mirror_path(ino_id(ino)), SIZE_HOST, ret);
-	/* A short read (sendfile's, through the page cache) makes the kernel
-	 * cut a file's size to its text: stat asks again, and gets sysfs's
-	 * size, as cmp -s against the host's file wants. */
+	int r = mirror_attr_at(v, c, ino, mirror_path(ino_id(ino)), NULL, SIZE_TEXT, ret);
+	/* A file's text, and so its size, may change at any time. */
 	*ret_timeout = r == 0 && S_ISREG(ret->st_mode) ? 0 : TIMEOUT_STABLE;
 	return r;
 }
@@ -170,10 +226,11 @@ static int mirror_lookup(struct view *v, const struct caller *c, uint64_t parent
 	unsigned cpu;
 	if (r != ROW_NONE)
 		ret->ino = files_row_ino_for(v, c, r);
-	else if (parse_cpu_dir(name, &cpu))
+	else if (parse_cpu_dir(name, &cpu)) {
 		/* Whether it exists for this caller is the attributes' answer. */
-		ret->ino = ino_cpu_make(NODE_SYS_VCPU, cpu, 0);
-	else
+		g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
+		ret->ino = vcpu_dir_ino(v, map, cpu);
+	} else
 		return lookup_mirror_entry(v, parent, name, ret);
 	return 0;
 }
@@ -190,7 +247,7 @@ static void list_mirror_entry(const struct dirent *de, void *data)
 			/* the host's CPU directories for a caller with no limit;
 			 * the caller's own are listed after */
 			if (l->map->is_host)
-				view_dirent_add(l->entries, de->d_name, ino_cpu_make(NODE_SYS_VCPU, cpu, 0), S_IFDIR);
+				view_dirent_add(l->entries, de->d_name, vcpu_dir_ino(l->v, l->map, cpu), S_IFDIR);
 			return;
 		}
 	}
@@ -210,7 +267,7 @@ static int list_cpu_dir(struct view *v, const struct caller *c, struct sys_listi
 		for (unsigned cpu = 0; cpu < map->count; cpu++) {
 			char name[16];
 			snprintf(name, sizeof(name), "cpu%u", cpu);
-			view_dirent_add(l->entries, name, ino_cpu_make(NODE_SYS_VCPU, cpu, 0), S_IFDIR);
+			view_dirent_add(l->entries, name, vcpu_dir_ino(v, map, cpu), S_IFDIR);
 		}
 	}
 	return r;
@@ -218,7 +275,7 @@ static int list_cpu_dir(struct view *v, const struct caller *c, struct sys_listi
 
 static int mirror_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray *entries)
 {
-	struct sys_listing l = { entries, ino, NULL };
+	struct sys_listing l = { v, entries, ino, NULL };
 	if (ino_id(ino) == 0)
 		return list_cpu_dir(v, c, &l);
 	return dirwalk(v->cfg.sys_cpu_fd, mirror_path(ino_id(ino)), list_mirror_entry, &l);
@@ -232,7 +289,8 @@ static int mirror_readlink(struct view *v, const struct caller *c, uint64_t ino,
 static int mirror_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret,
 		 int64_t *ret_version)
 {
-	return read_as_caller(c, v->cfg.sys_cpu_fd, mirror_path(ino_id(ino)), ret);
+	*ret_version = VIEW_FRESH;
+	return sys_text(v, c, mirror_path(ino_id(ino)), NULL, ret);
 }
 
 const struct kind_ops sys_mirror_ops = {
@@ -253,11 +311,17 @@ static gboolean vcpu_valid(const struct view *v, uint64_t ino)
 static int vcpu_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
 		     double *ret_timeout)
 {
+	g_autoptr(cpu_map) map = NULL;
 	g_autofree char *path = NULL;
-	/* Which host CPU cpu<N> is differs per caller: never cached. */
-	*ret_timeout = ino_sub(ino) == 0 ? 0 : TIMEOUT_STABLE;
-	int r = vcpu_host_path(v, c, ino, &path);
-	return r < 0 ? r : mirror_attr_at(v, ino, path, SIZE_NONE, ret);
+	int r = vcpu_map(v, c, ino, TRUE, &map);
+	if (r == 0)
+		r = vcpu_map_path(map, ino, &path);
+	if (r == 0)
+		r = mirror_attr_at(v, c, ino, path, map, ino_cpu_class(ino) ? SIZE_TEXT : SIZE_NONE, ret);
+	/* Which class's cpu<N> a name is differs per caller: never cached;
+	 * a file's size is asked again as the mirror's are. */
+	*ret_timeout = ino_sub(ino) == 0 || (r == 0 && S_ISREG(ret->st_mode)) ? 0 : TIMEOUT_STABLE;
+	return r;
 }
 
 static int vcpu_lookup(struct view *v, const struct caller *c, uint64_t parent, const char *name,
@@ -272,7 +336,7 @@ static int vcpu_lookup(struct view *v, const struct caller *c, uint64_t parent, 
 	if (fstatat(v->cfg.sys_cpu_fd, host, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
 	g_autofree char *path = child_path(ino_sub(parent), name);
-	ret->ino = ino_cpu_make(NODE_SYS_VCPU, ino_cpu(parent), names_intern(path));
+	ret->ino = ino_cpu_make(NODE_SYS_VCPU, ino_cpu(parent), ino_cpu_class(parent), names_intern(path));
 	return 0;
 }
 
@@ -280,13 +344,14 @@ static void list_vcpu_entry(const struct dirent *de, void *data)
 {
 	struct sys_listing *l = data;
 	g_autofree char *path = child_path(ino_sub(l->parent), de->d_name);
-	view_dirent_add(l->entries, de->d_name, ino_cpu_make(NODE_SYS_VCPU, ino_cpu(l->parent), names_intern(path)),
+	view_dirent_add(l->entries, de->d_name,
+			ino_cpu_make(NODE_SYS_VCPU, ino_cpu(l->parent), ino_cpu_class(l->parent), names_intern(path)),
 			dtype_to_mode(de->d_type));
 }
 
 static int vcpu_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray *entries)
 {
-	struct sys_listing l = { entries, ino, NULL };
+	struct sys_listing l = { v, entries, ino, NULL };
 	g_autofree char *host = NULL;
 	int r = vcpu_host_path(v, c, ino, &host);
 	if (r < 0)
@@ -304,24 +369,15 @@ static int vcpu_readlink(struct view *v, const struct caller *c, uint64_t ino, c
 static int vcpu_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret,
 		 int64_t *ret_version)
 {
-	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
+	g_autoptr(cpu_map) map = NULL;
 	g_autofree char *path = NULL;
-	g_autoptr(GBytes) content = NULL;
-	int r = vcpu_map_path(map, ino, &path);
+	int r = vcpu_map(v, c, ino, FALSE, &map);
+	if (r == 0)
+		r = vcpu_map_path(map, ino, &path);
 	if (r < 0)
 		return r;
-	r = read_as_caller(c, v->cfg.sys_cpu_fd, path, &content);
-	if (r < 0)
-		return r;
-	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	rewrite_fn rewrite = g_str_has_suffix(base, "_list") ? cpuview_render_list
-			     : g_strv_contains((const char *const *)cpu_mask_files, base) ? cpuview_render_mask
-			     : NULL;
-	if (!rewrite) {
-		*ret = g_steal_pointer(&content);
-		return 0;
-	}
-	return files_rewrite_for(map, content, rewrite, ret);
+	*ret_version = ino_cpu_class(ino) ? VIEW_FRESH : 0;
+	return sys_text(v, c, path, map, ret);
 }
 
 const struct kind_ops sys_vcpu_ops = {

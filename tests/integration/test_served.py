@@ -13,6 +13,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -22,7 +23,11 @@ from test_cpuview import parse_cpu_list, read_text, write  # noqa: E402
 
 CPUSET = "/sys/fs/cgroup/cpuset"
 TOP = "cgprocfs-served-%d" % os.getpid()
-FILES = ("proc/cpuinfo", "proc/stat", "sys/devices/system/cpu/online")
+# core_siblings_list: a virtual CPU's file, "0" with one CPU, "0-1" with two.
+VCPU_LIST = "sys/devices/system/cpu/cpu0/topology/core_siblings_list"
+# kernel_max: a file of the mirror, the host's text for every caller.
+MIRROR = "sys/devices/system/cpu/kernel_max"
+FILES = ("proc/cpuinfo", "proc/stat", "sys/devices/system/cpu/online", VCPU_LIST, MIRROR)
 
 # Reads every file every way and prints what it got, in JSON: for each file
 # and way, the text (cpuinfo without its MHz lines, stat as its line keys:
@@ -108,27 +113,26 @@ for name in sys.argv[2:]:
         "len": len(whole),
         "processors": whole.decode().count("processor\t:"),
         "cpu_lines": sum(1 for l in whole.decode().splitlines() if l.split()[0].startswith("cpu")) if name.endswith("stat") else 0,
-        "cmp": subprocess.run(["cmp", "-s", path, "/dev/stdin"], input=whole).returncode if name.endswith("online") else 0,
+        "cmp": subprocess.run(["cmp", "-s", path, "/dev/stdin"], input=whole).returncode if name.startswith("sys/") else 0,
     }
 print(json.dumps(res))
 """
 
 # Reads one file in a loop for a while, alternating read() and sendfile,
-# and counts the reads whose CPU count is not the expected one.
+# and counts the reads that are not what the reader's cgroup must see:
+# cpuinfo and stat by their CPU count (their other lines move), the others
+# by their whole text.
 MIXED_READER = r"""
 import os, sys, time
-path, want, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+path, want, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 
-def count(data):
-    text = data.decode()
+def seen(data):
+    text = data.decode(errors="replace")
     if path.endswith("cpuinfo"):
-        return text.count("processor\t:")
+        return str(text.count("processor\t:"))
     if path.endswith("stat"):
-        return sum(1 for l in text.splitlines() if l.startswith("cpu") and l[3:4].isdigit())
-    try:
-        return int(text.strip().split("-")[-1]) + 1
-    except ValueError:
-        return -1  # not a CPU list: a wrong text
+        return str(sum(1 for l in text.splitlines() if l.startswith("cpu") and l[3:4].isdigit()))
+    return text
 
 def by_read():
     fd = os.open(path, os.O_RDONLY)
@@ -158,16 +162,28 @@ def by_sendfile():
     return out
 
 reads = bad = empty = 0
+first_bad = ""
 end = time.monotonic() + seconds
 while time.monotonic() < end:
+    way = "sendfile" if reads % 2 else "read"
     data = by_sendfile() if reads % 2 else by_read()
     reads += 1
     if not data:
         empty += 1
-    elif count(data) != want:
+    elif seen(data) != want:
         bad += 1
-print(reads, bad, empty)
+        first_bad = first_bad or "%s gave %r" % (way, data[:60])
+print(reads, bad, empty, first_bad)
 """
+
+
+def expected(name, n):
+    """What MIXED_READER must see of name with n CPUs."""
+    if name.endswith(("cpuinfo", "stat")):
+        return str(n)
+    if name == MIRROR:
+        return read_text("/" + MIRROR)
+    return "0\n" if n == 1 else "0-%d\n" % (n - 1)
 
 
 def check_ways(where, name, r):
@@ -265,11 +281,13 @@ def make_tests(d):
                 check_equal(got["proc/stat"]["cpu_lines"], n + 1, "%s: cpu lines in stat" % where)
                 check_equal(got["sys/devices/system/cpu/online"]["ways"]["read 1"], "0\n" if n == 1 else "0-%d\n" % (n - 1),
                             "%s: online" % where)
+                check_equal(got[VCPU_LIST]["ways"]["read 1"], "0\n" if n == 1 else "0-%d\n" % (n - 1),
+                            "%s: cpu0's core siblings" % where)
         finally:
             cs.remove()
 
     @test("smaps_rollup and a sysfs file of the mirror read the same every way, sendfile included; the "
-          "mirror's st_size is sysfs's, and cmp -s finds it equal to the host's file")
+          "mirror's st_size is its text's, and cmp -s finds it equal to a copy of the host's file")
     def _():
         sleeper = subprocess.Popen(["sleep", "60"], stdin=subprocess.DEVNULL)
         try:
@@ -304,9 +322,15 @@ def make_tests(d):
               got[smaps]["ways"]["sendfile"][:300])
         host = "/" + mirror
         check_equal(got[mirror]["ways"]["read 1M"], read_text(host), "kernel_max through the view")
-        check_equal(os.stat(os.path.join(d.mnt, mirror)).st_size, os.stat(host).st_size, "st_size of kernel_max")
-        rc = subprocess.run(["cmp", "-s", os.path.join(d.mnt, mirror), host]).returncode
-        check_equal(rc, 0, "cmp -s of kernel_max, the view's against the host's")
+        # Not sysfs's 4096 (README, "Served files"): GNU cmp -s, which
+        # compares sizes first, finds sysfs's own file different from a
+        # copy of it, and the view's equal to one.
+        check_equal(os.stat(os.path.join(d.mnt, mirror)).st_size, len(read_text(host)), "st_size of kernel_max")
+        with tempfile.NamedTemporaryFile("w") as copy:
+            copy.write(read_text(host))
+            copy.flush()
+            rc = subprocess.run(["cmp", "-s", os.path.join(d.mnt, mirror), copy.name]).returncode
+        check_equal(rc, 0, "cmp -s of kernel_max, the view's against a copy of the host's")
         tail = subprocess.run(["tail", "-c", "3", os.path.join(d.mnt, mirror)], stdout=subprocess.PIPE).stdout.decode()
         check_equal(tail, read_text(host)[-3:], "tail -c 3 of kernel_max")
 
@@ -323,16 +347,17 @@ def make_tests(d):
                     for f in FILES:
                         path = os.path.join(root if root else d.mnt, f)
                         procs.append((where, name, f, subprocess.Popen(
-                            in_cgroup(group, [cgtest.PYTHON, "-c", MIXED_READER, path, str(n), "5"], setup),
+                            in_cgroup(group, [cgtest.PYTHON, "-c", MIXED_READER, path, expected(f, n), "5"], setup),
                             env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
             wrong, total = [], 0
             for where, name, f, p in procs:
                 out, err = p.communicate(timeout=60)
                 check_equal(p.returncode, 0, "a reader (%s, %s, %s) failed: %s" % (where, name, f, err.strip()))
-                reads, bad, empty = map(int, out.split())
+                reads, bad, empty = map(int, out.split(maxsplit=3)[:3])
                 total += reads
                 if bad or empty or not reads:
-                    wrong.append("%s, cpuset %s, %s: %d of %d reads wrong, %d empty" % (where, name, f, bad, reads, empty))
+                    wrong.append("%s, cpuset %s, %s: %d of %d reads wrong, %d empty (first: %s)"
+                                 % (where, name, f, bad, reads, empty, out.split(maxsplit=3)[3:]))
             cgtest.diag("%d reads by %d readers" % (total, len(procs)))
             check(not wrong, "readers got another view's text or nothing", *wrong)
         finally:

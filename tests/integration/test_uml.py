@@ -35,7 +35,7 @@ os.mkdir(cg)
 with open(cg + "/cpu.max", "w") as f:
     f.write("50000 100000")
 files = ["proc/cpuinfo", "proc/stat", "sys/devices/system/cpu/online", "sys/devices/system/cpu/kernel_max",
-         "proc/%d/smaps_rollup" % sleeper.pid]
+         "sys/devices/system/cpu/cpu0/topology/core_siblings_list", "proc/%d/smaps_rollup" % sleeper.pid]
 def join():
     with open(cg + "/cgroup.procs", "w") as f:
         f.write("0")
@@ -82,13 +82,15 @@ def run(exe):
         state.update(got["reads"])
 
     @test("in the guest every way of reading (read in any chunk, pread, sendfile, busybox cat, dd bs=1) gives "
-          "one text for cpuinfo, stat, online, the mirror's kernel_max and smaps_rollup")
+          "one text for cpuinfo, stat, online, the mirror's kernel_max, a virtual CPU's file and smaps_rollup")
     def _():
         check(state, "the guest gave no reads")
         for name, r in state.items():
             test_served.check_ways("in the guest", name, r)
         check_equal(state["proc/cpuinfo"]["processors"], 1, "processors in the guest's cpuinfo")
-        check_equal(state["proc/cpuinfo"]["size"], state["proc/cpuinfo"]["len"], "st_size of cpuinfo")
+        for name in ("proc/cpuinfo", "sys/devices/system/cpu/kernel_max",
+                     "sys/devices/system/cpu/cpu0/topology/core_siblings_list"):
+            check_equal(state[name]["size"], state[name]["len"], "st_size of " + name)
 
     cgtest.run_tests(t)
 

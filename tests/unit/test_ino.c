@@ -14,6 +14,7 @@ static const pid_t pids[] = { 1, 2, 100, 4194303 };
 static const unsigned entries[] = { 0, 1, 77, INO_ENTRY_MAX };
 static const uint64_t tags[] = { 0, 1, 4242, (UINT64_C(1) << INO_TAG_BITS) - 1 };
 static const unsigned cpus[] = { 0, 1, 255, INO_CPU_MAX };
+static const uint32_t cpu_classes[] = { 0, 1, 77777, INO_CPU_CLASS_MAX };
 static const uint64_t ids[] = { 0, 1, 16, (UINT64_C(1) << INO_ID_BITS) - 1 };
 
 Test(ino, the_pid_layout_round_trips)
@@ -34,12 +35,14 @@ Test(ino, the_cpu_layout_round_trips)
 {
 	for (unsigned kind = 0; kind <= INO_KIND_MAX; kind++)
 		for (size_t c = 0; c < G_N_ELEMENTS(cpus); c++)
-			for (size_t s = 0; s < G_N_ELEMENTS(ids); s++) {
-				uint64_t ino = ino_cpu_make(kind, cpus[c], ids[s]);
-				cr_assert_eq(ino_kind(ino), kind);
-				cr_assert_eq(ino_cpu(ino), cpus[c]);
-				cr_assert_eq(ino_sub(ino), ids[s]);
-			}
+			for (size_t s = 0; s < G_N_ELEMENTS(ids); s++)
+				for (size_t k = 0; k < G_N_ELEMENTS(cpu_classes); k++) {
+					uint64_t ino = ino_cpu_make(kind, cpus[c], cpu_classes[k], ids[s]);
+					cr_assert_eq(ino_kind(ino), kind);
+					cr_assert_eq(ino_cpu(ino), cpus[c]);
+					cr_assert_eq(ino_cpu_class(ino), cpu_classes[k]);
+					cr_assert_eq(ino_sub(ino), ids[s]);
+				}
 }
 
 Test(ino, the_named_layout_round_trips)
@@ -60,9 +63,10 @@ Test(ino, fields_out_of_range_are_cut_not_spilled)
 	cr_assert_eq(ino_entry(ino), 1);
 	ino = ino_named_make(3, UINT64_MAX);
 	cr_assert_eq(ino_kind(ino), 3);
-	ino = ino_cpu_make(9, INO_CPU_MAX + 3, UINT64_MAX);
+	ino = ino_cpu_make(9, INO_CPU_MAX + 3, INO_CPU_CLASS_MAX + 4, UINT64_MAX);
 	cr_assert_eq(ino_kind(ino), 9);
 	cr_assert_eq(ino_cpu(ino), 2);
+	cr_assert_eq(ino_cpu_class(ino), 3);
 }
 
 Test(ino, a_process_tag_is_the_low_bits_of_its_start_time)
@@ -81,7 +85,7 @@ Test(ino, numbers_are_what_they_always_were)
 	cr_assert_eq(ino_named_make(8, 0), UINT64_C(0x8000000000000000));
 	cr_assert_eq(ino_pid_make(4, 100, 0, 4242), UINT64_C(0x4000190000001092));
 	cr_assert_eq(ino_pid_make(7, 100, 6, 4242), UINT64_C(0x7000190180001092));
-	cr_assert_eq(ino_cpu_make(9, 1, 0xdece4), UINT64_C(0x90000000020dece4));
+	cr_assert_eq(ino_cpu_make(9, 1, 0, 0xdece4), UINT64_C(0x90000000020dece4));
 }
 
 static const char *const paths[] = { "self", "cpu0/topology/core_id", "online", "cpu3/cache/index2/size" };
@@ -102,7 +106,7 @@ static void numbers_in_another_process(uint64_t *ret)
 		}
 		for (size_t i = G_N_ELEMENTS(paths); i-- > 0;) {
 			out[2 * i] = ino_named_make(8, names_intern(paths[i]));
-			out[2 * i + 1] = ino_cpu_make(9, 5, names_intern(paths[i]));
+			out[2 * i + 1] = ino_cpu_make(9, 5, 0, names_intern(paths[i]));
 		}
 		_exit(write(p[1], out, sizeof(out)) == sizeof(out) ? 0 : 1);
 	}
@@ -119,7 +123,7 @@ Test(ino, a_node_has_one_number_in_every_process)
 	numbers_in_another_process(theirs);
 	for (size_t i = 0; i < G_N_ELEMENTS(paths); i++) {
 		cr_expect_eq(ino_named_make(8, names_intern(paths[i])), theirs[2 * i], "%s", paths[i]);
-		cr_expect_eq(ino_cpu_make(9, 5, names_intern(paths[i])), theirs[2 * i + 1], "%s", paths[i]);
+		cr_expect_eq(ino_cpu_make(9, 5, 0, names_intern(paths[i])), theirs[2 * i + 1], "%s", paths[i]);
 	}
 }
 

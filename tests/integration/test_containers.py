@@ -14,6 +14,7 @@ Needs root, /dev/fuse, runc, a static /bin/busybox, $CGPROCFS (the daemon)
 and $CGPROCFS_OCI_HOOK (the hook); crun and podman are tried if present
 (podman with contrib/oci/cgprocfs.json.in as its hooks.d file)."""
 
+import collections
 import contextlib
 import fractions
 import itertools
@@ -31,6 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
 from cgtest import check, check_equal, describe, diag  # noqa: E402
+import test_served  # noqa: E402
 from test_psutil_suite import MODULES as PSUTIL_MODULES, SuiteRun, view_only  # noqa: E402
 
 BUSYBOX = "/bin/busybox"
@@ -196,6 +198,22 @@ for f in /proc/cpuinfo /proc/stat /sys/devices/system/cpu/online /proc/.real/cpu
     echo "@@cat $f"; cat $f | wc -c
     echo "@@head $f"; head -c 10000000 $f | wc -c
 done
+"""
+
+# Four readers in the container, 5 s, each alternating busybox cat
+# (sendfile) and head (read()) of three served files; one line per pass.
+MIXED_PROBE = VIEW_MARK + r"""
+pass_of() {
+    echo "R $($1 /proc/cpuinfo | grep -c ^processor) $($1 /sys/devices/system/cpu/online)" \
+         "$($1 /sys/devices/system/cpu/cpu0/topology/core_siblings_list)"
+}
+reader() {
+    end=$(( $(date +%s) + 5 ))
+    while [ "$(date +%s)" -lt "$end" ]; do pass_of cat; pass_of "head -c 1000000"; done
+}
+echo @@passes
+for i in 1 2 3 4; do reader & done
+wait
 """
 
 FILES_PROBE = r"""
@@ -547,8 +565,8 @@ class Container:
         notes += ["aborted the view's FUSE " + a for a in aborted]
         return notes
 
-    def run_ok(self, what):
-        result = self.run()
+    def run_ok(self, what, timeout=RUN_TIMEOUT):
+        result = self.run(timeout)
         cgtest.check_ran(result, "%s run of %s" % (self.runtime.name, what))
         return sections(result[1]), result
 
@@ -936,6 +954,35 @@ def make_tests(d, lab):
         short = {p: c for p, c in counts.items() if differs(c)}
         check(not short, "cat read less than head", *["%s: cat %d, head %d bytes" % (p, c["cat"], c["head"])
                                                      for p, c in sorted(short.items())])
+
+    @test("runc: 4 readers in the container mixing busybox cat (sendfile) and head (read) for 5 s, while 3 "
+          "readers of the host's class read the same files through MNT, each get their own class's text")
+    def _():
+        n = expected_cpus()
+        files = ("proc/cpuinfo", "sys/devices/system/cpu/online", "sys/devices/system/cpu/cpu0/topology/core_siblings_list")
+        host_want = (str(host_processors()), read_quiet("/" + files[1]), read_quiet("/" + files[2]))
+        hosts = [subprocess.Popen([cgtest.PYTHON, "-c", test_served.MIXED_READER, os.path.join(d.mnt, f), want, "6"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for f, want in zip(files, host_want)]
+        try:
+            with Container(lab, MIXED_PROBE) as c:
+                secs, result = c.run_ok("the mixed readers", timeout=RUN_TIMEOUT + 10)
+        finally:
+            outs = [p.communicate(timeout=60) for p in hosts]
+        check_view_in_place(secs, result)
+        passes = [line.split(None, 1)[1] for line in section(secs, "passes", result).splitlines()
+                  if line.startswith("R ")]
+        online = "0" if n == 1 else "0-%d" % (n - 1)
+        # cpu0's core siblings are known here only for one CPU: itself.
+        want = [str(n), online] + (["0"] if n == 1 else [])
+        wrong = collections.Counter(p for p in passes if p.split()[:len(want)] != want)
+        diag("%d passes in the container (cat and head), want %r" % (len(passes), want))
+        check(passes and not wrong, "readers in the container got another text", dict(wrong))
+        for f, (out, err), p in zip(files, outs, hosts):
+            check_equal(p.returncode, 0, "a host reader of %s failed: %s" % (f, err.strip()))
+            reads, bad, empty = map(int, out.split(maxsplit=3)[:3])
+            check(reads and not bad and not empty, "host reader of %s: %d of %d reads wrong, %d empty (%s)"
+                  % (f, bad, reads, empty, out.strip()[:300]))
 
     # 6. ---------------------------------------------------------------
 

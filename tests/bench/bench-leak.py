@@ -38,8 +38,8 @@ def run_readers(root, groups, readers, seconds):
             continue
         for name, (group, n) in groups.items():
             for _ in range(readers):
-                argv = test_served.in_cgroup(group, [sys.executable, "-c", test_served.MIXED_READER, path, str(n),
-                                                     str(seconds)])
+                argv = test_served.in_cgroup(group, [sys.executable, "-c", test_served.MIXED_READER, path,
+                                                     test_served.expected(f, n), str(seconds)])
                 procs.append((f, name, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                                         text=True)))
     out = {}
@@ -47,7 +47,7 @@ def run_readers(root, groups, readers, seconds):
         stdout, stderr = p.communicate(timeout=seconds + 60)
         if p.returncode != 0:
             raise benchlib.BenchError("a reader of %s failed: %s" % (f, stderr.strip()[-300:]))
-        got = [int(x) for x in stdout.split()]
+        got = [int(x) for x in stdout.split(maxsplit=3)[:3]]
         prev = out.get((f, name), (0, 0, 0))
         out[(f, name)] = tuple(a + b for a, b in zip(prev, got))
     return out

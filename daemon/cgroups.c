@@ -1,4 +1,4 @@
-/* Finding the cgroup hierarchies that hold the cpu and cpuset controllers:
+/* Finding the cgroup hierarchies that hold the cpu, cpuset and memory controllers:
  * v1 per-controller mounts, the v2 unified mount, or both (hybrid). */
 #include "daemon.h"
 #include "mountinfo.h"
@@ -39,29 +39,32 @@ void cgroups_discover(struct daemon_cgroups *out)
 
 	out->roots = g_ptr_array_new_with_free_func(g_free);
 	out->fds = g_array_new(FALSE, FALSE, sizeof(int));
-	out->config = (struct cgroup_config){ { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL } };
+	const struct cgroup_hierarchy none = { CGROUP_NONE, -1, NULL };
+	out->config = (struct cgroup_config){ none, none, none };
+	const struct {
+		const char *name;
+		struct cgroup_hierarchy *h;
+	} controllers[] = { { "cpu", &out->config.cpu },
+			    { "cpuset", &out->config.cpuset },
+			    { "memory", &out->config.memory } };
 	for (guint i = 0; i < mounts->len; i++) {
 		const struct mount_entry *e = g_ptr_array_index(mounts, i);
 		if (strcmp(e->fstype, "cgroup2") == 0 && !v2)
 			v2 = e;
 		if (strcmp(e->fstype, "cgroup") != 0)
 			continue;
-		if (has_word(e->super_options, ",", "cpu") && out->config.cpu.version == CGROUP_NONE)
-			take(&out->config.cpu, CGROUP_V1, e, out);
-		if (has_word(e->super_options, ",", "cpuset") && out->config.cpuset.version == CGROUP_NONE)
-			take(&out->config.cpuset, CGROUP_V1, e, out);
+		for (size_t c = 0; c < G_N_ELEMENTS(controllers); c++)
+			if (has_word(e->super_options, ",", controllers[c].name) &&
+			    controllers[c].h->version == CGROUP_NONE)
+				take(controllers[c].h, CGROUP_V1, e, out);
 	}
-	if (v2 && (out->config.cpu.version == CGROUP_NONE || out->config.cpuset.version == CGROUP_NONE)) {
-		int fd = open(v2->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		gboolean cpu = fd >= 0 && out->config.cpu.version == CGROUP_NONE && v2_offers(fd, "cpu");
-		gboolean cpuset = fd >= 0 && out->config.cpuset.version == CGROUP_NONE && v2_offers(fd, "cpuset");
-		if (fd >= 0)
-			close(fd);
-		if (cpu)
-			take(&out->config.cpu, CGROUP_V2, v2, out);
-		if (cpuset)
-			take(&out->config.cpuset, CGROUP_V2, v2, out);
-	}
+	/* A controller not mounted on v1 may be on the unified hierarchy. */
+	int fd = v2 ? open(v2->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	for (size_t c = 0; fd >= 0 && c < G_N_ELEMENTS(controllers); c++)
+		if (controllers[c].h->version == CGROUP_NONE && v2_offers(fd, controllers[c].name))
+			take(controllers[c].h, CGROUP_V2, v2, out);
+	if (fd >= 0)
+		close(fd);
 }
 
 static const char *describe(const struct cgroup_hierarchy *h)
@@ -71,7 +74,8 @@ static const char *describe(const struct cgroup_hierarchy *h)
 
 void cgroups_log(const struct daemon_cgroups *c)
 {
-	g_message("CPU limits from: cpuset %s, quota %s", describe(&c->config.cpuset), describe(&c->config.cpu));
+	g_message("CPU limits from: cpuset %s, quota %s; memory from %s", describe(&c->config.cpuset),
+		  describe(&c->config.cpu), describe(&c->config.memory));
 }
 
 void cgroups_clear(struct daemon_cgroups *c)

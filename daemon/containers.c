@@ -154,6 +154,7 @@ static int ns_view_new(struct containers *cs, int ns_fd, uint64_t ns, struct ns_
 		.proc_fd = proc_fd,
 		.sys_cpu_fd = cs->cfg.sys_cpu_fd,
 		.cpuview = cs->cfg.cpuview,
+		.memgroups = cs->cfg.memgroups,
 		.smaps = cs->cfg.smaps,
 		.pid_ns_fd = own_ns_fd,
 		.pid_ns = ns,

@@ -16,6 +16,8 @@ struct daemon_config {
 	const char *mountpoint;    /* absolute, canonical */
 	const char *fuse_options;  /* extra -o options for the FUSE mount, or NULL */
 	gboolean cpu_quota;        /* --cpu-limit=cpuset+quota */
+	gboolean memory_view;      /* not --no-memory-view */
+	gboolean swap_view;        /* not --no-swap-view */
 	struct memo_config smaps;  /* --smaps-max-age, --refresh-budget, ... */
 	const char *control_socket; /* --control-socket */
 	gboolean replace;          /* --replace: take over from the running daemon */
@@ -33,6 +35,7 @@ struct containers_config {
 	int host_proc_fd;  /* the daemon's procfs: where callers are found */
 	int sys_cpu_fd;
 	struct cpuview *cpuview;
+	struct memgroups *memgroups; /* NULL: no memory view */
 	struct smaps *smaps;
 	struct pidwatch *watch;
 	struct server *server;

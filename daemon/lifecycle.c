@@ -36,6 +36,7 @@ struct daemon {
 	int proc_fd, sys_cpu_fd;
 	struct daemon_cgroups cgroups;
 	struct cpuview *cpuview;
+	struct memgroups *memgroups; /* NULL: --no-memory-view */
 	struct smaps *smaps;
 	struct view *view;
 	struct pidwatch *watch;
@@ -139,6 +140,11 @@ static void report_bad_cgroup(void *data, const char *file, int err)
 	g_warning("cannot use %s (%s): callers in that cgroup see the host's CPUs", file, g_strerror(err));
 }
 
+static void report_bad_memory_cgroup(void *data, const char *file, int err)
+{
+	g_warning("cannot use %s (%s): callers in that cgroup see the host's memory files", file, g_strerror(err));
+}
+
 static int wait_for_stop_signal(void)
 {
 	sigset_t set;
@@ -213,6 +219,14 @@ static gboolean make_views(struct daemon *d, GError **error)
 	r = cpuview_new(&ccfg, &d->cpuview);
 	if (r < 0)
 		return log_set_error(error, r, "cannot set up the CPU view"), FALSE;
+	const struct memgroups_config mcfg = {
+		.proc_fd = d->proc_fd,
+		.memory = d->cgroups.config.memory,
+		.swap_view = d->cfg->swap_view,
+		.report = report_bad_memory_cgroup,
+	};
+	if (d->cfg->memory_view)
+		d->memgroups = memgroups_new(&mcfg);
 	struct stat pidns;
 	const struct smaps_config scfg = {
 		.proc_fd = d->proc_fd,
@@ -224,6 +238,7 @@ static gboolean make_views(struct daemon *d, GError **error)
 	d->smaps = smaps_new(&scfg);
 	const struct view_config vcfg = {
 		.proc_fd = d->proc_fd, .sys_cpu_fd = d->sys_cpu_fd, .cpuview = d->cpuview, .smaps = d->smaps,
+		.memgroups = d->memgroups,
 		.pid_ns_fd = -1,
 		.pid_ns = scfg.ns,
 		.hidepid = hides_processes(d->real_opts),
@@ -315,6 +330,7 @@ static gboolean start_serving(struct daemon *d, GError **error)
 		.host_proc_fd = d->proc_fd,
 		.sys_cpu_fd = d->sys_cpu_fd,
 		.cpuview = d->cpuview,
+		.memgroups = d->memgroups,
 		.smaps = d->smaps,
 		.watch = d->watch,
 		.server = d->server,
@@ -393,6 +409,7 @@ static void free_daemon(struct daemon *d, gboolean containers_live)
 	view_free(d->view);
 	smaps_free(d->smaps);
 	cpuview_free(d->cpuview);
+	memgroups_free(d->memgroups);
 	cgroups_clear(&d->cgroups);
 	server_free(d->server);
 	g_mutex_clear(&d->loop_lock);

@@ -20,7 +20,7 @@ static char *socket_for(const char *mountpoint)
 
 /* What the command line says. */
 struct options {
-	gboolean debug_enabled, version, foreground, replace;
+	gboolean debug_enabled, version, foreground, replace, no_memory_view, no_swap_view;
 	int keeper_wait;
 	char *cpu_limit;
 	double max_age, max_age_idle, budget_percent;
@@ -50,6 +50,10 @@ static gboolean parse_options(int *argc, char ***argv, struct options *o, GError
 		  "Stay in the foreground (always the case; accepted for compatibility)", NULL },
 		{ "cpu-limit", 0, 0, G_OPTION_ARG_STRING, &o->cpu_limit,
 		  "What limits the CPUs a caller sees: cpuset, or cpuset+quota (default)", "cpuset|cpuset+quota" },
+		{ "no-memory-view", 0, 0, G_OPTION_ARG_NONE, &o->no_memory_view,
+		  "Serve the host's meminfo, swaps and vmstat to every caller", NULL },
+		{ "no-swap-view", 0, 0, G_OPTION_ARG_NONE, &o->no_swap_view,
+		  "Keep the host's swap figures in the memory view", NULL },
 		{ "smaps-max-age", 0, 0, G_OPTION_ARG_DOUBLE, &o->max_age,
 		  "Keep smaps_rollup entries that are read at most this old (default 5)", "SECONDS" },
 		{ "smaps-max-age-idle", 0, 0, G_OPTION_ARG_DOUBLE, &o->max_age_idle,
@@ -165,6 +169,8 @@ static int serve(const struct options *o)
 		.keeper_path = keeper_path,
 		.keeper_wait_s = o->keeper_wait,
 		.cpu_quota = !o->cpu_limit || strcmp(o->cpu_limit, "cpuset+quota") == 0,
+		.memory_view = !o->no_memory_view,
+		.swap_view = !o->no_swap_view,
 		.smaps = {
 			.max_age_us = (gint64)(o->max_age * G_USEC_PER_SEC),
 			.max_age_idle_us = (gint64)(o->max_age_idle * G_USEC_PER_SEC),

@@ -10,6 +10,7 @@ void cgroup_paths_clear(struct cgroup_paths *p)
 {
 	g_clear_pointer(&p->cpu, g_free);
 	g_clear_pointer(&p->cpuset, g_free);
+	g_clear_pointer(&p->memory, g_free);
 }
 
 static gboolean names_controller(const char *list, const char *controller)
@@ -38,7 +39,9 @@ int cgroup_parse_membership(const char *text, const struct cgroup_config *cfg,
 			const struct cgroup_hierarchy *h;
 			const char *controller;
 			char **slot;
-		} wants[] = { { &cfg->cpu, "cpu", &p.cpu }, { &cfg->cpuset, "cpuset", &p.cpuset } };
+		} wants[] = { { &cfg->cpu, "cpu", &p.cpu },
+			      { &cfg->cpuset, "cpuset", &p.cpuset },
+			      { &cfg->memory, "memory", &p.memory } };
 		for (size_t i = 0; i < G_N_ELEMENTS(wants); i++) {
 			gboolean match = wants[i].h->version == CGROUP_V2 ? v2
 				       : wants[i].h->version == CGROUP_V1 && !v2 &&
@@ -246,4 +249,161 @@ unsigned cgroup_quota_cpus(uint64_t quota_us, uint64_t period_us)
 {
 	uint64_t n = quota_us / period_us + (quota_us % period_us != 0);
 	return n == 0 ? 1 : n > CPUSET_MAX ? CPUSET_MAX : (unsigned)n;
+}
+
+/* ------------------------------------------------------------- memory -- */
+
+char *cgroup_memory_dir(const struct cgroup_hierarchy *h, const char *path)
+{
+	return relative_dir(h, path);
+}
+
+/* A v1 limit at or above this is "none": the kernel writes its page
+ * counter's maximum (2^63 less a page), and no machine has 4 EiB. */
+#define V1_UNLIMITED (UINT64_C(1) << 62)
+
+/* One number of bytes in dir/name: 0, -ENOENT, or -EINVAL (culprit). For
+ * a limit, *ret_none says "no limit" (v2 "max", v1 its maximum). */
+static int read_bytes(const struct cgroup_hierarchy *h, const char *dir, const char *name, uint64_t *ret,
+		      gboolean *ret_none, char **ret_culprit)
+{
+	g_autofree char *text = NULL;
+	guint64 v = 0;
+	int r = read_text(h, dir, name, &text);
+	if (r < 0)
+		return r == -EINVAL ? bad(dir, name, ret_culprit) : r;
+	gboolean none = h->version == CGROUP_V2 && strcmp(text, "max") == 0;
+	if (!none && !g_ascii_string_to_unsigned(text, 10, 0, G_MAXUINT64, &v, NULL))
+		return bad(dir, name, ret_culprit);
+	if (ret_none)
+		*ret_none = none || (h->version == CGROUP_V1 && v >= V1_UNLIMITED);
+	*ret = v;
+	return 0;
+}
+
+/* The smallest limit in name over dir and its ancestors. *ret_limited
+ * FALSE if no level has one; -ENOENT if dir itself has no such file. */
+static int smallest_limit(const struct cgroup_hierarchy *h, const char *dir, const char *name, uint64_t *ret,
+			  gboolean *ret_limited, char **ret_culprit)
+{
+	g_autofree char *walk = g_strdup(dir);
+	*ret_limited = FALSE;
+	do {
+		uint64_t v;
+		gboolean none;
+		int r = read_bytes(h, walk, name, &v, &none, ret_culprit);
+		if (r == -ENOENT && strcmp(walk, dir) != 0)
+			continue; /* a level above without the file: v2's root */
+		if (r < 0)
+			return r;
+		if (!none && (!*ret_limited || v < *ret)) {
+			*ret = v;
+			*ret_limited = TRUE;
+		}
+	} while (step_up(walk));
+	return 0;
+}
+
+/* v1 memory.stat names for v2's: the hierarchical totals. */
+static const char *const v1_stat_names[][2] = {
+	{ "total_cache", "file" },
+	{ "total_rss", "anon" },
+	{ "total_rss_huge", "anon_thp" },
+	{ "total_shmem", "shmem" },
+	{ "total_mapped_file", "file_mapped" },
+	{ "total_dirty", "file_dirty" },
+	{ "total_writeback", "file_writeback" },
+	{ "total_swapcached", "swapcached" },
+	{ "total_pgfault", "pgfault" },
+	{ "total_pgmajfault", "pgmajfault" },
+	{ "total_inactive_anon", "inactive_anon" },
+	{ "total_active_anon", "active_anon" },
+	{ "total_inactive_file", "inactive_file" },
+	{ "total_active_file", "active_file" },
+	{ "total_unevictable", "unevictable" },
+	{ "total_workingset_refault_anon", "workingset_refault_anon" },
+	{ "total_workingset_refault_file", "workingset_refault_file" },
+};
+
+/* The v2 name of a memory.stat key of h's version, or NULL: not used. */
+static const char *stat_name(const struct cgroup_hierarchy *h, const char *key)
+{
+	if (h->version == CGROUP_V2)
+		return key;
+	for (size_t i = 0; i < G_N_ELEMENTS(v1_stat_names); i++)
+		if (strcmp(v1_stat_names[i][0], key) == 0)
+			return v1_stat_names[i][1];
+	return NULL;
+}
+
+static int read_stat(const struct cgroup_hierarchy *h, const char *dir, GHashTable *stat, char **ret_culprit)
+{
+	g_autofree char *text = NULL;
+	int r = read_text(h, dir, "memory.stat", &text);
+	if (r < 0)
+		return r == -EINVAL ? bad(dir, "memory.stat", ret_culprit) : r;
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	for (char **line = lines; *line; line++) {
+		if (**line == '\0')
+			continue;
+		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
+		guint64 v;
+		if (g_strv_length(f) != 2 || !g_ascii_string_to_unsigned(f[1], 10, 0, G_MAXUINT64, &v, NULL))
+			return bad(dir, "memory.stat", ret_culprit);
+		const char *name = stat_name(h, f[0]);
+		if (name)
+			g_hash_table_insert(stat, g_strdup(name), g_memdup2(&v, sizeof(v)));
+	}
+	return 0;
+}
+
+/* Swap: v2 memory.swap.*; v1 memsw (memory + swap) less memory. Absent
+ * files: the kernel does not count the cgroup's swap. */
+static int read_swap(const struct cgroup_hierarchy *h, const char *dir, struct mem_figures *f, char **ret_culprit)
+{
+	gboolean v2 = h->version == CGROUP_V2;
+	uint64_t limit = 0, usage = 0;
+	int r = smallest_limit(h, dir, v2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes", &limit,
+			       &f->swap_limited, ret_culprit);
+	if (r == 0)
+		r = read_bytes(h, dir, v2 ? "memory.swap.current" : "memory.memsw.usage_in_bytes", &usage, NULL,
+			       ret_culprit);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	f->swap_accounted = TRUE;
+	f->swap_limit = v2 ? limit : limit > f->limit ? limit - f->limit : 0;
+	f->swap_usage = v2 ? usage : usage > f->usage ? usage - f->usage : 0;
+	return 0;
+}
+
+int cgroup_read_memory(const struct cgroup_hierarchy *h, const char *dir, struct mem_figures *ret,
+		       gboolean *ret_limited, char **ret_culprit)
+{
+	gboolean v2 = h->version == CGROUP_V2;
+	struct mem_figures f = { 0 };
+
+	*ret_limited = FALSE;
+	if (strcmp(dir, ".") != 0 && faccessat(h->root_fd, dir, F_OK, 0) < 0)
+		return -ENOENT; /* the cgroup vanished */
+	int r = smallest_limit(h, dir, v2 ? "memory.max" : "memory.limit_in_bytes", &f.limit, ret_limited,
+			       ret_culprit);
+	if (r == -ENOENT && strcmp(dir, ".") == 0)
+		return 0; /* v2's root: no limit, no files */
+	if (r < 0 || !*ret_limited)
+		return r;
+	f.stat = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	r = read_bytes(h, dir, v2 ? "memory.current" : "memory.usage_in_bytes", &f.usage, NULL, ret_culprit);
+	if (r == 0)
+		r = read_swap(h, dir, &f, ret_culprit);
+	if (r == 0)
+		r = read_stat(h, dir, f.stat, ret_culprit);
+	if (r < 0) {
+		mem_figures_clear(&f);
+		*ret_limited = FALSE;
+		return r;
+	}
+	*ret = f;
+	return 0;
 }

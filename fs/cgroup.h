@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cpuset.h"
+#include "memview.h"
 
 #include <glib.h>
 #include <stdint.h>
@@ -27,12 +28,14 @@ struct cgroup_hierarchy {
 struct cgroup_config {
 	struct cgroup_hierarchy cpu;    /* CFS bandwidth: v1 cpu.cfs_*, v2 cpu.max */
 	struct cgroup_hierarchy cpuset; /* v1 cpuset.*cpus, v2 cpuset.cpus.effective */
+	struct cgroup_hierarchy memory; /* v1 memory.*, v2 memory.* */
 };
 
 /* A process's cgroup in each hierarchy, as /proc/<pid>/cgroup names it. */
 struct cgroup_paths {
 	char *cpu;    /* NULL when the controller is not available */
 	char *cpuset;
+	char *memory;
 };
 
 void cgroup_paths_clear(struct cgroup_paths *p);
@@ -58,3 +61,15 @@ int cgroup_read_limits(const struct cgroup_config *cfg, const struct cgroup_path
 
 /* How many CPUs a CFS quota grants: ceil(quota/period), at least 1. */
 unsigned cgroup_quota_cpus(uint64_t quota_us, uint64_t period_us);
+
+/* The cgroup at path (of the memory hierarchy h) relative to h's mount, the
+ * same string for the same cgroup in every process: "." for the mount's
+ * own. NULL if it is outside what is mounted. */
+char *cgroup_memory_dir(const struct cgroup_hierarchy *h, const char *path);
+
+/* Read the memory figures of the cgroup at dir (cgroup_memory_dir's) into
+ * *ret. 0; -ENOENT if the cgroup is gone; -EINVAL for a file the kernel
+ * would not write (then *ret_culprit names it). *ret_limited FALSE: no
+ * level has a memory limit, and *ret is left empty. */
+int cgroup_read_memory(const struct cgroup_hierarchy *h, const char *dir, struct mem_figures *ret,
+		       gboolean *ret_limited, char **ret_culprit);

@@ -1,5 +1,6 @@
 #include "cpuview.h"
 
+#include "classes.h"
 #include "hash.h"
 #include "ino.h"
 #include "procfile.h"
@@ -25,17 +26,13 @@ struct cpuview {
 	/* Bumped (atomically) when a caller was found to have moved: every
 	 * thread's cached maps are then stale. */
 	gint generation;
-	GRWLock classes_lock; /* guards classes and shorts: read by every served lookup */
-	GHashTable *classes;  /* content class -> struct cpu_map* (a reference) */
+	struct classes *classes; /* content class -> struct cpu_map */
+	GRWLock shorts_lock;     /* guards shorts */
 	/* short class -> content class, for the cpu layout (fs/ino.h). Never
 	 * forgotten: a short class must not name another class while the
 	 * kernel may keep pages of an inode of it. */
 	GHashTable *shorts;
 };
-
-/* Classes kept at most; past that the table starts over (a class is put
- * back the next time a caller of it has its map computed). */
-#define CLASSES_MAX 4096
 
 /* ---------------------------------------------------------------- maps -- */
 
@@ -117,8 +114,8 @@ int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret)
 	cv->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
 	g_mutex_init(&cv->lock);
 	cv->reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	g_rw_lock_init(&cv->classes_lock);
-	cv->classes = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify)cpu_map_unref);
+	cv->classes = classes_new((classes_ref_fn)cpu_map_ref, (GDestroyNotify)cpu_map_unref);
+	g_rw_lock_init(&cv->shorts_lock);
 	cv->shorts = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 	*ret = cv;
 	return 0;
@@ -130,9 +127,9 @@ void cpuview_free(struct cpuview *cv)
 		return;
 	g_hash_table_unref(cv->reported);
 	g_mutex_clear(&cv->lock);
-	g_hash_table_unref(cv->classes);
+	classes_free(cv->classes);
 	g_hash_table_unref(cv->shorts);
-	g_rw_lock_clear(&cv->classes_lock);
+	g_rw_lock_clear(&cv->shorts_lock);
 	g_free(cv);
 }
 
@@ -193,22 +190,6 @@ static struct cpu_map *compute_map(struct cpuview *cv, pid_t tid)
 	return cpu_map_new(&online, limited ? &limits : NULL, cv->cfg.use_quota);
 }
 
-static void register_class(struct cpuview *cv, struct cpu_map *m)
-{
-	uint64_t class_id = cpu_map_class(m);
-	g_rw_lock_reader_lock(&cv->classes_lock);
-	gboolean known = g_hash_table_contains(cv->classes, &class_id);
-	g_rw_lock_reader_unlock(&cv->classes_lock);
-	if (known)
-		return;
-	G_GNUC_UNUSED g_autoptr(GRWLockWriterLocker) locker = g_rw_lock_writer_locker_new(&cv->classes_lock);
-	if (g_hash_table_contains(cv->classes, &class_id))
-		return;
-	if (g_hash_table_size(cv->classes) >= CLASSES_MAX)
-		g_hash_table_remove_all(cv->classes);
-	g_hash_table_insert(cv->classes, g_memdup2(&class_id, sizeof(class_id)), cpu_map_ref(m));
-}
-
 /* Compute tid's map, and keep it in this thread's cache. */
 static struct cpu_map *map_computed(struct cpuview *cv, GHashTable *cache, pid_t tid, gint generation)
 {
@@ -220,7 +201,7 @@ static struct cpu_map *map_computed(struct cpuview *cv, GHashTable *cache, pid_t
 	c->expires = g_get_monotonic_time() + MAP_LIFETIME_US;
 	c->map = compute_map(cv, tid);
 	g_hash_table_replace(cache, GINT_TO_POINTER(tid), c);
-	register_class(cv, c->map);
+	classes_put(cv->classes, cpu_map_class(c->map), c->map);
 	return cpu_map_ref(c->map);
 }
 
@@ -247,9 +228,7 @@ void cpuview_forget_cached(struct cpuview *cv)
 
 struct cpu_map *cpuview_map_of_class(struct cpuview *cv, uint64_t class_id)
 {
-	G_GNUC_UNUSED g_autoptr(GRWLockReaderLocker) locker = g_rw_lock_reader_locker_new(&cv->classes_lock);
-	struct cpu_map *m = g_hash_table_lookup(cv->classes, &class_id);
-	return m ? cpu_map_ref(m) : NULL;
+	return classes_get(cv->classes, class_id);
 }
 
 /* The short class m's class would have, if no other class had it. */
@@ -258,7 +237,7 @@ static uint32_t short_of(uint64_t class_id)
 	return (uint32_t)(class_id % INO_CPU_CLASS_MAX) + 1;
 }
 
-/* The class short names, or 0. Under classes_lock. */
+/* The class short names, or 0. Under shorts_lock. */
 static uint64_t class_of_short_locked(struct cpuview *cv, uint32_t short_class)
 {
 	const uint64_t *class_id = g_hash_table_lookup(cv->shorts, GUINT_TO_POINTER(short_class));
@@ -269,12 +248,12 @@ uint32_t cpuview_short_class(struct cpuview *cv, const struct cpu_map *m)
 {
 	uint64_t class_id = cpu_map_class(m);
 	uint32_t s = short_of(class_id);
-	g_rw_lock_reader_lock(&cv->classes_lock);
+	g_rw_lock_reader_lock(&cv->shorts_lock);
 	uint64_t owner = class_of_short_locked(cv, s);
-	g_rw_lock_reader_unlock(&cv->classes_lock);
+	g_rw_lock_reader_unlock(&cv->shorts_lock);
 	if (owner)
 		return owner == class_id ? s : 0;
-	G_GNUC_UNUSED g_autoptr(GRWLockWriterLocker) locker = g_rw_lock_writer_locker_new(&cv->classes_lock);
+	G_GNUC_UNUSED g_autoptr(GRWLockWriterLocker) locker = g_rw_lock_writer_locker_new(&cv->shorts_lock);
 	owner = class_of_short_locked(cv, s);
 	if (!owner)
 		g_hash_table_insert(cv->shorts, GUINT_TO_POINTER(s), g_memdup2(&class_id, sizeof(class_id)));
@@ -283,10 +262,10 @@ uint32_t cpuview_short_class(struct cpuview *cv, const struct cpu_map *m)
 
 struct cpu_map *cpuview_map_of_short(struct cpuview *cv, uint32_t short_class)
 {
-	G_GNUC_UNUSED g_autoptr(GRWLockReaderLocker) locker = g_rw_lock_reader_locker_new(&cv->classes_lock);
+	g_rw_lock_reader_lock(&cv->shorts_lock);
 	uint64_t class_id = class_of_short_locked(cv, short_class);
-	struct cpu_map *m = class_id ? g_hash_table_lookup(cv->classes, &class_id) : NULL;
-	return m ? cpu_map_ref(m) : NULL;
+	g_rw_lock_reader_unlock(&cv->shorts_lock);
+	return class_id ? classes_get(cv->classes, class_id) : NULL;
 }
 
 uint64_t cpu_map_class(const struct cpu_map *m)

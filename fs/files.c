@@ -4,20 +4,28 @@
 #include "view-internal.h"
 
 #include "delegate.h"
+#include "memgroups.h"
 #include "smaps.h"
 
 #include <errno.h>
 #include <string.h>
 
-/* Renders the file called name, for the CPUs of map (NULL for a row that
- * is the same for every caller). */
-typedef int (*render_fn)(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret);
+/* What decides the text of a row served per class. */
+enum class_source {
+	CLASS_CPU,    /* the CPUs the caller sees: a struct cpu_map */
+	CLASS_MEMORY, /* the caller's memory cgroup (fs/memgroups): a string */
+};
 
-static int render_cpuinfo(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret);
-static int render_stat(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret);
-static int render_cpu_set(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret);
-static int render_stats(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret);
-static int render_control(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret);
+/* Renders the file called name for what decides its text (of the row's
+ * class source; NULL for a row that is the same for every caller). */
+typedef int (*render_fn)(struct view *v, gconstpointer decides, const char *name, GBytes **ret);
+
+static int render_cpuinfo(struct view *v, gconstpointer map, const char *name, GBytes **ret);
+static int render_stat(struct view *v, gconstpointer map, const char *name, GBytes **ret);
+static int render_cpu_set(struct view *v, gconstpointer map, const char *name, GBytes **ret);
+static int render_memory(struct view *v, gconstpointer group, const char *name, GBytes **ret);
+static int render_stats(struct view *v, gconstpointer none, const char *name, GBytes **ret);
+static int render_control(struct view *v, gconstpointer none, const char *name, GBytes **ret);
 
 /* How a served file reaches its readers. */
 enum served_mode {
@@ -38,6 +46,7 @@ static const struct row_def {
 	gboolean hidden; /* can be looked up, is not listed */
 	render_fn render;
 	enum served_mode mode;
+	enum class_source source; /* of a row served per class */
 } rows[ROW_COUNT] = {
 	[ROW_ROOT] = { "", ROW_NONE, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN },
 	[ROW_PROC] = { "proc", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN },
@@ -52,6 +61,12 @@ static const struct row_def {
 	[ROW_CPU_POSSIBLE] = { "possible", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS },
 	[ROW_CPU_PRESENT] = { "present", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS },
 	[ROW_CPU_OFFLINE] = { "offline", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS },
+	[ROW_PROC_MEMINFO] = { "meminfo", ROW_PROC, NODE_HOST_FILE, FALSE, render_memory, SERVED_FRESH_PER_CLASS,
+			       CLASS_MEMORY },
+	[ROW_PROC_SWAPS] = { "swaps", ROW_PROC, NODE_HOST_FILE, FALSE, render_memory, SERVED_FRESH_PER_CLASS,
+			     CLASS_MEMORY },
+	[ROW_PROC_VMSTAT] = { "vmstat", ROW_PROC, NODE_HOST_FILE, FALSE, render_memory, SERVED_FRESH_PER_CLASS,
+			      CLASS_MEMORY },
 	[ROW_META] = { ".cgprocfs", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN },
 	/* The daemon's own files: exact at every read, never cached. */
 	[ROW_META_STATS] = { "stats", ROW_META, NODE_HOST_FILE, FALSE, render_stats, SERVED_PER_OPEN },
@@ -78,12 +93,62 @@ uint64_t files_row_ino(enum row r)
 					       : ino_named_make(rows[r].kind, r);
 }
 
-enum row files_find_row(enum row parent, const char *name)
+/* The memory view's rows exist only where it is on. */
+static gboolean row_served(const struct view *v, enum row r)
+{
+	return rows[r].mode == SERVED_PER_OPEN || rows[r].source != CLASS_MEMORY || v->cfg.memgroups;
+}
+
+enum row files_find_row(const struct view *v, enum row parent, const char *name)
 {
 	for (enum row r = ROW_ROOT; r < ROW_COUNT; r++)
-		if (rows[r].parent == parent && strcmp(rows[r].name, name) == 0)
+		if (rows[r].parent == parent && strcmp(rows[r].name, name) == 0 && row_served(v, r))
 			return r;
 	return ROW_NONE;
+}
+
+/* What decides the text of a row served per class, for one class. */
+struct decider {
+	const struct row_def *row;
+	uint64_t class_id;
+	gpointer what; /* a reference: of the row's class source's type */
+};
+
+static void decider_clear(struct decider *d)
+{
+	if (d->what && d->row->source == CLASS_MEMORY)
+		g_free(d->what);
+	else if (d->what)
+		cpu_map_unref(d->what);
+	d->what = NULL;
+}
+typedef struct decider decider;
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(decider, decider_clear)
+
+/* The caller's. fresh: asked now, not as this thread kept it. */
+static void decider_of_caller(struct view *v, const struct caller *c, const struct row_def *row, gboolean fresh,
+			      struct decider *ret)
+{
+	*ret = (struct decider){ row, 0, NULL };
+	if (row->source == CLASS_MEMORY) {
+		ret->what = memgroups_of(v->cfg.memgroups, c->tid);
+		ret->class_id = memgroups_class(ret->what);
+		return;
+	}
+	struct cpu_map *map = fresh ? cpuview_map_fresh(v->cfg.cpuview, c->tid)
+				    : cpuview_map_for(v->cfg.cpuview, c->tid);
+	ret->class_id = cpu_map_class(map);
+	ret->what = map;
+}
+
+/* Of class_id, as an earlier caller of it had it; FALSE if none did. */
+static gboolean decider_of_class(struct view *v, const struct row_def *row, uint64_t class_id,
+				 struct decider *ret)
+{
+	*ret = (struct decider){ row, class_id, NULL };
+	ret->what = row->source == CLASS_MEMORY ? (gpointer)memgroups_of_class(v->cfg.memgroups, class_id)
+						: (gpointer)cpuview_map_of_class(v->cfg.cpuview, class_id);
+	return ret->what != NULL;
 }
 
 uint64_t files_row_ino_for(struct view *v, const struct caller *c, enum row r)
@@ -91,14 +156,15 @@ uint64_t files_row_ino_for(struct view *v, const struct caller *c, enum row r)
 	if (rows[r].mode == SERVED_PER_OPEN)
 		return files_row_ino(r);
 	/* The inode of the caller's class. */
-	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
-	return ino_served_make(NODE_HOST_FILE, r, cpu_map_class(map));
+	g_auto(decider) d = { 0 };
+	decider_of_caller(v, c, &rows[r], FALSE, &d);
+	return ino_served_make(NODE_HOST_FILE, r, d.class_id);
 }
 
 void files_list_rows(struct view *v, const struct caller *c, GArray *entries, enum row parent)
 {
 	for (enum row r = ROW_ROOT; r < ROW_COUNT; r++)
-		if (rows[r].parent == parent && !rows[r].hidden)
+		if (rows[r].parent == parent && !rows[r].hidden && row_served(v, r))
 			view_dirent_add(entries, rows[r].name, files_row_ino_for(v, c, r),
 					rows[r].kind == NODE_HOST_FILE ? S_IFREG : S_IFDIR);
 }
@@ -120,7 +186,7 @@ static int dir_attr(struct view *v, const struct caller *c, uint64_t ino, struct
 static int static_dir_lookup(struct view *v, const struct caller *c, uint64_t parent, const char *name,
 			     struct view_entry *ret)
 {
-	enum row r = files_find_row((enum row)ino_id(parent), name);
+	enum row r = files_find_row(v, (enum row)ino_id(parent), name);
 	if (r != ROW_NONE) {
 		ret->ino = files_row_ino_for(v, c, r);
 		return 0;
@@ -169,7 +235,7 @@ static gboolean served_valid(const struct view *v, uint64_t ino)
 {
 	unsigned r = ino_served_row(ino);
 	return r > ROW_NONE && r < ROW_COUNT && rows[r].kind == NODE_HOST_FILE &&
-	       (ino_served_class(ino) == 0 || rows[r].mode != SERVED_PER_OPEN);
+	       (ino_served_class(ino) == 0 || rows[r].mode != SERVED_PER_OPEN) && (!v || row_served(v, r));
 }
 
 enum row files_class_row(uint64_t ino)
@@ -182,40 +248,37 @@ enum row files_class_row(uint64_t ino)
 
 struct class_render {
 	struct view *v;
-	const struct row_def *row;
-	const struct cpu_map *map;
+	const struct decider *d;
 };
 
 static int render_for_class(void *data, GBytes **ret)
 {
 	const struct class_render *cr = data;
-	return cr->row->render(cr->v, cr->map, cr->row->name, ret);
+	return cr->d->row->render(cr->v, cr->d->what, cr->d->row->name, ret);
 }
 
-/* The text of a per-class inode for map (of its class), at most max_age_us
+/* The text of a per-class inode for d (of its class), at most max_age_us
  * old. */
-static int shared_text(struct view *v, uint64_t ino, const struct cpu_map *map, gint64 max_age_us,
+static int shared_text(struct view *v, uint64_t ino, const struct decider *d, gint64 max_age_us,
 		       GBytes **ret, int64_t *ret_version)
 {
-	struct class_render cr = { v, &rows[ino_served_row(ino)], map };
+	struct class_render cr = { v, d };
 	return served_get(v->served, ino, max_age_us, render_for_class, &cr, ret, ret_version);
 }
 
-/* The map of the class of ino: known from an earlier caller of it, or the
- * caller's if it is of that class; -ESTALE if neither (a daemon that took
- * over, asked about a class none of its callers had yet). */
-static int class_map(struct view *v, const struct caller *c, uint64_t ino, struct cpu_map **ret)
+/* What decides the text of ino's class: known from an earlier caller of
+ * it, or the caller's if it is of that class; -ESTALE if neither (a daemon
+ * that took over, asked about a class none of its callers had yet). */
+static int class_decider(struct view *v, const struct caller *c, uint64_t ino, struct decider *ret)
 {
-	struct cpu_map *map = cpuview_map_of_class(v->cfg.cpuview, ino_served_class(ino));
-	if (!map) {
-		map = cpuview_map_for(v->cfg.cpuview, c->tid);
-		if (cpu_map_class(map) != ino_served_class(ino)) {
-			cpu_map_unref(map);
-			return -ESTALE;
-		}
-	}
-	*ret = map;
-	return 0;
+	const struct row_def *row = &rows[ino_served_row(ino)];
+	if (decider_of_class(v, row, ino_served_class(ino), ret))
+		return 0;
+	decider_of_caller(v, c, row, FALSE, ret);
+	if (ret->class_id == ino_served_class(ino))
+		return 0;
+	decider_clear(ret);
+	return -ESTALE;
 }
 
 /* A per-class inode's size is its text's; its mtime, the text's version.
@@ -224,16 +287,16 @@ static int class_map(struct view *v, const struct caller *c, uint64_t ino, struc
 static int served_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
 		       double *ret_timeout)
 {
-	g_autoptr(cpu_map) map = NULL;
+	g_auto(decider) d = { 0 };
 	g_autoptr(GBytes) text = NULL;
 	int64_t version;
 
 	if (files_class_row(ino) == ROW_NONE)
 		return view_served_file_attr(v, c, ino, ret, ret_timeout);
 	gboolean per_open = rows[ino_served_row(ino)].mode == SERVED_FRESH_PER_CLASS;
-	int r = class_map(v, c, ino, &map);
+	int r = class_decider(v, c, ino, &d);
 	if (r == 0)
-		r = shared_text(v, ino, map, per_open ? G_MAXINT64 : SHARED_MAX_AGE_US, &text, &version);
+		r = shared_text(v, ino, &d, per_open ? G_MAXINT64 : SHARED_MAX_AGE_US, &text, &version);
 	if (r < 0)
 		return r;
 	view_attr_fill(v, ret, ino, S_IFREG | 0444, (off_t)g_bytes_get_size(text));
@@ -247,17 +310,18 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 		       int64_t *ret_version)
 {
 	const struct row_def *row = &rows[ino_served_row(ino)];
+	g_auto(decider) d = { 0 };
 	if (files_class_row(ino) == ROW_NONE)
 		return row->render(v, NULL, row->name, ret);
 	/* Never another class's text: the dentry was cached for another
 	 * caller. -ESTALE has the kernel look the name up again. */
-	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
-	if (cpu_map_class(map) != ino_served_class(ino)) {
+	decider_of_caller(v, c, row, FALSE, &d);
+	if (d.class_id != ino_served_class(ino)) {
 		/* Moved since this thread last looked? Ask again, now. */
-		cpu_map_unref(g_steal_pointer(&map));
-		map = cpuview_map_fresh(v->cfg.cpuview, c->tid);
+		decider_clear(&d);
+		decider_of_caller(v, c, row, TRUE, &d);
 	}
-	if (cpu_map_class(map) != ino_served_class(ino)) {
+	if (d.class_id != ino_served_class(ino)) {
 		/* The lookup that gave ino may have answered from another
 		 * thread's map of before a move (this one's may have been
 		 * fresh already): the next one must not. Rare: only here. */
@@ -266,11 +330,11 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 	}
 	if (row->mode == SERVED_FRESH_PER_CLASS) {
 		/* Rendered now; kept for the attributes of this inode. */
-		int r = shared_text(v, ino, map, 0, ret, ret_version);
+		int r = shared_text(v, ino, &d, 0, ret, ret_version);
 		*ret_version = VIEW_FRESH;
 		return r;
 	}
-	return shared_text(v, ino, map, SHARED_MAX_AGE_US, ret, ret_version);
+	return shared_text(v, ino, &d, SHARED_MAX_AGE_US, ret, ret_version);
 }
 
 const struct kind_ops files_served_ops = {
@@ -306,20 +370,21 @@ static int render_rewritten(int dirfd, const char *path, const struct cpu_map *m
 	return files_rewrite_for(map, host, rewrite, ret);
 }
 
-static int render_cpuinfo(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret)
+static int render_cpuinfo(struct view *v, gconstpointer map, const char *name, GBytes **ret)
 {
 	return render_rewritten(v->cfg.proc_fd, name, map, cpuview_render_cpuinfo, ret);
 }
 
-static int render_stat(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret)
+static int render_stat(struct view *v, gconstpointer map, const char *name, GBytes **ret)
 {
 	return render_rewritten(v->cfg.proc_fd, name, map, cpuview_render_stat, ret);
 }
 
 /* online, possible, present: the caller's CPUs are 0..N-1; offline (possible
  * but not online, which the view makes the same): none. */
-static int render_cpu_set(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret)
+static int render_cpu_set(struct view *v, gconstpointer cpus, const char *name, GBytes **ret)
 {
+	const struct cpu_map *map = cpus;
 	if (map->is_host)
 		return procfile_read_at(v->cfg.sys_cpu_fd, name, ret);
 	*ret = strcmp(name, "offline") == 0 ? g_bytes_new_static("\n", 1)
@@ -327,7 +392,13 @@ static int render_cpu_set(struct view *v, const struct cpu_map *map, const char 
 	return 0;
 }
 
-static int render_stats(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret)
+/* meminfo, swaps, vmstat: the caller's memory cgroup's. */
+static int render_memory(struct view *v, gconstpointer group, const char *name, GBytes **ret)
+{
+	return memgroups_render(v->cfg.memgroups, group, name, ret);
+}
+
+static int render_stats(struct view *v, gconstpointer none, const char *name, GBytes **ret)
 {
 	GString *out = smaps_render_stats(v->cfg.smaps);
 	if (v->cfg.more_stats)
@@ -336,7 +407,7 @@ static int render_stats(struct view *v, const struct cpu_map *map, const char *n
 	return 0;
 }
 
-static int render_control(struct view *v, const struct cpu_map *map, const char *name, GBytes **ret)
+static int render_control(struct view *v, gconstpointer none, const char *name, GBytes **ret)
 {
 	if (!v->cfg.control_socket)
 		return -ENOENT;

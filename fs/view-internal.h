@@ -113,6 +113,11 @@ enum row {
 	ROW_META,
 	ROW_META_STATS,
 	ROW_META_CONTROL,
+	/* Rows only ever go at the end: their numbers are in inode numbers
+	 * that a daemon taking over must read as the one before meant them. */
+	ROW_PROC_MEMINFO,
+	ROW_PROC_SWAPS,
+	ROW_PROC_VMSTAT,
 	ROW_COUNT
 };
 extern const struct kind_ops files_static_dir_ops, files_real_dir_ops, files_served_ops;
@@ -120,7 +125,8 @@ uint64_t files_row_ino(enum row r);
 /* The inode of row r for the caller: of its content class for a served
  * file whose text depends on it. */
 uint64_t files_row_ino_for(struct view *v, const struct caller *c, enum row r);
-enum row files_find_row(enum row parent, const char *name); /* or ROW_NONE */
+/* The row named name under parent, if v serves it; or ROW_NONE. */
+enum row files_find_row(const struct view *v, enum row parent, const char *name);
 /* The rows under parent but hidden ones, as the caller sees them. */
 void files_list_rows(struct view *v, const struct caller *c, GArray *entries, enum row parent);
 /* The row of a served file whose text depends on the caller's content

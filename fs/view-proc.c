@@ -217,6 +217,7 @@ int proc_lookup_top(struct view *v, const struct caller *c, const char *name, st
 }
 
 struct top_listing {
+	const struct view *v;
 	GArray *entries;
 	pid_t skip; /* a pid not to list */
 };
@@ -226,7 +227,7 @@ static void list_top_entry(const struct dirent *de, void *data)
 	struct top_listing *l = data;
 	pid_t pid;
 
-	if (files_find_row(ROW_PROC, de->d_name) != ROW_NONE)
+	if (files_find_row(l->v, ROW_PROC, de->d_name) != ROW_NONE)
 		return; /* listed from the table */
 	if (proc_parse_pid(de->d_name, &pid)) {
 		/* d_ino without the tag: reading every process's start time
@@ -242,7 +243,7 @@ static void list_top_entry(const struct dirent *de, void *data)
 /* proc/ as the procfs lists it for the caller (see stat_pid). */
 int proc_list_top(struct view *v, const struct caller *c, GArray *entries)
 {
-	struct top_listing l = { entries, v->cfg.hidepid ? getpid() : 0 };
+	struct top_listing l = { v, entries, v->cfg.hidepid ? getpid() : 0 };
 	struct stat st;
 	char name[16];
 

@@ -222,7 +222,7 @@ static int mirror_lookup(struct view *v, const struct caller *c, uint64_t parent
 {
 	if (ino_id(parent) != 0)
 		return lookup_mirror_entry(v, parent, name, ret);
-	enum row r = files_find_row(ROW_SYS_CPU, name);
+	enum row r = files_find_row(v, ROW_SYS_CPU, name);
 	unsigned cpu;
 	if (r != ROW_NONE)
 		ret->ino = files_row_ino_for(v, c, r);
@@ -241,7 +241,7 @@ static void list_mirror_entry(const struct dirent *de, void *data)
 	unsigned cpu;
 
 	if (ino_id(l->parent) == 0) {
-		if (files_find_row(ROW_SYS_CPU, de->d_name) != ROW_NONE)
+		if (files_find_row(l->v, ROW_SYS_CPU, de->d_name) != ROW_NONE)
 			return;
 		if (parse_cpu_dir(de->d_name, &cpu)) {
 			/* the host's CPU directories for a caller with no limit;

@@ -11,6 +11,7 @@
  *   proc/.real/           mount point of the real procfs (hidden from readdir)
  *   proc/<name>           -> .real/<name>       (delegated)
  *   proc/cpuinfo, stat    the caller's CPUs (fs/cpuview)
+ *   proc/meminfo, swaps, vmstat  the caller's memory cgroup (fs/memgroups)
  *   proc/<pid>/           one per process
  *   proc/<pid>/<entry>    -> ../.real/<pid>/<entry> (delegated)
  *   proc/<pid>/exe|cwd|root  symlinks carrying the real link's text
@@ -25,6 +26,7 @@
 
 #include "caller.h"
 #include "cpuview.h"
+#include "memgroups.h"
 #include "smaps.h"
 
 #include <glib.h>
@@ -37,6 +39,9 @@ struct view_config {
 	int sys_cpu_fd; /* the host's /sys/devices/system/cpu */
 	struct cpuview *cpuview; /* which CPUs each caller sees */
 	struct smaps *smaps;     /* the smaps_rollup memo */
+	/* Whose memory files each caller sees; NULL: the host's, delegated
+	 * (--no-memory-view). */
+	struct memgroups *memgroups;
 	/* proc_fd's pid namespace: -1 for the daemon's own, else an fd of it
 	 * (a container's view). Pid directories are watched with pidfds and
 	 * cached until their process exits; where pidfds cannot be had (a

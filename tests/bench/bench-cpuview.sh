@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Latency of the CPU view for a quota-limited caller: cgprocfs against the
-# real files and against LXCFS, in one run.
+# Latency of the CPU and memory views for a quota- and memory-limited
+# caller: cgprocfs against the real files and against LXCFS, in one run.
 #
 #   tests/bench/bench-cpuview.sh [BUILD_DIR]   (default: build; needs root)
 #
@@ -44,16 +44,19 @@ read -r -a LXCFS_ARGS <<<"${BENCH_LXCFS_ARGS:-}"
 # The caller's limit: QUOTA_US of CPU time every PERIOD_US, i.e. one CPU.
 QUOTA_US=50000
 PERIOD_US=100000
+# ... and MEMORY_LIMIT bytes of memory.
+MEMORY_LIMIT=$((256 << 20))
 CGROUP_ROOT=/sys/fs/cgroup
 # Aims from the issue: p50 ratios.
 AIM_VS_LXCFS=0.25
 AIM_VS_REAL=4
 # The rows: name, path under / (real), under MNT (view) and LXMNT (lxcfs).
-FILES=(cpuinfo stat online)
+FILES=(cpuinfo stat online meminfo)
 declare -A FILE_PATH=(
 	[cpuinfo]=proc/cpuinfo
 	[stat]=proc/stat
 	[online]=sys/devices/system/cpu/online
+	[meminfo]=proc/meminfo
 )
 
 # shellcheck source=lib.sh
@@ -78,7 +81,7 @@ if ! is_v1 "$CGROUP_ROOT/cpu" || [[ ! -f $CGROUP_ROOT/cpu/cpu.cfs_quota_us ]]; t
 	die "needs the cgroup v1 cpu controller (with CFS quotas) at $CGROUP_ROOT/cpu"
 fi
 HIERARCHIES=()
-for controller in cpu cpuacct cpuset; do
+for controller in cpu cpuacct cpuset memory; do
 	is_v1 "$CGROUP_ROOT/$controller" || continue
 	dir=$(realpath -e "$CGROUP_ROOT/$controller")
 	[[ " ${HIERARCHIES[*]} " == *" $dir "* ]] || HIERARCHIES+=("$dir")
@@ -155,6 +158,9 @@ for hierarchy in "${HIERARCHIES[@]}"; do
 		cat "$hierarchy/cpuset.cpus" >"$dir/cpuset.cpus"
 		cat "$hierarchy/cpuset.mems" >"$dir/cpuset.mems"
 	fi
+	if [[ -f $dir/memory.limit_in_bytes ]]; then
+		echo "$MEMORY_LIMIT" >"$dir/memory.limit_in_bytes"
+	fi
 	if [[ -f $dir/cpu.cfs_quota_us ]]; then
 		echo "$PERIOD_US" >"$dir/cpu.cfs_period_us"
 		echo "$QUOTA_US" >"$dir/cpu.cfs_quota_us"
@@ -198,7 +204,7 @@ host_cpus=$(nproc --all)
 echo "cgprocfs CPU view benchmark: $(nproc) CPUs online ($host_cpus configured), kernel $(uname -r)"
 echo "cgprocfs: $DAEMON${DAEMON_ARGS[*]:+ ${DAEMON_ARGS[*]}}"
 echo "lxcfs:    $LXCFS $("$LXCFS" --version 2>&1 | tr -d '"') --enable-cfs${LXCFS_ARGS[*]:+ ${LXCFS_ARGS[*]}}"
-echo "caller:   in cgroup $CG_NAME, CFS quota $QUOTA_US µs per $PERIOD_US µs"
+echo "caller:   in cgroup $CG_NAME, CFS quota $QUOTA_US µs per $PERIOD_US µs, memory limit $((MEMORY_LIMIT >> 20)) MiB"
 in_cgroup cat /proc/self/cgroup | grep -F ":/$CG_NAME" | sed 's/^/          /' ||
 	die "a process could not join cgroup $CG_NAME"
 echo
@@ -214,6 +220,8 @@ cpus_shown() {
 	online) # a list of ranges: 0-3,5,7-8
 		awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-"); c += n == 2 ? r[2] - r[1] + 1 : 1 } }
 			END { print c + 0 }' <<<"$content" ;;
+	meminfo) # not CPUs: MemTotal, in MiB
+		awk '$1 == "MemTotal:" { print int($2 / 1024) }' <<<"$content" ;;
 	esac
 }
 # What the quota allows: ceil(quota / period), at most the online CPUs.
@@ -221,7 +229,8 @@ real_online=$(cpus_shown online /sys/devices/system/cpu/online)
 expected=$(((QUOTA_US + PERIOD_US - 1) / PERIOD_US))
 ((expected <= real_online)) || expected=$real_online
 
-echo "== CPUs shown to a process in the cgroup (the quota allows $expected) =="
+echo "== CPUs shown to a process in the cgroup (the quota allows $expected; meminfo: MemTotal in MiB," \
+	"the limit is $((MEMORY_LIMIT >> 20))) =="
 printf '  %-8s %6s %6s %6s\n' file real view lxcfs
 view_wrong='' lxcfs_differs=''
 for f in "${FILES[@]}"; do
@@ -229,9 +238,13 @@ for f in "${FILES[@]}"; do
 	view=$(cpus_shown "$f" "$MNT/${FILE_PATH[$f]}")
 	lx=$(cpus_shown "$f" "$LXMNT/${FILE_PATH[$f]}")
 	printf '  %-8s %6s %6s %6s\n' "$f" "$real" "$view" "$lx"
-	[[ $real == "$real_online" ]] ||
-		echo "bench-cpuview: warning: the real $f shows $real CPUs, $real_online are online" >&2
-	[[ $view == "$expected" ]] || view_wrong+=" $f ($view)"
+	if [[ $f == meminfo ]]; then
+		[[ $view == $((MEMORY_LIMIT >> 20)) ]] || view_wrong+=" $f ($view MiB)"
+	else
+		[[ $real == "$real_online" ]] ||
+			echo "bench-cpuview: warning: the real $f shows $real CPUs, $real_online are online" >&2
+		[[ $view == "$expected" ]] || view_wrong+=" $f ($view)"
+	fi
 	[[ $lx == "$view" ]] || lxcfs_differs+=" $f ($lx)"
 done
 [[ -z $view_wrong ]] ||
@@ -253,7 +266,7 @@ read -r throttled_n0 throttled_ns0 < <(throttled)
 
 echo "== open + read to EOF + close, from a process in the cgroup (µs) =="
 echo "   real:X = /..., view:X = MNT/..., lxcfs:X = LXMNT/... (X: cpuinfo = proc/cpuinfo,"
-echo "   stat = proc/stat, online = sys/devices/system/cpu/online)"
+echo "   stat = proc/stat, online = sys/devices/system/cpu/online, meminfo = proc/meminfo)"
 # In the background and waited for, so that a signal stops it at once
 # (the trap runs during wait, and cleanup ends it by its pid).
 in_cgroup "$LATENCY" --iterations "$ITERATIONS" --warmup "$WARMUP" --vs lxcfs "${paths[@]}" \

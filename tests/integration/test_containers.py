@@ -32,6 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
 from cgtest import check, check_equal, describe, diag  # noqa: E402
+import test_memview  # noqa: E402
 import test_served  # noqa: E402
 from test_psutil_suite import MODULES as PSUTIL_MODULES, SuiteRun, view_only  # noqa: E402
 
@@ -983,6 +984,23 @@ def make_tests(d, lab):
             reads, bad, empty = map(int, out.split(maxsplit=3)[:3])
             check(reads and not bad and not empty, "host reader of %s: %d of %d reads wrong, %d empty (%s)"
                   % (f, bad, reads, empty, out.strip()[:300]))
+
+    @test("runc: a container limited to 256 MiB of memory and 64 MiB of swap sees them in meminfo, swaps, "
+          "free, top, vmstat and psutil, and 100 MiB it touches")
+    def _():
+        memsw = os.path.exists("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes")
+
+        def limits(config):
+            host_python(config)
+            memory = {"limit": test_memview.LIMIT}
+            if memsw:
+                memory["swap"] = test_memview.LIMIT + test_memview.SWAP
+            config["linux"]["resources"]["memory"] = memory
+        with Container(lab, "exec %s -c %s" % (cgtest.PYTHON, shlex.quote(test_memview.PROBE)), edit=limits) as c:
+            rc, out, err = c.run(timeout=120)
+        check_equal(rc, 0, "the probe in the container: %s" % err[-2000:])
+        test_memview.check_probe("runc", json.loads(out.strip().splitlines()[-1]), test_memview.LIMIT,
+                                 test_memview.SWAP if memsw else None, test_memview.host_meminfo())
 
     # 6. ---------------------------------------------------------------
 

@@ -40,7 +40,7 @@ def norm(name, data):
     text = data.decode()
     if name.endswith("cpuinfo"):
         return "".join(l + "\n" for l in text.splitlines() if not l.startswith("cpu MHz"))
-    if name.endswith("stat"):
+    if name.endswith(("stat", "meminfo", "swaps")):
         return " ".join(l.split()[0] for l in text.splitlines() if l)
     return text
 

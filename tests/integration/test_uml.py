@@ -11,6 +11,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
+import test_memview  # noqa: E402
 import test_served  # noqa: E402
 from cgtest import check, check_equal  # noqa: E402
 
@@ -20,7 +21,7 @@ UML_RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "uml", 
 # sleeping process; then READ_WAYS as a caller in that cgroup.
 GUEST = r"""
 import json, os, subprocess, sys, time
-exe, read_ways = sys.argv[1], sys.argv[2]
+exe, read_ways, mem_probe = sys.argv[1], sys.argv[2], sys.argv[3]
 mnt = "/tmp/mnt"
 os.mkdir(mnt)
 log = open("/tmp/daemon.log", "w")
@@ -35,17 +36,44 @@ os.mkdir(cg)
 with open(cg + "/cpu.max", "w") as f:
     f.write("50000 100000")
 files = ["proc/cpuinfo", "proc/stat", "sys/devices/system/cpu/online", "sys/devices/system/cpu/kernel_max",
-         "sys/devices/system/cpu/cpu0/topology/core_siblings_list", "proc/%d/smaps_rollup" % sleeper.pid]
-def join():
-    with open(cg + "/cgroup.procs", "w") as f:
-        f.write("0")
-out = subprocess.run([sys.executable, "-c", read_ways, mnt] + files, preexec_fn=join,
+         "sys/devices/system/cpu/cpu0/topology/core_siblings_list", "proc/%d/smaps_rollup" % sleeper.pid,
+         "proc/meminfo", "proc/swaps", "proc/vmstat"]
+def joiner(group):
+    def join():
+        with open(group + "/cgroup.procs", "w") as f:
+            f.write("0")
+    return join
+out = subprocess.run([sys.executable, "-c", read_ways, mnt] + files, preexec_fn=joiner(cg),
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 sleeper.kill()
+# The memory view: 256 MiB and 64 MiB of swap (on the swap disk), for a
+# cgroup and for a child of it without limits of its own.
+swapon = subprocess.run(["sh", "-c", "mkswap /dev/ubdc && swapon /dev/ubdc"], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE, text=True)
+def limited(group, *more):
+    os.mkdir(group)
+    for name, value in (("memory.max", "268435456"), ("memory.swap.max", "67108864")) + more:
+        with open(group + "/" + name, "w") as f:
+            f.write(value)
+mem, parent = "/sys/fs/cgroup/mem", "/sys/fs/cgroup/parent"
+limited(mem)
+limited(parent, ("cgroup.subtree_control", "+memory"))
+os.mkdir(parent + "/child")
+meminfo = {}
+for line in open("/proc/meminfo"):
+    name, value = line.split(":", 1)
+    meminfo[name] = int(value.split()[0]) * (1024 if value.split()[1:] == ["kB"] else 1)
+probes = {}
+for group in (mem, parent + "/child"):
+    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                        'mount --rbind "$0/proc" /proc && exec "$@"', mnt, sys.executable, "-c", mem_probe],
+                       preexec_fn=joiner(group), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    probes[group] = {"rc": p.returncode, "err": p.stderr[-2000:], "out": p.stdout}
 daemon.terminate()
 daemon.wait()
 print(json.dumps({"kernel": os.uname().release, "rc": out.returncode, "err": out.stderr[-2000:],
                   "reads": json.loads(out.stdout) if out.returncode == 0 else None,
+                  "swapon": swapon.returncode, "swapon_err": swapon.stderr, "meminfo": meminfo, "probes": probes,
                   "log": open("/tmp/daemon.log").read()[-2000:]}))
 """
 
@@ -69,17 +97,19 @@ def main():
 
 def run(exe):
     t, test = cgtest.test_registry()
-    state = {}
+    state, guest = {}, {}
 
     @test("a user-mode Linux guest (Linux 6.1, cgroup v2) runs the daemon and a caller under cpu.max reads "
           "its files")
     def _():
-        res = cgtest.run([UML_RUN, "--", "/usr/bin/python3", "-c", GUEST, exe, test_served.READ_WAYS], timeout=600)
+        res = cgtest.run([UML_RUN, "--", "/usr/bin/python3", "-c", GUEST, exe, test_served.READ_WAYS,
+                          test_memview.PROBE], timeout=600)
         out = cgtest.check_ran(res, "the guest")
         got = json.loads(out.strip().splitlines()[-1])
         check_equal(got["rc"], 0, "the reader in the guest (stderr: %s; daemon log: %s)" % (got["err"], got["log"]))
         cgtest.diag("guest kernel %s" % got["kernel"])
         state.update(got["reads"])
+        guest.update(got)
 
     @test("in the guest every way of reading (read in any chunk, pread, sendfile, busybox cat, dd bs=1) gives "
           "one text for cpuinfo, stat, online, the mirror's kernel_max, a virtual CPU's file and smaps_rollup")
@@ -91,6 +121,16 @@ def run(exe):
         for name in ("proc/cpuinfo", "sys/devices/system/cpu/kernel_max",
                      "sys/devices/system/cpu/cpu0/topology/core_siblings_list"):
             check_equal(state[name]["size"], state[name]["len"], "st_size of " + name)
+
+    @test("in the guest (cgroup v2, swap on), a caller under memory.max 256M and memory.swap.max 64M, and one in "
+          "a child cgroup without limits, see them in meminfo, swaps, free, top, vmstat and psutil")
+    def _():
+        check(guest, "the guest gave nothing")
+        check_equal(guest["swapon"], 0, "swapon in the guest: %s" % guest["swapon_err"])
+        for group, p in sorted(guest["probes"].items()):
+            check_equal(p["rc"], 0, "the probe in %s (stderr: %s; daemon log: %s)" % (group, p["err"], guest["log"]))
+            test_memview.check_probe("the guest's " + group, json.loads(p["out"]), test_memview.LIMIT,
+                                     test_memview.SWAP, guest["meminfo"])
 
     cgtest.run_tests(t)
 

@@ -1,0 +1,116 @@
+#include "memgroups.h"
+
+#include "classes.h"
+#include "hash.h"
+#include "ino.h"
+#include "procfile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+struct memgroups {
+	struct memgroups_config cfg;
+	struct classes *classes; /* content class -> group (a string) */
+	GMutex lock;             /* guards reported, and calls of cfg.report */
+	GHashTable *reported;    /* files already reported as unusable */
+};
+
+static gpointer dup_group(gpointer group)
+{
+	return g_strdup(group);
+}
+
+struct memgroups *memgroups_new(const struct memgroups_config *cfg)
+{
+	struct memgroups *m = g_new0(struct memgroups, 1);
+	m->cfg = *cfg;
+	m->classes = classes_new(dup_group, g_free);
+	g_mutex_init(&m->lock);
+	m->reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	return m;
+}
+
+void memgroups_free(struct memgroups *m)
+{
+	if (!m)
+		return;
+	classes_free(m->classes);
+	g_hash_table_unref(m->reported);
+	g_mutex_clear(&m->lock);
+	g_free(m);
+}
+
+static void report_once(struct memgroups *m, const char *file, int err)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&m->lock);
+	if (m->cfg.report && g_hash_table_add(m->reported, g_strdup(file)))
+		m->cfg.report(m->cfg.report_data, file, err);
+}
+
+uint64_t memgroups_class(const char *group)
+{
+	uint64_t h = hash_fnv(HASH_FNV_START, "memory:", 7);
+	h = hash_fnv(h, group, strlen(group)) & INO_SERVED_CLASS_MASK;
+	return h ? h : 1;
+}
+
+char *memgroups_of(struct memgroups *m, pid_t tid)
+{
+	char path[32];
+	g_autofree char *text = NULL;
+	struct cgroup_config only = { .memory = m->cfg.memory };
+	struct cgroup_paths paths = { 0 };
+	char *group = NULL;
+
+	snprintf(path, sizeof(path), "%d/cgroup", (int)tid);
+	if (m->cfg.memory.version != CGROUP_NONE && procfile_read_text_at(m->cfg.proc_fd, path, &text) == 0 &&
+	    cgroup_parse_membership(text, &only, &paths) == 0 && paths.memory)
+		group = cgroup_memory_dir(&m->cfg.memory, paths.memory);
+	cgroup_paths_clear(&paths);
+	if (!group)
+		group = g_strdup("");
+	classes_put(m->classes, memgroups_class(group), group);
+	return group;
+}
+
+char *memgroups_of_class(struct memgroups *m, uint64_t class_id)
+{
+	return classes_get(m->classes, class_id);
+}
+
+int memgroups_render(struct memgroups *m, const char *group, const char *name, GBytes **ret)
+{
+	g_autofree char *host = NULL, *meminfo = NULL, *culprit = NULL;
+	struct mem_figures f = { 0 };
+	gboolean limited = FALSE;
+	GString *out = NULL;
+
+	int r = procfile_read_text_at(m->cfg.proc_fd, name, &host);
+	if (r < 0)
+		return r;
+	if (*group)
+		r = cgroup_read_memory(&m->cfg.memory, group, &f, &limited, &culprit);
+	if (r < 0)
+		report_once(m, culprit ? culprit : group, -r);
+	if (r == 0 && limited) {
+		if (strcmp(name, "meminfo") == 0)
+			r = memview_render_meminfo(host, &f, m->cfg.swap_view, &out);
+		else if (strcmp(name, "vmstat") == 0)
+			r = memview_render_vmstat(host, &f, &out);
+		else if (!m->cfg.swap_view)
+			r = -EAGAIN; /* the host's swaps */
+		else if ((r = procfile_read_text_at(m->cfg.proc_fd, "meminfo", &meminfo)) == 0)
+			r = memview_render_swaps(host, meminfo, &f, &out);
+		if (r == -EINVAL)
+			report_once(m, name, EINVAL); /* the host's text, not understood */
+	}
+	mem_figures_clear(&f);
+	if (out) {
+		*ret = g_string_free_to_bytes(out);
+		return 0;
+	}
+	size_t len = strlen(host);
+	*ret = g_bytes_new_take(g_steal_pointer(&host), len);
+	return 0;
+}

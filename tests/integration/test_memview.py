@@ -1,0 +1,287 @@
+"""The memory view seen by callers in real cgroup v1 memory cgroups.
+
+Each caller joins a memory cgroup of the test, binds the view over /proc
+in a private mount namespace, and runs what users run: free -b, top -bn1,
+vmstat, psutil's virtual_memory() and swap_memory(), and reads meminfo,
+swaps and vmstat itself; then it touches 100 MiB and looks again. What it
+must see comes from the limits the test wrote and the host's files.
+test_uml.py runs the same probe on a real cgroup v2 kernel."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cgtest  # noqa: E402
+from cgtest import check, check_equal, diag  # noqa: E402
+
+MEMORY = "/sys/fs/cgroup/memory"
+TOP = "cgprocfs-memtest-%d" % os.getpid()
+MIB = 1 << 20
+LIMIT = 256 * MIB
+SWAP = 64 * MIB
+
+# What a caller sees, as JSON: before and after touching 100 MiB.
+PROBE = r'''
+import json, re, subprocess, sys, time
+import psutil
+
+def run(*argv):
+    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=True).stdout
+
+def meminfo():
+    out = {}
+    for line in open("/proc/meminfo"):
+        name, value = line.split(":", 1)
+        f = value.split()
+        out[name] = int(f[0]) * (1024 if f[1:] == ["kB"] else 1)
+    return out
+
+def look():
+    free = run("free", "-b").splitlines()
+    mem, swap = free[1].split(), free[2].split()
+    top = re.search(r"MiB Mem :\s*([0-9.]+) total", run("top", "-bn1"))
+    vm = psutil.virtual_memory()
+    sw = psutil.swap_memory()
+    vmstat = dict(l.split() for l in open("/proc/vmstat"))
+    return {
+        "meminfo": meminfo(),
+        "free": {"total": int(mem[1]), "used": int(mem[2]), "available": int(mem[6]), "swap_total": int(swap[1])},
+        "top_total_mib": float(top.group(1)) if top else None,
+        "psutil": {"total": vm.total, "available": vm.available, "used": vm.used, "swap_total": sw.total,
+                   "swap_free": sw.free},
+        "vmstat_cmd": run("vmstat").splitlines()[-1].split(),
+        "vmstat": {k: int(v) for k, v in vmstat.items()},
+        "swaps": open("/proc/swaps").read(),
+    }
+
+before = look()
+ballast = bytearray(100 << 20)
+for i in range(0, len(ballast), 4096):
+    ballast[i] = 1
+time.sleep(0.2)
+after = look()
+print(json.dumps({"before": before, "after": after}))
+'''
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def read_text(path):
+    with open(path) as f:
+        return f.read()
+
+
+def host_meminfo():
+    out = {}
+    for line in read_text("/proc/meminfo").splitlines():
+        name, value = line.split(":", 1)
+        f = value.split()
+        out[name] = int(f[0]) * (1024 if f[1:] == ["kB"] else 1)
+    return out
+
+
+def check_probe(where, got, limit, swap_limit, host):
+    """What a caller limited to limit bytes (swap to swap_limit, or None
+    when the kernel does not count swap) must see: got is PROBE's."""
+    b, a = got["before"], got["after"]
+    total = min(limit, host["MemTotal"])
+    for when, s in (("before", b), ("after", a)):
+        m = s["meminfo"]
+        check_equal(m["MemTotal"], total, "%s, %s: MemTotal" % (where, when))
+        check(0 <= m["MemFree"] <= m["MemAvailable"] <= m["MemTotal"],
+              "%s, %s: not 0 <= MemFree <= MemAvailable <= MemTotal" % (where, when),
+              {k: m[k] for k in ("MemTotal", "MemFree", "MemAvailable")})
+        check_equal(s["free"]["total"], total, "%s, %s: free -b's total" % (where, when))
+        check_equal(s["psutil"]["total"], total, "%s, %s: psutil.virtual_memory().total" % (where, when))
+        check_equal(s["top_total_mib"], round(total / MIB, 1), "%s, %s: top's MiB Mem total" % (where, when))
+        swap_total = min(swap_limit, host["SwapTotal"]) if swap_limit is not None else host["SwapTotal"]
+        check_equal(m["SwapTotal"], swap_total, "%s, %s: SwapTotal" % (where, when))
+        check_equal(s["psutil"]["swap_total"], swap_total, "%s, %s: psutil.swap_memory().total" % (where, when))
+        check(0 <= m["SwapFree"] <= m["SwapTotal"], "%s, %s: SwapFree outside [0, SwapTotal]" % (where, when),
+              m["SwapFree"], m["SwapTotal"])
+        swaps = s["swaps"].splitlines()
+        check(swaps and swaps[0].startswith("Filename"), "%s: /proc/swaps has no header" % where, s["swaps"])
+        if swap_total and swap_limit is not None:
+            check_equal(len(swaps), 2, "%s: /proc/swaps lines with a swap limit" % where)
+            f = swaps[1].split()
+            check_equal(int(f[2]) * 1024, swap_total, "%s: the swap line's size" % where)
+            check_equal(int(f[3]) * 1024, swap_total - m["SwapFree"], "%s: the swap line's used" % where)
+        check(s["vmstat"]["pgfault"] > 0, "%s: vmstat pgfault is 0" % where, s["vmstat"]["pgfault"])
+        # vmstat (the command): free memory, in KiB, at most the limit
+        check(int(s["vmstat_cmd"][3]) * 1024 <= total, "%s: vmstat's free above MemTotal" % where, s["vmstat_cmd"])
+    # 100 MiB touched: used up and available down by as much, within 10 %.
+    for what, delta in (("free -b used", a["free"]["used"] - b["free"]["used"]),
+                        ("psutil used", a["psutil"]["used"] - b["psutil"]["used"]),
+                        ("MemAvailable", b["meminfo"]["MemAvailable"] - a["meminfo"]["MemAvailable"]),
+                        ("free -b available", b["free"]["available"] - a["free"]["available"])):
+        check(abs(delta - 100 * MIB) <= 10 * MIB, "%s: %s moved by %.1f MiB for 100 MiB touched"
+              % (where, what, delta / MIB))
+    check(a["vmstat"]["pgfault"] - b["vmstat"]["pgfault"] >= 100 * MIB // 4096 * 0.9,
+          "%s: vmstat pgfault did not count the 100 MiB of faults" % where,
+          b["vmstat"]["pgfault"], a["vmstat"]["pgfault"])
+
+
+class Groups:
+    """TOP/<name> memory cgroups of this test, removed on close."""
+
+    def __init__(self):
+        if not os.path.isdir(MEMORY):
+            raise cgtest.Skip("no cgroup v1 memory hierarchy at " + MEMORY)
+        self.made = []
+        self.memsw = os.path.exists(os.path.join(MEMORY, "memory.memsw.limit_in_bytes"))
+        self.make(TOP)
+
+    def make(self, name, limit=None, swap=None):
+        path = os.path.join(MEMORY, name)
+        os.mkdir(path)
+        self.made.append(path)
+        if limit is not None:
+            write(os.path.join(path, "memory.limit_in_bytes"), str(limit))
+        if swap is not None and self.memsw:
+            write(os.path.join(path, "memory.memsw.limit_in_bytes"), str(limit + swap))
+        return path
+
+    def remove(self):
+        remove_groups(reversed(self.made))
+
+
+def remove_groups(paths):
+    """rmdir each of paths (children first), its processes moved out."""
+    for path in paths:
+        for _ in range(50):
+            try:
+                for pid in read_text(os.path.join(path, "cgroup.procs")).split():
+                    write(os.path.join(MEMORY, "cgroup.procs"), pid)
+                os.rmdir(path)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.05)
+
+
+def in_group(mnt, group, argv, setup='mount --rbind "$CG_MNT/proc" /proc || exit 97\n'):
+    """argv in memory cgroup group, in a private mount namespace with setup."""
+    script = 'echo $$ > "$CG_GROUP/cgroup.procs" || exit 96\nexec unshare --mount --propagation private sh -c \'%s exec "$@"\' sh "$@"\n' % setup
+    env = dict(os.environ, CG_MNT=mnt, CG_GROUP=group)
+    return cgtest.run(["sh", "-c", script, "sh"] + list(argv), env=env, timeout=120)
+
+
+def probe(mnt, group, setup=None):
+    res = in_group(mnt, group, [cgtest.PYTHON, "-c", PROBE], *([setup] if setup else []))
+    return json.loads(cgtest.check_ran(res, "the probe"))
+
+
+def make_tests(d):
+    t, test = cgtest.test_registry()
+    state = {}
+
+    @test("a caller limited to 256 MiB (and 64 MiB of swap) sees it in meminfo, free, top, vmstat and psutil; "
+          "touching 100 MiB moves used and available by as much")
+    def _():
+        g = state["groups"] = Groups()
+        group = g.make(os.path.join(TOP, "limited"), LIMIT, SWAP)
+        check_probe("limited", probe(d.mnt, group), LIMIT, SWAP if g.memsw else None, host_meminfo())
+
+    @test("a cgroup without a limit of its own under a 256 MiB parent sees the parent's limit")
+    def _():
+        g = state["groups"]
+        parent = g.make(os.path.join(TOP, "parent"), LIMIT, SWAP)
+        child = g.make(os.path.join(TOP, "parent", "child"))
+        check_probe("child of " + os.path.basename(parent), probe(d.mnt, child), LIMIT,
+                    SWAP if g.memsw else None, host_meminfo())
+
+    @test("file-level binds of meminfo, swaps and vmstat (LXCFS style) show the same limit")
+    def _():
+        g = state["groups"]
+        group = g.make(os.path.join(TOP, "files"), LIMIT, SWAP)
+        setup = ''.join('mount --bind "$CG_MNT/proc/%s" /proc/%s || exit 97\n' % (f, f)
+                        for f in ("meminfo", "swaps", "vmstat"))
+        check_probe("file binds", probe(d.mnt, group, setup), LIMIT, SWAP if g.memsw else None, host_meminfo())
+
+    @test("a caller with no memory limit reads the host's meminfo, swaps and vmstat byte for byte")
+    def _():
+        for name in ("meminfo", "swaps", "vmstat"):
+            same = False
+            for _ in range(50):  # the host's counters move between two reads
+                real = read_text("/proc/" + name)
+                view = read_text(os.path.join(d.mnt, "proc", name))
+                if view == real or view == read_text("/proc/" + name):
+                    same = True
+                    break
+            check(same, "%s through the view differs from the host's in 50 tries" % name, view[:400], real[:400])
+
+    @test("two callers limited to 256 and 512 MiB reading meminfo at once, by read() and sendfile, each see "
+          "their own MemTotal")
+    def _():
+        g = state["groups"]
+        reader = r'''
+import os, sys, time
+path, want, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+reads = bad = 0
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    fd = os.open(path, os.O_RDONLY)
+    if reads % 2:
+        r, w = os.pipe()
+        n = os.sendfile(w, fd, None, 1 << 20)
+        os.close(w)
+        data = os.read(r, 1 << 20)
+        os.close(r)
+    else:
+        data = os.read(fd, 1 << 20)
+    os.close(fd)
+    reads += 1
+    total = [l for l in data.decode().splitlines() if l.startswith("MemTotal:")]
+    if not total or total[0].split()[1] != want:
+        bad += 1
+print(reads, bad)
+'''
+        procs = []
+        for size in (256, 512):
+            group = g.make(os.path.join(TOP, "mixed%d" % size), size * MIB)
+            want = str(min(size * MIB, host_meminfo()["MemTotal"]) // 1024)
+            for _ in range(4):
+                script = 'echo $$ > "$CG_GROUP/cgroup.procs" || exit 96\nexec "$@"\n'
+                procs.append((size, subprocess.Popen(
+                    ["sh", "-c", script, "sh", cgtest.PYTHON, "-c", reader, os.path.join(d.mnt, "proc/meminfo"),
+                     want, "4"], env=dict(os.environ, CG_GROUP=group), stdout=subprocess.PIPE, text=True)))
+        wrong = []
+        for size, p in procs:
+            out, _ = p.communicate(timeout=60)
+            check_equal(p.returncode, 0, "a reader in the %d MiB cgroup" % size)
+            reads, bad = map(int, out.split())
+            if bad or not reads:
+                wrong.append("%d MiB: %d of %d reads wrong" % (size, bad, reads))
+        check(not wrong, "readers got another cgroup's meminfo", *wrong)
+
+    @test("no cgroup of the test is left")
+    def _():
+        g = state.pop("groups", None)
+        if g:
+            g.remove()
+        check(not os.path.exists(os.path.join(MEMORY, TOP)), "left " + os.path.join(MEMORY, TOP))
+
+    return t
+
+
+def main():
+    cgtest.skip_all_unless_runnable()
+    if not os.path.isdir(MEMORY):
+        print("1..0 # SKIP needs the cgroup v1 memory hierarchy at " + MEMORY)
+        return
+    try:
+        cgtest.run_with_daemon(make_tests)
+    finally:  # after a failure: whatever is left, children first
+        top = os.path.join(MEMORY, TOP)
+        remove_groups([p for p, _, _ in os.walk(top, topdown=False)] if os.path.isdir(top) else [])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+/* Reading a memory cgroup's figures (cgroup_read_memory) from v1 and v2
+ * trees built for each test in a temporary directory: nested limits, "max",
+ * missing swap files, garbage, a vanished cgroup, v1's total_* names. */
+#include "cgroup.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <unistd.h>
+
+static char *tree;
+static int tree_fd = -1;
+
+static void make_tree(void)
+{
+	tree = g_dir_make_tmp("cgprocfs-memtest-XXXXXX", NULL);
+	cr_assert_not_null(tree);
+	tree_fd = open(tree, O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(tree_fd, 0);
+}
+
+static void remove_tree(void)
+{
+	close(tree_fd);
+	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", tree);
+	cr_assert_eq(system(cmd), 0);
+	g_free(tree);
+}
+
+TestSuite(cgroup_memory, .init = make_tree, .fini = remove_tree);
+
+/* Write text to the tree's file path, making its directories. */
+static void put(const char *path, const char *text)
+{
+	g_autofree char *full = g_build_filename(tree, path, NULL);
+	g_autofree char *dir = g_path_get_dirname(full);
+	cr_assert_eq(g_mkdir_with_parents(dir, 0755), 0);
+	cr_assert(g_file_set_contents(full, text, -1, NULL), "%s", full);
+}
+
+static int read_memory(enum cgroup_version version, const char *dir, struct mem_figures *f, gboolean *limited,
+		       char **culprit)
+{
+	const struct cgroup_hierarchy h = { version, tree_fd, "/" };
+	return cgroup_read_memory(&h, dir, f, limited, culprit);
+}
+
+static uint64_t stat_of(const struct mem_figures *f, const char *key)
+{
+	uint64_t v = 0;
+	cr_assert(mem_figures_stat(f, key, &v), "no %s in the figures", key);
+	return v;
+}
+
+#define MIB (UINT64_C(1) << 20)
+
+/* A v2 cgroup a/b: a limits memory, b limits swap. */
+static void v2_tree(void)
+{
+	put("a/memory.max", "536870912\n");
+	put("a/memory.swap.max", "max\n");
+	put("a/b/memory.max", "max\n");
+	put("a/b/memory.current", "104857600\n");
+	put("a/b/memory.swap.max", "67108864\n");
+	put("a/b/memory.swap.current", "10485760\n");
+	put("a/b/memory.stat", "anon 1000\nfile 2000\nfile_mapped 300\nslab_reclaimable 40\npgfault 7\n");
+}
+
+Test(cgroup_memory, v2_limits_are_the_smallest_over_ancestors)
+{
+	v2_tree();
+	struct mem_figures f = { 0 };
+	gboolean limited;
+	cr_assert_eq(read_memory(CGROUP_V2, "a/b", &f, &limited, NULL), 0);
+	cr_assert(limited);
+	cr_assert_eq(f.limit, 512 * MIB, "a's limit holds for b");
+	cr_assert_eq(f.usage, 100 * MIB);
+	cr_assert(f.swap_accounted && f.swap_limited);
+	cr_assert_eq(f.swap_limit, 64 * MIB);
+	cr_assert_eq(f.swap_usage, 10 * MIB);
+	cr_assert_eq(stat_of(&f, "file"), 2000);
+	cr_assert_eq(stat_of(&f, "file_mapped"), 300, "file_mapped is its own key");
+	cr_assert_eq(stat_of(&f, "pgfault"), 7);
+	uint64_t v;
+	cr_assert_not(mem_figures_stat(&f, "shmem", &v));
+	mem_figures_clear(&f);
+}
+
+Test(cgroup_memory, v2_without_a_limit_anywhere_or_at_the_root_is_not_limited)
+{
+	put("free/memory.max", "max\n");
+	put("free/memory.current", "1\n");
+	put("free/memory.stat", "anon 1\n");
+	struct mem_figures f = { 0 };
+	gboolean limited = TRUE;
+	cr_assert_eq(read_memory(CGROUP_V2, "free", &f, &limited, NULL), 0);
+	cr_assert_not(limited);
+	cr_assert_null(f.stat);
+	limited = TRUE;
+	cr_assert_eq(read_memory(CGROUP_V2, ".", &f, &limited, NULL), 0, "v2's root has no memory files");
+	cr_assert_not(limited);
+}
+
+Test(cgroup_memory, v2_without_swap_files_does_not_account_swap)
+{
+	put("noswap/memory.max", "268435456\n");
+	put("noswap/memory.current", "0\n");
+	put("noswap/memory.stat", "anon 0\n");
+	struct mem_figures f = { 0 };
+	gboolean limited;
+	cr_assert_eq(read_memory(CGROUP_V2, "noswap", &f, &limited, NULL), 0);
+	cr_assert(limited);
+	cr_assert_not(f.swap_accounted);
+	cr_assert_not(f.swap_limited);
+	mem_figures_clear(&f);
+}
+
+Test(cgroup_memory, garbage_is_einval_and_names_the_file)
+{
+	v2_tree();
+	const char *cases[][2] = {
+		{ "a/memory.max", "lots\n" },
+		{ "a/b/memory.current", "-1\n" },
+		{ "a/b/memory.swap.max", "64M\n" },
+		{ "a/b/memory.stat", "anon 1\nfile\n" },
+		{ "a/b/memory.stat", "anon x\n" },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		v2_tree();
+		put(cases[i][0], cases[i][1]);
+		struct mem_figures f = { 0 };
+		gboolean limited = TRUE;
+		g_autofree char *culprit = NULL;
+		cr_assert_eq(read_memory(CGROUP_V2, "a/b", &f, &limited, &culprit), -EINVAL, "%s", cases[i][0]);
+		cr_assert_str_eq(culprit, cases[i][0]);
+		cr_assert_not(limited, "nothing half read is served");
+		cr_assert_null(f.stat);
+	}
+}
+
+Test(cgroup_memory, a_vanished_cgroup_is_enoent)
+{
+	v2_tree();
+	struct mem_figures f = { 0 };
+	gboolean limited;
+	cr_assert_eq(read_memory(CGROUP_V2, "a/gone", &f, &limited, NULL), -ENOENT);
+	cr_assert_not(limited);
+}
+
+/* v1: c limited to 256 MiB with 64 MiB of swap, usage above the limit. */
+static void v1_tree(void)
+{
+	put("memory.limit_in_bytes", "9223372036854771712\n");
+	put("memory.memsw.limit_in_bytes", "9223372036854771712\n");
+	put("c/memory.limit_in_bytes", "268435456\n");
+	put("c/memory.usage_in_bytes", "314572800\n");
+	put("c/memory.memsw.limit_in_bytes", "335544320\n");
+	put("c/memory.memsw.usage_in_bytes", "419430400\n");
+	put("c/memory.stat", "rss 99\ncache 98\ntotal_rss 5\ntotal_rss_huge 7\ntotal_cache 9\n"
+			     "total_mapped_file 11\ntotal_pgfault 13\nhierarchical_memory_limit 268435456\n");
+}
+
+Test(cgroup_memory, v1_figures_come_in_v2_names_from_the_totals)
+{
+	v1_tree();
+	struct mem_figures f = { 0 };
+	gboolean limited;
+	cr_assert_eq(read_memory(CGROUP_V1, "c", &f, &limited, NULL), 0);
+	cr_assert(limited);
+	cr_assert_eq(f.limit, 256 * MIB, "the root's maximum is no limit");
+	cr_assert_eq(f.usage, 300 * MIB);
+	cr_assert(f.swap_accounted && f.swap_limited);
+	cr_assert_eq(f.swap_limit, 64 * MIB, "memsw less memory");
+	cr_assert_eq(f.swap_usage, 100 * MIB);
+	cr_assert_eq(stat_of(&f, "anon"), 5, "total_rss, not rss");
+	cr_assert_eq(stat_of(&f, "anon_thp"), 7, "total_rss_huge is not total_rss");
+	cr_assert_eq(stat_of(&f, "file"), 9);
+	cr_assert_eq(stat_of(&f, "file_mapped"), 11);
+	cr_assert_eq(stat_of(&f, "pgfault"), 13);
+	uint64_t v;
+	cr_assert_not(mem_figures_stat(&f, "rss", &v));
+	cr_assert_not(mem_figures_stat(&f, "total_rss", &v));
+	mem_figures_clear(&f);
+}
+
+Test(cgroup_memory, v1_swap_unlimited_or_not_accounted)
+{
+	v1_tree();
+	put("c/memory.memsw.limit_in_bytes", "9223372036854771712\n");
+	struct mem_figures f = { 0 };
+	gboolean limited;
+	cr_assert_eq(read_memory(CGROUP_V1, "c", &f, &limited, NULL), 0);
+	cr_assert(f.swap_accounted);
+	cr_assert_not(f.swap_limited);
+	mem_figures_clear(&f);
+
+	/* d has no memsw files: the kernel does not count its swap */
+	put("d/memory.limit_in_bytes", "0\n");
+	put("d/memory.usage_in_bytes", "4096\n");
+	put("d/memory.stat", "total_rss 4096\n");
+	cr_assert_eq(read_memory(CGROUP_V1, "d", &f, &limited, NULL), 0);
+	cr_assert(limited, "a limit of 0 is a limit");
+	cr_assert_eq(f.limit, 0);
+	cr_assert_not(f.swap_accounted);
+	mem_figures_clear(&f);
+}
+
+Test(cgroup_memory, the_group_of_a_path_stays_inside_the_mount)
+{
+	const struct cgroup_hierarchy h = { CGROUP_V2, -1, "/kubepods" };
+	g_autofree char *a = cgroup_memory_dir(&h, "/kubepods/pod1/c");
+	cr_assert_str_eq(a, "pod1/c");
+	g_autofree char *top = cgroup_memory_dir(&h, "/kubepods");
+	cr_assert_str_eq(top, ".");
+	cr_assert_null(cgroup_memory_dir(&h, "/other"));
+	cr_assert_null(cgroup_memory_dir(&h, "/kubepods/../x"));
+}

@@ -12,6 +12,7 @@
 
 /* What decides the text of a row served per class. */
 enum class_source {
+	CLASS_NONE,   /* served alike to all */
 	CLASS_CPU,    /* the CPUs the caller sees: a struct cpu_map */
 	CLASS_MEMORY, /* the caller's memory cgroup (fs/memgroups): a string */
 };
@@ -48,29 +49,29 @@ static const struct row_def {
 	enum served_mode mode;
 	enum class_source source; /* of a row served per class */
 } rows[ROW_COUNT] = {
-	[ROW_ROOT] = { "", ROW_NONE, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN },
-	[ROW_PROC] = { "proc", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN },
-	[ROW_PROC_REAL] = { DELEGATE_REAL_NAME, ROW_PROC, NODE_REAL_DIR, TRUE, NULL, SERVED_PER_OPEN },
-	[ROW_PROC_CPUINFO] = { "cpuinfo", ROW_PROC, NODE_HOST_FILE, FALSE, render_cpuinfo, SERVED_SHARED_PER_CLASS },
-	[ROW_PROC_STAT] = { "stat", ROW_PROC, NODE_HOST_FILE, FALSE, render_stat, SERVED_FRESH_PER_CLASS },
-	[ROW_SYS] = { "sys", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN },
-	[ROW_SYS_DEVICES] = { "devices", ROW_SYS, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN },
-	[ROW_SYS_SYSTEM] = { "system", ROW_SYS_DEVICES, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN },
-	[ROW_SYS_CPU] = { "cpu", ROW_SYS_SYSTEM, NODE_SYS_MIRROR, FALSE, NULL, SERVED_PER_OPEN },
-	[ROW_CPU_ONLINE] = { "online", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS },
-	[ROW_CPU_POSSIBLE] = { "possible", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS },
-	[ROW_CPU_PRESENT] = { "present", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS },
-	[ROW_CPU_OFFLINE] = { "offline", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS },
+	[ROW_ROOT] = { "", ROW_NONE, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
+	[ROW_PROC] = { "proc", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
+	[ROW_PROC_REAL] = { DELEGATE_REAL_NAME, ROW_PROC, NODE_REAL_DIR, TRUE, NULL, SERVED_PER_OPEN, CLASS_NONE },
+	[ROW_PROC_CPUINFO] = { "cpuinfo", ROW_PROC, NODE_HOST_FILE, FALSE, render_cpuinfo, SERVED_SHARED_PER_CLASS, CLASS_CPU },
+	[ROW_PROC_STAT] = { "stat", ROW_PROC, NODE_HOST_FILE, FALSE, render_stat, SERVED_FRESH_PER_CLASS, CLASS_CPU },
+	[ROW_SYS] = { "sys", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
+	[ROW_SYS_DEVICES] = { "devices", ROW_SYS, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
+	[ROW_SYS_SYSTEM] = { "system", ROW_SYS_DEVICES, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
+	[ROW_SYS_CPU] = { "cpu", ROW_SYS_SYSTEM, NODE_SYS_MIRROR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
+	[ROW_CPU_ONLINE] = { "online", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS, CLASS_CPU },
+	[ROW_CPU_POSSIBLE] = { "possible", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS, CLASS_CPU },
+	[ROW_CPU_PRESENT] = { "present", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS, CLASS_CPU },
+	[ROW_CPU_OFFLINE] = { "offline", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS, CLASS_CPU },
 	[ROW_PROC_MEMINFO] = { "meminfo", ROW_PROC, NODE_HOST_FILE, FALSE, render_memory, SERVED_FRESH_PER_CLASS,
 			       CLASS_MEMORY },
 	[ROW_PROC_SWAPS] = { "swaps", ROW_PROC, NODE_HOST_FILE, FALSE, render_memory, SERVED_FRESH_PER_CLASS,
 			     CLASS_MEMORY },
 	[ROW_PROC_VMSTAT] = { "vmstat", ROW_PROC, NODE_HOST_FILE, FALSE, render_memory, SERVED_FRESH_PER_CLASS,
 			      CLASS_MEMORY },
-	[ROW_META] = { ".cgprocfs", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN },
+	[ROW_META] = { ".cgprocfs", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
 	/* The daemon's own files: exact at every read, never cached. */
-	[ROW_META_STATS] = { "stats", ROW_META, NODE_HOST_FILE, FALSE, render_stats, SERVED_PER_OPEN },
-	[ROW_META_CONTROL] = { "control", ROW_META, NODE_HOST_FILE, FALSE, render_control, SERVED_PER_OPEN },
+	[ROW_META_STATS] = { "stats", ROW_META, NODE_HOST_FILE, FALSE, render_stats, SERVED_PER_OPEN, CLASS_NONE },
+	[ROW_META_CONTROL] = { "control", ROW_META, NODE_HOST_FILE, FALSE, render_control, SERVED_PER_OPEN, CLASS_NONE },
 };
 /* How old a shared text may be when it is served: a reader never gets a
  * text older than this (cpuinfo's MHz, stat's counters). */

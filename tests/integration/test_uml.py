@@ -129,8 +129,11 @@ def run(exe):
         check_equal(guest["swapon"], 0, "swapon in the guest: %s" % guest["swapon_err"])
         for group, p in sorted(guest["probes"].items()):
             check_equal(p["rc"], 0, "the probe in %s (stderr: %s; daemon log: %s)" % (group, p["err"], guest["log"]))
+            # procps's vmstat fails on the guest's real /proc ("Unable to
+            # create system stat structure"), and top shows no memory
+            # lines there: neither is checked in the guest.
             test_memview.check_probe("the guest's " + group, json.loads(p["out"]), test_memview.LIMIT,
-                                     test_memview.SWAP, guest["meminfo"])
+                                     test_memview.SWAP, guest["meminfo"], top_vmstat_run=False)
 
     cgtest.run_tests(t)
 

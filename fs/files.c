@@ -62,9 +62,11 @@ static const struct row_def {
 	[ROW_CPU_POSSIBLE] = { "possible", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS, CLASS_CPU },
 	[ROW_CPU_PRESENT] = { "present", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS, CLASS_CPU },
 	[ROW_CPU_OFFLINE] = { "offline", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS, CLASS_CPU },
-	[ROW_PROC_MEMINFO] = { "meminfo", ROW_PROC, NODE_HOST_FILE, FALSE, render_memory, SERVED_FRESH_PER_CLASS,
+	/* Read by free, top and psutil for levels, not rates: kept up to a
+	 * second like cpuinfo. vmstat's counters give rates (vmstat 1). */
+	[ROW_PROC_MEMINFO] = { "meminfo", ROW_PROC, NODE_HOST_FILE, FALSE, render_memory, SERVED_SHARED_PER_CLASS,
 			       CLASS_MEMORY },
-	[ROW_PROC_SWAPS] = { "swaps", ROW_PROC, NODE_HOST_FILE, FALSE, render_memory, SERVED_FRESH_PER_CLASS,
+	[ROW_PROC_SWAPS] = { "swaps", ROW_PROC, NODE_HOST_FILE, FALSE, render_memory, SERVED_SHARED_PER_CLASS,
 			     CLASS_MEMORY },
 	[ROW_PROC_VMSTAT] = { "vmstat", ROW_PROC, NODE_HOST_FILE, FALSE, render_memory, SERVED_FRESH_PER_CLASS,
 			      CLASS_MEMORY },

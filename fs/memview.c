@@ -299,6 +299,8 @@ int memview_render_meminfo(const char *host, const struct mem_figures *f, gboole
 	g_autoptr(GString) out = g_string_new(NULL);
 	for (guint i = 0; i < lines->len; i++) {
 		const struct meminfo_line *l = &g_array_index(lines, struct meminfo_line, i);
+		if (!l->kb && meminfo_source_of(l))
+			return -EINVAL; /* a size the view rewrites, without its unit */
 		if (!l->kb) {
 			g_string_append_printf(out, "%s\n", l->text);
 			continue;

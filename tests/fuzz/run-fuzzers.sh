@@ -15,7 +15,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 fx=$top/tests/fixtures
-all="pid_stat caller_status cpuset cgroup_membership cgroup_limits cpumap render_cpuinfo render_stat render_set snapshot control"
+all="pid_stat caller_status cpuset cgroup_membership cgroup_limits cpumap render_cpuinfo render_stat render_set snapshot memview control"
 
 # The seed files of one harness, one path a line: fixtures the daemon reads
 # the kind of text of, and the hand-written ones in tests/fuzz/seeds/NAME.
@@ -30,6 +30,7 @@ seed_files() {
 	render_cpuinfo) find "$fx/cpuinfo" "$fx/proc/cpuinfo" -type f ! -name 'stat*' ;;
 	render_stat) find "$fx/cpuinfo/stat-4cpu" "$fx/proc/stat" -type f ;;
 	snapshot) find "$fx/cpuinfo" "$fx/proc/stat" -type f ;;
+	memview) find "$fx/meminfo" -type f ;;
 	esac
 	case $1 in
 	render_set) d=$here/seeds/cpuset ;; # the same kinds of text

@@ -120,14 +120,16 @@ print(json.dumps(res))
 
 # Reads one file in a loop for a while, alternating read() and sendfile,
 # and counts the reads that are not what the reader's cgroup must see:
-# cpuinfo and stat by their CPU count (their other lines move), the others
-# by their whole text.
+# cpuinfo and stat by their CPU count (their other lines move), meminfo by
+# its MemTotal (kB), the others by their whole text.
 MIXED_READER = r"""
 import os, sys, time
 path, want, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 
 def seen(data):
     text = data.decode(errors="replace")
+    if path.endswith("meminfo"):
+        return "".join(l.split()[1] for l in text.splitlines() if l.startswith("MemTotal:"))
     if path.endswith("cpuinfo"):
         return str(text.count("processor\t:"))
     if path.endswith("stat"):

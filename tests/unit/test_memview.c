@@ -418,6 +418,7 @@ Test(memview, meminfo_of_odd_shape_is_einval)
 		"MemTotal:  5 kB\n\nMemFree:  1 kB\n",
 		"MemTotal:  99999999999999999999 kB\n",
 		"MemTotal:  7\n",               /* not in kB */
+		"MemTotal:  24683620 kB\nMemFree:  24345908\n", /* a size the view rewrites, not in kB */
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
 		GString *out = NULL;

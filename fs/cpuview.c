@@ -2,6 +2,7 @@
 
 #include "classes.h"
 #include "hash.h"
+#include "tidcache.h"
 #include "ino.h"
 #include "procfile.h"
 
@@ -10,22 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* How long a caller's map is reused: a process moved to another cgroup
- * sees the new view within this time. */
-#define MAP_LIFETIME_US G_USEC_PER_SEC
-/* Past this many callers a thread's cache starts over. */
-#define MAP_CACHE_MAX 4096
-
 /* Shared by the request threads; freed by cpuview_free, by its owner, once
  * no request runs. Maps it handed out live on by their references. */
 struct cpuview {
 	struct cpuview_config cfg;
-	guint64 id;        /* tells this view's cached maps from another's */
+	struct tidcache maps; /* callers' maps, kept a second per worker thread */
 	GMutex lock;       /* guards reported, and calls of cfg.report (one at a time) */
 	GHashTable *reported; /* files already reported as unusable */
-	/* Bumped (atomically) when a caller was found to have moved: every
-	 * thread's cached maps are then stale. */
-	gint generation;
 	struct classes *classes; /* content class -> struct cpu_map */
 	GRWLock shorts_lock;     /* guards shorts */
 	/* short class -> content class, for the cpu layout (fs/ino.h). Never
@@ -69,49 +61,12 @@ void cpu_map_unref(struct cpu_map *m)
 		g_atomic_rc_box_release(m);
 }
 
-/* ------------------------------------------------------- per-thread cache -- */
-
-struct cached_map {
-	guint64 view_id;
-	gint generation; /* cv->generation when it was computed */
-	gint64 expires;
-	struct cpu_map *map;
-};
-
-static void cached_map_free(gpointer p)
-{
-	struct cached_map *c = p;
-	cpu_map_unref(c->map);
-	g_free(c);
-}
-
-static void cache_free(gpointer table)
-{
-	g_hash_table_unref(table);
-}
-
-/* Each FUSE worker thread keeps its own cache: no lock on the hot path. A
- * cache is its thread's alone, freed (cache_free) when the thread exits;
- * the maps in it hold references of their own. */
-static GPrivate thread_cache = G_PRIVATE_INIT(cache_free);
-
-static GHashTable *my_cache(void)
-{
-	GHashTable *t = g_private_get(&thread_cache);
-	if (!t) {
-		t = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, cached_map_free);
-		g_private_set(&thread_cache, t);
-	}
-	return t;
-}
-
 int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret)
 {
-	static guint64 next_id = 1; /* atomic: views are made on any thread */
 	struct cpuview *cv = g_new0(struct cpuview, 1);
 
 	cv->cfg = *cfg;
-	cv->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+	tidcache_init(&cv->maps, (gpointer(*)(gpointer))cpu_map_ref, (GDestroyNotify)cpu_map_unref);
 	g_mutex_init(&cv->lock);
 	cv->reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	cv->classes = classes_new((classes_ref_fn)cpu_map_ref, (GDestroyNotify)cpu_map_unref);
@@ -191,39 +146,28 @@ static struct cpu_map *compute_map(struct cpuview *cv, pid_t tid)
 }
 
 /* Compute tid's map, and keep it in this thread's cache. */
-static struct cpu_map *map_computed(struct cpuview *cv, GHashTable *cache, pid_t tid, gint generation)
+static struct cpu_map *map_computed(struct cpuview *cv, pid_t tid)
 {
-	if (g_hash_table_size(cache) >= MAP_CACHE_MAX)
-		g_hash_table_remove_all(cache);
-	struct cached_map *c = g_new0(struct cached_map, 1);
-	c->view_id = cv->id;
-	c->generation = generation;
-	c->expires = g_get_monotonic_time() + MAP_LIFETIME_US;
-	c->map = compute_map(cv, tid);
-	g_hash_table_replace(cache, GINT_TO_POINTER(tid), c);
-	classes_put(cv->classes, cpu_map_class(c->map), c->map);
-	return cpu_map_ref(c->map);
+	struct cpu_map *map = compute_map(cv, tid);
+	tidcache_put(&cv->maps, tid, map);
+	classes_put(cv->classes, cpu_map_class(map), map);
+	return map;
 }
 
 struct cpu_map *cpuview_map_for(struct cpuview *cv, pid_t tid)
 {
-	GHashTable *cache = my_cache();
-	gint generation = g_atomic_int_get(&cv->generation);
-	struct cached_map *c = g_hash_table_lookup(cache, GINT_TO_POINTER(tid));
-
-	if (c && c->view_id == cv->id && c->generation == generation && c->expires > g_get_monotonic_time())
-		return cpu_map_ref(c->map);
-	return map_computed(cv, cache, tid, generation);
+	struct cpu_map *map = tidcache_get(&cv->maps, tid);
+	return map ? map : map_computed(cv, tid);
 }
 
 struct cpu_map *cpuview_map_fresh(struct cpuview *cv, pid_t tid)
 {
-	return map_computed(cv, my_cache(), tid, g_atomic_int_get(&cv->generation));
+	return map_computed(cv, tid);
 }
 
 void cpuview_forget_cached(struct cpuview *cv)
 {
-	g_atomic_int_inc(&cv->generation);
+	tidcache_forget(&cv->maps);
 }
 
 struct cpu_map *cpuview_map_of_class(struct cpuview *cv, uint64_t class_id)

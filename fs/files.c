@@ -134,7 +134,7 @@ static void decider_of_caller(struct view *v, const struct caller *c, const stru
 {
 	*ret = (struct decider){ row, 0, NULL };
 	if (row->source == CLASS_MEMORY) {
-		ret->what = memgroups_of(v->cfg.memgroups, c->tid);
+		ret->what = fresh ? memgroups_of_fresh(v->cfg.memgroups, c->tid) : memgroups_of(v->cfg.memgroups, c->tid);
 		ret->class_id = memgroups_class(ret->what);
 		return;
 	}
@@ -326,9 +326,12 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 	}
 	if (d.class_id != ino_served_class(ino)) {
 		/* The lookup that gave ino may have answered from another
-		 * thread's map of before a move (this one's may have been
+		 * thread's finding of before a move (this one's may have been
 		 * fresh already): the next one must not. Rare: only here. */
-		cpuview_forget_cached(v->cfg.cpuview);
+		if (row->source == CLASS_MEMORY)
+			memgroups_forget_cached(v->cfg.memgroups);
+		else
+			cpuview_forget_cached(v->cfg.cpuview);
 		return -ESTALE;
 	}
 	if (row->mode == SERVED_FRESH_PER_CLASS) {

@@ -4,6 +4,7 @@
 #include "hash.h"
 #include "ino.h"
 #include "procfile.h"
+#include "tidcache.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 struct memgroups {
 	struct memgroups_config cfg;
 	struct classes *classes; /* content class -> group (a string) */
+	struct tidcache groups;  /* callers' groups, kept a second per worker thread */
 	GMutex lock;             /* guards reported, and calls of cfg.report */
 	GHashTable *reported;    /* files already reported as unusable */
 };
@@ -26,6 +28,7 @@ struct memgroups *memgroups_new(const struct memgroups_config *cfg)
 	struct memgroups *m = g_new0(struct memgroups, 1);
 	m->cfg = *cfg;
 	m->classes = classes_new(dup_group, g_free);
+	tidcache_init(&m->groups, dup_group, g_free);
 	g_mutex_init(&m->lock);
 	m->reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	return m;
@@ -55,7 +58,7 @@ uint64_t memgroups_class(const char *group)
 	return h ? h : 1;
 }
 
-char *memgroups_of(struct memgroups *m, pid_t tid)
+char *memgroups_of_fresh(struct memgroups *m, pid_t tid)
 {
 	char path[32];
 	g_autofree char *text = NULL;
@@ -70,8 +73,20 @@ char *memgroups_of(struct memgroups *m, pid_t tid)
 	cgroup_paths_clear(&paths);
 	if (!group)
 		group = g_strdup("");
+	tidcache_put(&m->groups, tid, group);
 	classes_put(m->classes, memgroups_class(group), group);
 	return group;
+}
+
+char *memgroups_of(struct memgroups *m, pid_t tid)
+{
+	char *group = tidcache_get(&m->groups, tid);
+	return group ? group : memgroups_of_fresh(m, tid);
+}
+
+void memgroups_forget_cached(struct memgroups *m)
+{
+	tidcache_forget(&m->groups);
 }
 
 char *memgroups_of_class(struct memgroups *m, uint64_t class_id)

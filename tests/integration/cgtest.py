@@ -371,6 +371,26 @@ def stop_check(daemon):
     check(not problems, "daemon did not stop cleanly", *problems, "daemon log:", daemon.log())
 
 
+def remove_cgroups(paths, root):
+    """rmdir each cgroup v1 directory of paths (children first), its
+    processes first moved to root, the hierarchy's top; a process that has
+    just exited can hold its cgroup a moment: tried again for 2.5 s."""
+    for path in paths:
+        for _ in range(50):
+            try:
+                with open(os.path.join(path, "cgroup.procs")) as f:
+                    pids = f.read().split()
+                for pid in pids:
+                    with open(os.path.join(root, "cgroup.procs"), "w") as f:
+                        f.write(pid)
+                os.rmdir(path)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.05)
+
+
 # ------------------------------------------------------------ in the view --
 
 def _setup_script(variant):

@@ -11,11 +11,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
-from cgtest import check, check_equal, diag  # noqa: E402
+from cgtest import check, check_equal  # noqa: E402
 
 MEMORY = "/sys/fs/cgroup/memory"
 TOP = "cgprocfs-memtest-%d" % os.getpid()
@@ -165,22 +164,7 @@ class Groups:
         return path
 
     def remove(self):
-        remove_groups(reversed(self.made))
-
-
-def remove_groups(paths):
-    """rmdir each of paths (children first), its processes moved out."""
-    for path in paths:
-        for _ in range(50):
-            try:
-                for pid in read_text(os.path.join(path, "cgroup.procs")).split():
-                    write(os.path.join(MEMORY, "cgroup.procs"), pid)
-                os.rmdir(path)
-                break
-            except FileNotFoundError:
-                break
-            except OSError:
-                time.sleep(0.05)
+        cgtest.remove_cgroups(reversed(self.made), MEMORY)
 
 
 def in_group(mnt, group, argv, setup='mount --rbind "$CG_MNT/proc" /proc || exit 97\n'):
@@ -297,7 +281,7 @@ def main():
         cgtest.run_with_daemon(make_tests)
     finally:  # after a failure: whatever is left, children first
         top = os.path.join(MEMORY, TOP)
-        remove_groups([p for p, _, _ in os.walk(top, topdown=False)] if os.path.isdir(top) else [])
+        cgtest.remove_cgroups([p for p, _, _ in os.walk(top, topdown=False)] if os.path.isdir(top) else [], MEMORY)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
@@ -221,17 +220,7 @@ class Cpusets:
         self.host_count = len(parse_cpu_list(read_text("/sys/devices/system/cpu/online")))
 
     def remove(self):
-        for path in reversed(self.made):
-            for _ in range(50):
-                try:
-                    for pid in read_text(os.path.join(path, "cgroup.procs")).split():
-                        write(os.path.join(CPUSET, "cgroup.procs"), pid)
-                    os.rmdir(path)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.05)
+        cgtest.remove_cgroups(reversed(self.made), CPUSET)
 
 
 def in_cgroup(group, argv, setup=""):

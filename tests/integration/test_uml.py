@@ -6,7 +6,6 @@ Compared with the same reads on this machine's kernel by test_served.py."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -3,8 +3,10 @@
  * collide), so this plain driver is what a -Db_sanitize=thread build runs
  * (contrib/scripts/tsan.sh). Exits 0, or aborts on a wrong result; TSan
  * reports races on its own (exit status 66). */
+#include "classes.h"
 #include "memo.h"
 #include "pidwatch.h"
+#include "tidcache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -220,6 +222,58 @@ static void pidwatch_forget_during_a_report(void)
 	pidwatch_free(w);
 }
 
+/* --------------------------------------------- classes and tidcache -- */
+
+static gpointer dup_string(gpointer s)
+{
+	return g_strdup(s);
+}
+
+struct class_run {
+	struct classes *classes;
+	struct tidcache *cache;
+	unsigned seed;
+};
+
+/* What a caller of class n is, as the class table and the tid cache keep
+ * it: past the table's bound it starts over while others read it. */
+static gpointer classes_and_callers(gpointer data)
+{
+	struct class_run *r = data;
+	for (unsigned i = 0; i < 20000; i++) {
+		unsigned n = (i * 7919u + r->seed) % 5000u;
+		char name[16];
+		g_snprintf(name, sizeof(name), "group%u", n);
+		classes_put(r->classes, n + 1, name);
+		char *got = classes_get(r->classes, n + 1);
+		g_assert(!got || strcmp(got, name) == 0);
+		g_free(got);
+		tidcache_put(r->cache, (pid_t)n, name);
+		got = tidcache_get(r->cache, (pid_t)n); /* NULL after another's forget */
+		g_assert(!got || strcmp(got, name) == 0);
+		g_free(got);
+		if (i % 1000 == 0)
+			tidcache_forget(r->cache);
+	}
+	return NULL;
+}
+
+static void classes_and_tidcache(void)
+{
+	struct classes *classes = classes_new(dup_string, g_free);
+	struct tidcache cache;
+	tidcache_init(&cache, dup_string, g_free);
+	struct class_run runs[4];
+	GThread *threads[G_N_ELEMENTS(runs)];
+	for (size_t i = 0; i < G_N_ELEMENTS(runs); i++) {
+		runs[i] = (struct class_run){ classes, &cache, (unsigned)i * 13u };
+		threads[i] = g_thread_new("classes", classes_and_callers, &runs[i]);
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(runs); i++)
+		g_thread_join(threads[i]);
+	classes_free(classes);
+}
+
 int main(void)
 {
 	const struct {
@@ -230,6 +284,7 @@ int main(void)
 		{ "memo: readers and the refresher", memo_readers_and_refresher },
 		{ "pidwatch: forgetting while adopting", pidwatch_forget_while_adopting },
 		{ "pidwatch: forgetting during a report", pidwatch_forget_during_a_report },
+		{ "classes and tidcache: puts, gets and forgets from many threads", classes_and_tidcache },
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(scenarios); i++) {
 		gint64 start = g_get_monotonic_time();

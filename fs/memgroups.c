@@ -94,9 +94,28 @@ char *memgroups_of_class(struct memgroups *m, uint64_t class_id)
 	return classes_get(m->classes, class_id);
 }
 
+/* host, the host's proc/<name>, for a cgroup with a memory limit (f):
+ * *ret NULL when the host's text is what it gets. */
+static void render_limited(struct memgroups *m, const char *name, const char *host, const struct mem_figures *f,
+			   GString **ret)
+{
+	g_autofree char *meminfo = NULL;
+	int r = 0;
+
+	*ret = NULL;
+	if (strcmp(name, "meminfo") == 0)
+		r = memview_render_meminfo(host, f, m->cfg.swap_view, ret);
+	else if (strcmp(name, "vmstat") == 0)
+		r = memview_render_vmstat(host, f, ret);
+	else if (m->cfg.swap_view && (r = procfile_read_text_at(m->cfg.proc_fd, "meminfo", &meminfo)) == 0)
+		r = memview_render_swaps(host, meminfo, f, ret);
+	if (r == -EINVAL)
+		report_once(m, name, EINVAL); /* the host's text, not understood */
+}
+
 int memgroups_render(struct memgroups *m, const char *group, const char *name, GBytes **ret)
 {
-	g_autofree char *host = NULL, *meminfo = NULL, *culprit = NULL;
+	g_autofree char *host = NULL, *culprit = NULL;
 	struct mem_figures f = { 0 };
 	gboolean limited = FALSE;
 	GString *out = NULL;
@@ -104,22 +123,10 @@ int memgroups_render(struct memgroups *m, const char *group, const char *name, G
 	int r = procfile_read_text_at(m->cfg.proc_fd, name, &host);
 	if (r < 0)
 		return r;
-	if (*group)
-		r = cgroup_read_memory(&m->cfg.memory, group, &f, &limited, &culprit);
-	if (r < 0)
+	if (*group && (r = cgroup_read_memory(&m->cfg.memory, group, &f, &limited, &culprit)) < 0)
 		report_once(m, culprit ? culprit : group, -r);
-	if (r == 0 && limited) {
-		if (strcmp(name, "meminfo") == 0)
-			r = memview_render_meminfo(host, &f, m->cfg.swap_view, &out);
-		else if (strcmp(name, "vmstat") == 0)
-			r = memview_render_vmstat(host, &f, &out);
-		else if (!m->cfg.swap_view)
-			r = -EAGAIN; /* the host's swaps */
-		else if ((r = procfile_read_text_at(m->cfg.proc_fd, "meminfo", &meminfo)) == 0)
-			r = memview_render_swaps(host, meminfo, &f, &out);
-		if (r == -EINVAL)
-			report_once(m, name, EINVAL); /* the host's text, not understood */
-	}
+	if (limited)
+		render_limited(m, name, host, &f, &out);
 	mem_figures_clear(&f);
 	if (out) {
 		*ret = g_string_free_to_bytes(out);

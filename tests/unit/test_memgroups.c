@@ -1,0 +1,148 @@
+/* The memory view's state (fs/memgroups) on a fake procfs and a v2 memory
+ * tree in a temporary directory: which group a caller is in, its class,
+ * and what it reads; a vanished or garbled cgroup gives the host's files
+ * and one report per file. */
+#include "memgroups.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <unistd.h>
+
+static char *dir;
+static int proc_fd = -1, memory_fd = -1;
+static GPtrArray *reports;
+
+static void put(const char *path, const char *text)
+{
+	g_autofree char *full = g_build_filename(dir, path, NULL);
+	g_autofree char *parent = g_path_get_dirname(full);
+	cr_assert_eq(g_mkdir_with_parents(parent, 0755), 0);
+	cr_assert(g_file_set_contents(full, text, -1, NULL), "%s", full);
+}
+
+static int open_dir(const char *name)
+{
+	g_autofree char *path = g_build_filename(dir, name, NULL);
+	cr_assert_eq(g_mkdir_with_parents(path, 0755), 0);
+	int fd = open(path, O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(fd, 0);
+	return fd;
+}
+
+static const char host_meminfo[] = "MemTotal:       16384000 kB\nMemFree:         8192000 kB\n"
+				   "MemAvailable:   12000000 kB\nSwapTotal:             0 kB\n"
+				   "SwapFree:              0 kB\n";
+
+static void setup(void)
+{
+	dir = g_dir_make_tmp("cgprocfs-memgroups-XXXXXX", NULL);
+	cr_assert_not_null(dir);
+	proc_fd = open_dir("proc");
+	memory_fd = open_dir("memory");
+	reports = g_ptr_array_new_with_free_func(g_free);
+	put("proc/meminfo", host_meminfo);
+	put("proc/100/cgroup", "0::/box\n");
+	put("proc/200/cgroup", "0::/free\n");
+	put("proc/300/cgroup", "0::/gone\n");
+	put("memory/box/memory.max", "268435456\n");
+	put("memory/box/memory.current", "67108864\n");
+	put("memory/box/memory.stat", "anon 1048576\nfile 2097152\n");
+	put("memory/free/memory.max", "max\n");
+}
+
+static void teardown(void)
+{
+	close(proc_fd);
+	close(memory_fd);
+	g_ptr_array_unref(reports);
+	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+	g_free(dir);
+}
+
+TestSuite(memgroups, .init = setup, .fini = teardown);
+
+static void report(void *data, const char *file, int err)
+{
+	g_ptr_array_add(reports, g_strdup_printf("%s %d", file, err));
+}
+
+static struct memgroups *make(void)
+{
+	const struct memgroups_config cfg = {
+		.proc_fd = proc_fd,
+		.memory = { CGROUP_V2, memory_fd, "/" },
+		.swap_view = TRUE,
+		.report = report,
+	};
+	return memgroups_new(&cfg);
+}
+
+static char *render(struct memgroups *m, pid_t tid, const char *name)
+{
+	g_autofree char *group = memgroups_of(m, tid);
+	GBytes *text = NULL;
+	cr_assert_eq(memgroups_render(m, group, name, &text), 0);
+	char *s = g_strndup(g_bytes_get_data(text, NULL), g_bytes_get_size(text));
+	g_bytes_unref(text);
+	return s;
+}
+
+Test(memgroups, a_limited_caller_reads_its_cgroup_an_unlimited_one_the_host)
+{
+	struct memgroups *m = make();
+	g_autofree char *boxed = render(m, 100, "meminfo");
+	cr_assert(g_str_has_prefix(boxed, "MemTotal:         262144 kB\nMemFree:          196608 kB\n"), "%s", boxed);
+	g_autofree char *free = render(m, 200, "meminfo");
+	cr_assert_str_eq(free, host_meminfo, "no limit: the host's, byte for byte");
+	cr_assert_eq(reports->len, 0);
+	memgroups_free(m);
+}
+
+Test(memgroups, a_group_is_its_path_and_its_class_is_known_to_every_caller)
+{
+	struct memgroups *m = make();
+	g_autofree char *a = memgroups_of(m, 100);
+	g_autofree char *b = memgroups_of(m, 200);
+	cr_assert_str_eq(a, "box");
+	cr_assert_neq(memgroups_class(a), memgroups_class(b));
+	cr_assert_eq(memgroups_class(a), memgroups_class("box"), "the same in every process");
+	g_autofree char *known = memgroups_of_class(m, memgroups_class(a));
+	cr_assert_str_eq(known, "box");
+	cr_assert_null(memgroups_of_class(m, memgroups_class("never-seen")));
+	memgroups_free(m);
+}
+
+Test(memgroups, a_caller_whose_procfs_entry_is_unreadable_gets_the_hosts_files)
+{
+	struct memgroups *m = make();
+	g_autofree char *group = memgroups_of(m, 999); /* no proc/999 */
+	cr_assert_str_eq(group, "");
+	g_autofree char *text = render(m, 999, "meminfo");
+	cr_assert_str_eq(text, host_meminfo);
+	memgroups_free(m);
+}
+
+Test(memgroups, a_vanished_or_garbled_cgroup_gives_the_hosts_file_and_one_report)
+{
+	struct memgroups *m = make();
+	for (int i = 0; i < 3; i++) {
+		g_autofree char *text = render(m, 300, "meminfo");
+		cr_assert_str_eq(text, host_meminfo, "vanished");
+	}
+	cr_assert_eq(reports->len, 1, "one report, not one per read");
+	g_autofree char *gone = g_strdup_printf("gone %d", ENOENT);
+	cr_assert_str_eq(g_ptr_array_index(reports, 0), gone);
+
+	put("memory/box/memory.current", "lots\n");
+	for (int i = 0; i < 3; i++) {
+		g_autofree char *text = render(m, 100, "meminfo");
+		cr_assert_str_eq(text, host_meminfo, "garbled");
+	}
+	cr_assert_eq(reports->len, 2);
+	g_autofree char *garbled = g_strdup_printf("box/memory.current %d", EINVAL);
+	cr_assert_str_eq(g_ptr_array_index(reports, 1), garbled);
+	memgroups_free(m);
+}

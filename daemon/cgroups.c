@@ -1,4 +1,4 @@
-/* Finding the cgroup hierarchies that hold the cpu, cpuset and memory controllers:
+/* Finding the cgroup hierarchies that hold the cpu, cpuset, memory and cpuacct controllers:
  * v1 per-controller mounts, the v2 unified mount, or both (hybrid). */
 #include "daemon.h"
 #include "mountinfo.h"
@@ -40,13 +40,14 @@ void cgroups_discover(struct daemon_cgroups *out)
 	out->roots = g_ptr_array_new_with_free_func(g_free);
 	out->fds = g_array_new(FALSE, FALSE, sizeof(int));
 	const struct cgroup_hierarchy none = { CGROUP_NONE, -1, NULL };
-	out->config = (struct cgroup_config){ none, none, none };
+	out->config = (struct cgroup_config){ none, none, none, none };
 	const struct {
 		const char *name;
 		struct cgroup_hierarchy *h;
 	} controllers[] = { { "cpu", &out->config.cpu },
 			    { "cpuset", &out->config.cpuset },
-			    { "memory", &out->config.memory } };
+			    { "memory", &out->config.memory },
+			    { "cpuacct", &out->config.cpuacct } };
 	for (guint i = 0; i < mounts->len; i++) {
 		const struct mount_entry *e = g_ptr_array_index(mounts, i);
 		if (strcmp(e->fstype, "cgroup2") == 0 && !v2)

@@ -11,6 +11,7 @@ void cgroup_paths_clear(struct cgroup_paths *p)
 	g_clear_pointer(&p->cpu, g_free);
 	g_clear_pointer(&p->cpuset, g_free);
 	g_clear_pointer(&p->memory, g_free);
+	g_clear_pointer(&p->cpuacct, g_free);
 }
 
 static gboolean names_controller(const char *list, const char *controller)
@@ -41,7 +42,8 @@ int cgroup_parse_membership(const char *text, const struct cgroup_config *cfg,
 			char **slot;
 		} wants[] = { { &cfg->cpu, "cpu", &p.cpu },
 			      { &cfg->cpuset, "cpuset", &p.cpuset },
-			      { &cfg->memory, "memory", &p.memory } };
+			      { &cfg->memory, "memory", &p.memory },
+			      { &cfg->cpuacct, "cpuacct", &p.cpuacct } };
 		for (size_t i = 0; i < G_N_ELEMENTS(wants); i++) {
 			gboolean match = wants[i].h->version == CGROUP_V2 ? v2
 				       : wants[i].h->version == CGROUP_V1 && !v2 &&
@@ -405,5 +407,102 @@ int cgroup_read_memory(const struct cgroup_hierarchy *h, const char *dir, struct
 		return r;
 	}
 	*ret = f;
+	return 0;
+}
+
+/* ---------------------------------------------------------- CPU usage -- */
+
+void cgroup_cpu_usage_clear(struct cgroup_cpu_usage *u)
+{
+	g_clear_pointer(&u->per_cpu, g_array_unref);
+	*u = (struct cgroup_cpu_usage){ { 0, 0 }, NULL };
+}
+
+/* The cgroup's directory in h, or NULL (-ENOENT) if it is not there. */
+static char *existing_dir(const struct cgroup_hierarchy *h, const char *path)
+{
+	g_autofree char *dir = relative_dir(h, path);
+	if (!dir || (strcmp(dir, ".") != 0 && faccessat(h->root_fd, dir, F_OK, 0) < 0))
+		return NULL;
+	return g_steal_pointer(&dir);
+}
+
+static gboolean parse_u64(const char *text, uint64_t *ret)
+{
+	guint64 v;
+	if (!g_ascii_string_to_unsigned(text, 10, 0, G_MAXUINT64, &v, NULL))
+		return FALSE;
+	*ret = v;
+	return TRUE;
+}
+
+/* v1 cpuacct.usage_all: "cpu user system", then "<cpu> <user ns> <system ns>". */
+static int read_usage_all(const struct cgroup_hierarchy *h, const char *dir, struct cgroup_cpu_usage *u,
+			  char **ret_culprit)
+{
+	g_autofree char *text = NULL;
+	int r = read_text(h, dir, "cpuacct.usage_all", &text);
+	if (r < 0)
+		return r == -EINVAL ? bad(dir, "cpuacct.usage_all", ret_culprit) : r;
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	if (!lines[0] || strcmp(lines[0], "cpu user system") != 0)
+		return bad(dir, "cpuacct.usage_all", ret_culprit);
+	u->per_cpu = g_array_new(FALSE, TRUE, sizeof(struct cgroup_cpu_time));
+	for (char **line = lines + 1; *line; line++) {
+		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
+		uint64_t cpu;
+		struct cgroup_cpu_time t;
+		if (g_strv_length(f) != 3 || !parse_u64(f[0], &cpu) || cpu != u->per_cpu->len ||
+		    !parse_u64(f[1], &t.user_ns) || !parse_u64(f[2], &t.system_ns))
+			return bad(dir, "cpuacct.usage_all", ret_culprit);
+		g_array_append_val(u->per_cpu, t);
+		u->total.user_ns += t.user_ns;
+		u->total.system_ns += t.system_ns;
+	}
+	return 0;
+}
+
+/* v2 cpu.stat: "user_usec N", "system_usec N" among others. */
+static int read_cpu_stat(const struct cgroup_hierarchy *h, const char *dir, struct cgroup_cpu_usage *u,
+			 char **ret_culprit)
+{
+	g_autofree char *text = NULL;
+	int r = read_text(h, dir, "cpu.stat", &text);
+	if (r < 0)
+		return r == -EINVAL ? bad(dir, "cpu.stat", ret_culprit) : r;
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	gboolean user = FALSE, system = FALSE;
+	for (char **line = lines; *line; line++) {
+		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
+		uint64_t us;
+		if (g_strv_length(f) != 2 || !parse_u64(f[1], &us) || us > UINT64_MAX / 1000)
+			return bad(dir, "cpu.stat", ret_culprit);
+		if (strcmp(f[0], "user_usec") == 0)
+			user = TRUE, u->total.user_ns = us * 1000;
+		else if (strcmp(f[0], "system_usec") == 0)
+			system = TRUE, u->total.system_ns = us * 1000;
+	}
+	return user && system ? 0 : bad(dir, "cpu.stat", ret_culprit);
+}
+
+int cgroup_read_cpu_usage(const struct cgroup_config *cfg, const struct cgroup_paths *p,
+			  struct cgroup_cpu_usage *ret, char **ret_culprit)
+{
+	gboolean v2 = cfg->cpu.version == CGROUP_V2;
+	const struct cgroup_hierarchy *h = v2 ? &cfg->cpu : &cfg->cpuacct;
+	const char *path = v2 ? p->cpu : p->cpuacct;
+	struct cgroup_cpu_usage u = { { 0, 0 }, NULL };
+
+	if (h->version == CGROUP_NONE || !path)
+		return -ENOENT;
+	g_autofree char *dir = existing_dir(h, path);
+	if (!dir)
+		return -ENOENT;
+	int r = v2 ? read_cpu_stat(h, dir, &u, ret_culprit) : read_usage_all(h, dir, &u, ret_culprit);
+	if (r < 0) {
+		cgroup_cpu_usage_clear(&u);
+		return r;
+	}
+	*ret = u;
 	return 0;
 }

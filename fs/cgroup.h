@@ -29,6 +29,7 @@ struct cgroup_config {
 	struct cgroup_hierarchy cpu;    /* CFS bandwidth: v1 cpu.cfs_*, v2 cpu.max */
 	struct cgroup_hierarchy cpuset; /* v1 cpuset.*cpus, v2 cpuset.cpus.effective */
 	struct cgroup_hierarchy memory; /* v1 memory.*, v2 memory.* */
+	struct cgroup_hierarchy cpuacct; /* v1 cpuacct.usage_all (v2: the cpu hierarchy's cpu.stat) */
 };
 
 /* A process's cgroup in each hierarchy, as /proc/<pid>/cgroup names it. */
@@ -36,6 +37,7 @@ struct cgroup_paths {
 	char *cpu;    /* NULL when the controller is not available */
 	char *cpuset;
 	char *memory;
+	char *cpuacct;
 };
 
 void cgroup_paths_clear(struct cgroup_paths *p);
@@ -73,3 +75,22 @@ char *cgroup_memory_dir(const struct cgroup_hierarchy *h, const char *path);
  * level has a memory limit, and *ret is left empty. */
 int cgroup_read_memory(const struct cgroup_hierarchy *h, const char *dir, struct mem_figures *ret,
 		       gboolean *ret_limited, char **ret_culprit);
+
+/* The CPU time a cgroup's processes used since it was made. */
+struct cgroup_cpu_time {
+	uint64_t user_ns, system_ns;
+};
+struct cgroup_cpu_usage {
+	struct cgroup_cpu_time total;
+	/* struct cgroup_cpu_time by host CPU number (v1 cpuacct.usage_all),
+	 * or NULL: no per-CPU split (v2) */
+	GArray *per_cpu;
+};
+
+void cgroup_cpu_usage_clear(struct cgroup_cpu_usage *u);
+
+/* Read the CPU time of the cgroups in p: v1 cpuacct.usage_all, v2
+ * cpu.stat. 0; -ENOENT if no hierarchy counts it or the cgroup is gone;
+ * -EINVAL for garbage (then *ret_culprit names the file). */
+int cgroup_read_cpu_usage(const struct cgroup_config *cfg, const struct cgroup_paths *p,
+			  struct cgroup_cpu_usage *ret, char **ret_culprit);

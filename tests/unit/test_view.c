@@ -27,7 +27,8 @@ static struct cpuview *host_cpuview(int sys)
 	const struct cpuview_config cfg = {
 		.proc_fd = -1,
 		.sys_cpu_fd = sys,
-		.cgroups = { { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL } },
+		.cgroups = { { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL },
+			     { CGROUP_NONE, -1, NULL } },
 	};
 	cr_assert_eq(cpuview_new(&cfg, &ret), 0);
 	return ret;

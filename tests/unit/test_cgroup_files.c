@@ -1,6 +1,7 @@
-/* Reading a memory cgroup's figures (cgroup_read_memory) from v1 and v2
- * trees built for each test in a temporary directory: nested limits, "max",
- * missing swap files, garbage, a vanished cgroup, v1's total_* names. */
+/* Reading cgroup files from v1 and v2 trees built for each test in a
+ * temporary directory: a memory cgroup's figures (cgroup_read_memory:
+ * nested limits, "max", missing swap files, garbage, a vanished cgroup,
+ * v1's total_* names) and CPU time (cgroup_read_cpu_usage). */
 #include "cgroup.h"
 
 #include <criterion/criterion.h>
@@ -28,7 +29,7 @@ static void remove_tree(void)
 	g_free(tree);
 }
 
-TestSuite(cgroup_memory, .init = make_tree, .fini = remove_tree);
+TestSuite(cgroup_files, .init = make_tree, .fini = remove_tree);
 
 /* Write text to the tree's file path, making its directories. */
 static void put(const char *path, const char *text)
@@ -67,7 +68,7 @@ static void v2_tree(void)
 	put("a/b/memory.stat", "anon 1000\nfile 2000\nfile_mapped 300\nslab_reclaimable 40\npgfault 7\n");
 }
 
-Test(cgroup_memory, v2_limits_are_the_smallest_over_ancestors)
+Test(cgroup_files, v2_limits_are_the_smallest_over_ancestors)
 {
 	v2_tree();
 	struct mem_figures f = { 0 };
@@ -87,7 +88,7 @@ Test(cgroup_memory, v2_limits_are_the_smallest_over_ancestors)
 	mem_figures_clear(&f);
 }
 
-Test(cgroup_memory, v2_without_a_limit_anywhere_or_at_the_root_is_not_limited)
+Test(cgroup_files, v2_without_a_limit_anywhere_or_at_the_root_is_not_limited)
 {
 	put("free/memory.max", "max\n");
 	put("free/memory.current", "1\n");
@@ -102,7 +103,7 @@ Test(cgroup_memory, v2_without_a_limit_anywhere_or_at_the_root_is_not_limited)
 	cr_assert_not(limited);
 }
 
-Test(cgroup_memory, v2_without_swap_files_does_not_account_swap)
+Test(cgroup_files, v2_without_swap_files_does_not_account_swap)
 {
 	put("noswap/memory.max", "268435456\n");
 	put("noswap/memory.current", "0\n");
@@ -116,7 +117,7 @@ Test(cgroup_memory, v2_without_swap_files_does_not_account_swap)
 	mem_figures_clear(&f);
 }
 
-Test(cgroup_memory, garbage_is_einval_and_names_the_file)
+Test(cgroup_files, garbage_is_einval_and_names_the_file)
 {
 	v2_tree();
 	const char *cases[][2] = {
@@ -139,7 +140,7 @@ Test(cgroup_memory, garbage_is_einval_and_names_the_file)
 	}
 }
 
-Test(cgroup_memory, a_vanished_cgroup_is_enoent)
+Test(cgroup_files, a_vanished_cgroup_is_enoent)
 {
 	v2_tree();
 	struct mem_figures f = { 0 };
@@ -161,7 +162,7 @@ static void v1_tree(void)
 			     "total_mapped_file 11\ntotal_pgfault 13\nhierarchical_memory_limit 268435456\n");
 }
 
-Test(cgroup_memory, v1_figures_come_in_v2_names_from_the_totals)
+Test(cgroup_files, v1_figures_come_in_v2_names_from_the_totals)
 {
 	v1_tree();
 	struct mem_figures f = { 0 };
@@ -184,7 +185,7 @@ Test(cgroup_memory, v1_figures_come_in_v2_names_from_the_totals)
 	mem_figures_clear(&f);
 }
 
-Test(cgroup_memory, v1_swap_unlimited_or_not_accounted)
+Test(cgroup_files, v1_swap_unlimited_or_not_accounted)
 {
 	v1_tree();
 	put("c/memory.memsw.limit_in_bytes", "9223372036854771712\n");
@@ -206,7 +207,7 @@ Test(cgroup_memory, v1_swap_unlimited_or_not_accounted)
 	mem_figures_clear(&f);
 }
 
-Test(cgroup_memory, the_group_of_a_path_stays_inside_the_mount)
+Test(cgroup_files, the_group_of_a_path_stays_inside_the_mount)
 {
 	const struct cgroup_hierarchy h = { CGROUP_V2, -1, "/kubepods" };
 	g_autofree char *a = cgroup_memory_dir(&h, "/kubepods/pod1/c");
@@ -215,4 +216,60 @@ Test(cgroup_memory, the_group_of_a_path_stays_inside_the_mount)
 	cr_assert_str_eq(top, ".");
 	cr_assert_null(cgroup_memory_dir(&h, "/other"));
 	cr_assert_null(cgroup_memory_dir(&h, "/kubepods/../x"));
+}
+
+static int cpu_usage(enum cgroup_version version, const char *path, struct cgroup_cpu_usage *u, char **culprit)
+{
+	const struct cgroup_hierarchy h = { version, tree_fd, "/" };
+	const struct cgroup_hierarchy none = { CGROUP_NONE, -1, NULL };
+	const struct cgroup_config cfg = { version == CGROUP_V2 ? h : none, none, none,
+					   version == CGROUP_V1 ? h : none };
+	struct cgroup_paths p = { (char *)path, NULL, NULL, (char *)path };
+	return cgroup_read_cpu_usage(&cfg, &p, u, culprit);
+}
+
+Test(cgroup_files, v1_cpu_time_is_per_cpu_and_summed)
+{
+	put("c/cpuacct.usage_all", "cpu user system\n0 100 10\n1 200 20\n2 0 0\n");
+	struct cgroup_cpu_usage u;
+	cr_assert_eq(cpu_usage(CGROUP_V1, "/c", &u, NULL), 0);
+	cr_assert_eq(u.total.user_ns, 300);
+	cr_assert_eq(u.total.system_ns, 30);
+	cr_assert_eq(u.per_cpu->len, 3);
+	cr_assert_eq(g_array_index(u.per_cpu, struct cgroup_cpu_time, 1).user_ns, 200);
+	cgroup_cpu_usage_clear(&u);
+}
+
+Test(cgroup_files, v2_cpu_time_has_no_per_cpu_split)
+{
+	put("c/cpu.stat", "usage_usec 330\nuser_usec 300\nsystem_usec 30\nnr_periods 0\n");
+	struct cgroup_cpu_usage u;
+	cr_assert_eq(cpu_usage(CGROUP_V2, "/c", &u, NULL), 0);
+	cr_assert_eq(u.total.user_ns, 300000);
+	cr_assert_eq(u.total.system_ns, 30000);
+	cr_assert_null(u.per_cpu);
+}
+
+Test(cgroup_files, cpu_time_garbage_is_einval_and_a_vanished_cgroup_enoent)
+{
+	const char *bad[][3] = {
+		{ "1", "cpuacct.usage_all", "user system\n0 1 2\n" },
+		{ "1", "cpuacct.usage_all", "cpu user system\n1 1 2\n" }, /* CPU 0 missing */
+		{ "1", "cpuacct.usage_all", "cpu user system\n0 1\n" },
+		{ "2", "cpu.stat", "usage_usec 1\n" },                    /* no user_usec */
+		{ "2", "cpu.stat", "user_usec x\nsystem_usec 1\n" },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		g_autofree char *path = g_strdup_printf("b%zu/%s", i, bad[i][1]);
+		g_autofree char *dir = g_strdup_printf("/b%zu", i);
+		put(path, bad[i][2]);
+		struct cgroup_cpu_usage u;
+		g_autofree char *culprit = NULL;
+		cr_assert_eq(cpu_usage(bad[i][0][0] == '1' ? CGROUP_V1 : CGROUP_V2, dir, &u, &culprit), -EINVAL, "%s",
+			     bad[i][2]);
+		cr_assert_str_eq(culprit, path);
+	}
+	struct cgroup_cpu_usage u;
+	cr_assert_eq(cpu_usage(CGROUP_V2, "/gone", &u, NULL), -ENOENT);
+	cr_assert_eq(cpu_usage(CGROUP_V1, "/gone", &u, NULL), -ENOENT);
 }

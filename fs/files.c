@@ -134,7 +134,7 @@ static void decider_of_caller(struct view *v, const struct caller *c, const stru
 {
 	*ret = (struct decider){ row, 0, NULL };
 	if (row->source == CLASS_MEMORY) {
-		ret->what = fresh ? memgroups_of_fresh(v->cfg.memgroups, c->tid) : memgroups_of(v->cfg.memgroups, c->tid);
+		ret->what = memgroups_of(v->cfg.memgroups, c->tid, fresh);
 		ret->class_id = memgroups_class(ret->what);
 		return;
 	}

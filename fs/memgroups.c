@@ -1,10 +1,9 @@
 #include "memgroups.h"
 
-#include "classes.h"
+#include "deciders.h"
 #include "hash.h"
 #include "ino.h"
 #include "procfile.h"
-#include "tidcache.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,8 +11,7 @@
 
 struct memgroups {
 	struct memgroups_config cfg;
-	struct classes *classes; /* content class -> group (a string) */
-	struct tidcache groups;  /* callers' groups, kept a second per worker thread */
+	struct deciders groups; /* callers' groups (strings) */
 	GMutex lock;             /* guards reported, and calls of cfg.report */
 	GHashTable *reported;    /* files already reported as unusable */
 };
@@ -23,12 +21,17 @@ static gpointer dup_group(gpointer group)
 	return g_strdup(group);
 }
 
+static gpointer find_group(void *data, pid_t tid);
+static uint64_t group_class(gconstpointer group)
+{
+	return memgroups_class(group);
+}
+
 struct memgroups *memgroups_new(const struct memgroups_config *cfg)
 {
 	struct memgroups *m = g_new0(struct memgroups, 1);
 	m->cfg = *cfg;
-	m->classes = classes_new(dup_group, g_free);
-	tidcache_init(&m->groups, dup_group, g_free);
+	deciders_init(&m->groups, find_group, group_class, dup_group, g_free, m);
 	g_mutex_init(&m->lock);
 	m->reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	return m;
@@ -38,7 +41,7 @@ void memgroups_free(struct memgroups *m)
 {
 	if (!m)
 		return;
-	classes_free(m->classes);
+	deciders_clear(&m->groups);
 	g_hash_table_unref(m->reported);
 	g_mutex_clear(&m->lock);
 	g_free(m);
@@ -58,8 +61,9 @@ uint64_t memgroups_class(const char *group)
 	return h ? h : 1;
 }
 
-char *memgroups_of_fresh(struct memgroups *m, pid_t tid)
+static gpointer find_group(void *data, pid_t tid)
 {
+	struct memgroups *m = data;
 	char path[32];
 	g_autofree char *text = NULL;
 	struct cgroup_config only = { .memory = m->cfg.memory };
@@ -71,27 +75,22 @@ char *memgroups_of_fresh(struct memgroups *m, pid_t tid)
 	    cgroup_parse_membership(text, &only, &paths) == 0 && paths.memory)
 		group = cgroup_memory_dir(&m->cfg.memory, paths.memory);
 	cgroup_paths_clear(&paths);
-	if (!group)
-		group = g_strdup("");
-	tidcache_put(&m->groups, tid, group);
-	classes_put(m->classes, memgroups_class(group), group);
-	return group;
+	return group ? group : g_strdup("");
 }
 
-char *memgroups_of(struct memgroups *m, pid_t tid)
+char *memgroups_of(struct memgroups *m, pid_t tid, gboolean fresh)
 {
-	char *group = tidcache_get(&m->groups, tid);
-	return group ? group : memgroups_of_fresh(m, tid);
+	return deciders_of(&m->groups, tid, fresh);
 }
 
 void memgroups_forget_cached(struct memgroups *m)
 {
-	tidcache_forget(&m->groups);
+	deciders_forget(&m->groups);
 }
 
 char *memgroups_of_class(struct memgroups *m, uint64_t class_id)
 {
-	return classes_get(m->classes, class_id);
+	return deciders_of_class(&m->groups, class_id);
 }
 
 /* host, the host's proc/<name>, for a cgroup with a memory limit (f):

@@ -27,10 +27,9 @@ void memgroups_free(struct memgroups *m);
 /* The memory cgroup of the caller thread tid, as a string that is the same
  * in every process for the same cgroup ("" when the host has no memory
  * controller or the caller's cannot be told: the host's files). Never
- * NULL; free it. Kept for a second per thread (fs/tidcache.h). */
-char *memgroups_of(struct memgroups *m, pid_t tid);
-/* The same, found now, whatever this thread kept. */
-char *memgroups_of_fresh(struct memgroups *m, pid_t tid);
+ * NULL; free it. Kept for a second per thread (fs/deciders.h); fresh:
+ * found now, whatever this thread kept. */
+char *memgroups_of(struct memgroups *m, pid_t tid, gboolean fresh);
 /* A caller moved: no thread answers from the groups it kept before. */
 void memgroups_forget_cached(struct memgroups *m);
 /* The content class of a group's files (fs/ino.h): a hash, never 0. */

@@ -82,7 +82,7 @@ static struct memgroups *make(void)
 
 static char *render(struct memgroups *m, pid_t tid, const char *name)
 {
-	g_autofree char *group = memgroups_of(m, tid);
+	g_autofree char *group = memgroups_of(m, tid, FALSE);
 	GBytes *text = NULL;
 	cr_assert_eq(memgroups_render(m, group, name, &text), 0);
 	char *s = g_strndup(g_bytes_get_data(text, NULL), g_bytes_get_size(text));
@@ -104,8 +104,8 @@ Test(memgroups, a_limited_caller_reads_its_cgroup_an_unlimited_one_the_host)
 Test(memgroups, a_group_is_its_path_and_its_class_is_known_to_every_caller)
 {
 	struct memgroups *m = make();
-	g_autofree char *a = memgroups_of(m, 100);
-	g_autofree char *b = memgroups_of(m, 200);
+	g_autofree char *a = memgroups_of(m, 100, FALSE);
+	g_autofree char *b = memgroups_of(m, 200, FALSE);
 	cr_assert_str_eq(a, "box");
 	cr_assert_neq(memgroups_class(a), memgroups_class(b));
 	cr_assert_eq(memgroups_class(a), memgroups_class("box"), "the same in every process");
@@ -118,7 +118,7 @@ Test(memgroups, a_group_is_its_path_and_its_class_is_known_to_every_caller)
 Test(memgroups, a_caller_whose_procfs_entry_is_unreadable_gets_the_hosts_files)
 {
 	struct memgroups *m = make();
-	g_autofree char *group = memgroups_of(m, 999); /* no proc/999 */
+	g_autofree char *group = memgroups_of(m, 999, TRUE); /* no proc/999 */
 	cr_assert_str_eq(group, "");
 	g_autofree char *text = render(m, 999, "meminfo");
 	cr_assert_str_eq(text, host_meminfo);

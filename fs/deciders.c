@@ -1,0 +1,37 @@
+#include "deciders.h"
+
+void deciders_init(struct deciders *d, gpointer (*find)(void *data, pid_t tid),
+		   uint64_t (*class_of)(gconstpointer obj), classes_ref_fn ref, GDestroyNotify unref, void *data)
+{
+	tidcache_init(&d->cache, ref, unref);
+	d->classes = classes_new(ref, unref);
+	d->find = find;
+	d->class_of = class_of;
+	d->data = data;
+}
+
+void deciders_clear(struct deciders *d)
+{
+	g_clear_pointer(&d->classes, classes_free);
+}
+
+gpointer deciders_of(struct deciders *d, pid_t tid, gboolean fresh)
+{
+	gpointer obj = fresh ? NULL : tidcache_get(&d->cache, tid);
+	if (obj)
+		return obj;
+	obj = d->find(d->data, tid);
+	tidcache_put(&d->cache, tid, obj);
+	classes_put(d->classes, d->class_of(obj), obj);
+	return obj;
+}
+
+gpointer deciders_of_class(struct deciders *d, uint64_t class_id)
+{
+	return classes_get(d->classes, class_id);
+}
+
+void deciders_forget(struct deciders *d)
+{
+	tidcache_forget(&d->cache);
+}

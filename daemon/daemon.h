@@ -36,6 +36,7 @@ struct containers_config {
 	int sys_cpu_fd;
 	struct cpuview *cpuview;
 	struct memgroups *memgroups; /* NULL: no memory view */
+	struct uptimes *uptimes;
 	struct smaps *smaps;
 	struct pidwatch *watch;
 	struct server *server;

@@ -6,6 +6,7 @@
 #include "delegate.h"
 #include "memgroups.h"
 #include "smaps.h"
+#include "uptime.h"
 
 #include <errno.h>
 #include <string.h>
@@ -15,6 +16,7 @@ enum class_source {
 	CLASS_NONE,   /* served alike to all */
 	CLASS_CPU,    /* the CPUs the caller sees: a struct cpu_map */
 	CLASS_MEMORY, /* the caller's memory cgroup (fs/memgroups): a string */
+	CLASS_UPTIME, /* the caller's pid namespace and CPU time (fs/uptime): a struct uptime_key */
 };
 
 /* Renders the file called name for what decides its text (of the row's
@@ -25,6 +27,7 @@ static int render_cpuinfo(struct view *v, gconstpointer map, const char *name, G
 static int render_stat(struct view *v, gconstpointer map, const char *name, GBytes **ret);
 static int render_cpu_set(struct view *v, gconstpointer map, const char *name, GBytes **ret);
 static int render_memory(struct view *v, gconstpointer group, const char *name, GBytes **ret);
+static int render_uptime(struct view *v, gconstpointer key, const char *name, GBytes **ret);
 static int render_stats(struct view *v, gconstpointer none, const char *name, GBytes **ret);
 static int render_control(struct view *v, gconstpointer none, const char *name, GBytes **ret);
 
@@ -70,6 +73,8 @@ static const struct row_def {
 			     CLASS_MEMORY },
 	[ROW_PROC_VMSTAT] = { "vmstat", ROW_PROC, NODE_HOST_FILE, FALSE, render_memory, SERVED_FRESH_PER_CLASS,
 			      CLASS_MEMORY },
+	[ROW_PROC_UPTIME] = { "uptime", ROW_PROC, NODE_HOST_FILE, FALSE, render_uptime, SERVED_FRESH_PER_CLASS,
+			      CLASS_UPTIME },
 	[ROW_META] = { ".cgprocfs", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
 	/* The daemon's own files: exact at every read, never cached. */
 	[ROW_META_STATS] = { "stats", ROW_META, NODE_HOST_FILE, FALSE, render_stats, SERVED_PER_OPEN, CLASS_NONE },
@@ -96,10 +101,26 @@ uint64_t files_row_ino(enum row r)
 					       : ino_named_make(rows[r].kind, r);
 }
 
-/* The memory view's rows exist only where it is on. */
+/* The finder of what decides a row's text, for a class source other than
+ * the CPU view's; NULL where that view is off (the row is then the host's,
+ * delegated). */
+static struct deciders *row_deciders(const struct view *v, const struct row_def *row)
+{
+	switch (row->source) {
+	case CLASS_MEMORY:
+		return v->cfg.memgroups ? memgroups_deciders(v->cfg.memgroups) : NULL;
+	case CLASS_UPTIME:
+		return v->cfg.uptimes ? uptimes_deciders(v->cfg.uptimes) : NULL;
+	case CLASS_NONE:
+	case CLASS_CPU:
+		break;
+	}
+	return NULL;
+}
+
 static gboolean row_served(const struct view *v, enum row r)
 {
-	return rows[r].mode == SERVED_PER_OPEN || rows[r].source != CLASS_MEMORY || v->cfg.memgroups;
+	return rows[r].source == CLASS_NONE || rows[r].source == CLASS_CPU || row_deciders(v, &rows[r]);
 }
 
 enum row files_find_row(const struct view *v, enum row parent, const char *name)
@@ -113,14 +134,15 @@ enum row files_find_row(const struct view *v, enum row parent, const char *name)
 /* What decides the text of a row served per class, for one class. */
 struct decider {
 	const struct row_def *row;
+	struct deciders *deciders; /* NULL: the CPU view's */
 	uint64_t class_id;
 	gpointer what; /* a reference: of the row's class source's type */
 };
 
 static void decider_clear(struct decider *d)
 {
-	if (d->what && d->row->source == CLASS_MEMORY)
-		g_free(d->what);
+	if (d->what && d->deciders)
+		d->deciders->cache.unref(d->what);
 	else if (d->what)
 		cpu_map_unref(d->what);
 	d->what = NULL;
@@ -128,14 +150,14 @@ static void decider_clear(struct decider *d)
 typedef struct decider decider;
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(decider, decider_clear)
 
-/* The caller's. fresh: asked now, not as this thread kept it. */
+/* The caller's. fresh: found now, not as this thread kept it. */
 static void decider_of_caller(struct view *v, const struct caller *c, const struct row_def *row, gboolean fresh,
 			      struct decider *ret)
 {
-	*ret = (struct decider){ row, 0, NULL };
-	if (row->source == CLASS_MEMORY) {
-		ret->what = memgroups_of(v->cfg.memgroups, c->tid, fresh);
-		ret->class_id = memgroups_class(ret->what);
+	*ret = (struct decider){ row, row_deciders(v, row), 0, NULL };
+	if (ret->deciders) {
+		ret->what = deciders_of(ret->deciders, c->tid, fresh);
+		ret->class_id = ret->deciders->class_of(ret->what);
 		return;
 	}
 	struct cpu_map *map = fresh ? cpuview_map_fresh(v->cfg.cpuview, c->tid)
@@ -148,10 +170,19 @@ static void decider_of_caller(struct view *v, const struct caller *c, const stru
 static gboolean decider_of_class(struct view *v, const struct row_def *row, uint64_t class_id,
 				 struct decider *ret)
 {
-	*ret = (struct decider){ row, class_id, NULL };
-	ret->what = row->source == CLASS_MEMORY ? (gpointer)memgroups_of_class(v->cfg.memgroups, class_id)
-						: (gpointer)cpuview_map_of_class(v->cfg.cpuview, class_id);
+	*ret = (struct decider){ row, row_deciders(v, row), class_id, NULL };
+	ret->what = ret->deciders ? deciders_of_class(ret->deciders, class_id)
+				  : (gpointer)cpuview_map_of_class(v->cfg.cpuview, class_id);
 	return ret->what != NULL;
+}
+
+/* A caller moved: no thread answers from what it kept of this row's kind. */
+static void decider_forget(struct view *v, const struct decider *d)
+{
+	if (d->deciders)
+		deciders_forget(d->deciders);
+	else
+		cpuview_forget_cached(v->cfg.cpuview);
 }
 
 uint64_t files_row_ino_for(struct view *v, const struct caller *c, enum row r)
@@ -328,10 +359,7 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 		/* The lookup that gave ino may have answered from another
 		 * thread's finding of before a move (this one's may have been
 		 * fresh already): the next one must not. Rare: only here. */
-		if (row->source == CLASS_MEMORY)
-			memgroups_forget_cached(v->cfg.memgroups);
-		else
-			cpuview_forget_cached(v->cfg.cpuview);
+		decider_forget(v, &d);
 		return -ESTALE;
 	}
 	if (row->mode == SERVED_FRESH_PER_CLASS) {
@@ -402,6 +430,11 @@ static int render_cpu_set(struct view *v, gconstpointer cpus, const char *name, 
 static int render_memory(struct view *v, gconstpointer group, const char *name, GBytes **ret)
 {
 	return memgroups_render(v->cfg.memgroups, group, name, ret);
+}
+
+static int render_uptime(struct view *v, gconstpointer key, const char *name, GBytes **ret)
+{
+	return uptimes_render(v->cfg.uptimes, key, ret);
 }
 
 static int render_stats(struct view *v, gconstpointer none, const char *name, GBytes **ret)

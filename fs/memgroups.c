@@ -78,19 +78,9 @@ static gpointer find_group(void *data, pid_t tid)
 	return group ? group : g_strdup("");
 }
 
-char *memgroups_of(struct memgroups *m, pid_t tid, gboolean fresh)
+struct deciders *memgroups_deciders(struct memgroups *m)
 {
-	return deciders_of(&m->groups, tid, fresh);
-}
-
-void memgroups_forget_cached(struct memgroups *m)
-{
-	deciders_forget(&m->groups);
-}
-
-char *memgroups_of_class(struct memgroups *m, uint64_t class_id)
-{
-	return deciders_of_class(&m->groups, class_id);
+	return &m->groups;
 }
 
 /* host, the host's proc/<name>, for a cgroup with a memory limit (f):

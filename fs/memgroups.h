@@ -24,19 +24,13 @@ struct memgroups;
 struct memgroups *memgroups_new(const struct memgroups_config *cfg);
 void memgroups_free(struct memgroups *m);
 
-/* The memory cgroup of the caller thread tid, as a string that is the same
- * in every process for the same cgroup ("" when the host has no memory
- * controller or the caller's cannot be told: the host's files). Never
- * NULL; free it. Kept for a second per thread (fs/deciders.h); fresh:
- * found now, whatever this thread kept. */
-char *memgroups_of(struct memgroups *m, pid_t tid, gboolean fresh);
-/* A caller moved: no thread answers from the groups it kept before. */
-void memgroups_forget_cached(struct memgroups *m);
+/* Callers' memory cgroups, by thread and by class (fs/deciders.h): each a
+ * string that is the same in every process for the same cgroup ("" when
+ * the host has no memory controller or the caller's cannot be told: the
+ * host's files). */
+struct deciders *memgroups_deciders(struct memgroups *m);
 /* The content class of a group's files (fs/ino.h): a hash, never 0. */
 uint64_t memgroups_class(const char *group);
-/* The group of a class some caller had (memgroups_of), or NULL. */
-char *memgroups_of_class(struct memgroups *m, uint64_t class_id);
-
 /* The text of proc/<name> (meminfo, swaps, vmstat) for group: the host's
  * when the group has no memory limit or its files cannot be used. */
 int memgroups_render(struct memgroups *m, const char *group, const char *name, GBytes **ret);

@@ -1002,6 +1002,14 @@ def make_tests(d, lab):
         test_memview.check_probe("runc", json.loads(out.strip().splitlines()[-1]), test_memview.LIMIT,
                                  test_memview.SWAP if memsw else None, test_memview.host_meminfo())
 
+    @test("runc: /proc/uptime in a container started a moment ago is the container's, under 10 s")
+    def _():
+        with Container(lab, VIEW_MARK + "sleep 1; echo @@uptime; cat /proc/uptime") as c:
+            secs, result = c.run_ok("the uptime probe")
+        check_view_in_place(secs, result)
+        up = float(section(secs, "uptime", result).split()[0])
+        check(0.9 <= up < 10, "the container's uptime is %.2f s" % up, describe(result))
+
     # 6. ---------------------------------------------------------------
 
     @test("runc: with no daemon the hook says so in one line and exits 0; the container sees the real /proc")

@@ -68,9 +68,12 @@ for group in (mem, parent + "/child"):
                         'mount --rbind "$0/proc" /proc && exec "$@"', mnt, sys.executable, "-c", mem_probe],
                        preexec_fn=joiner(group), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     probes[group] = {"rc": p.returncode, "err": p.stderr[-2000:], "out": p.stdout}
+# uptime: of a pid namespace made a second ago
+new_ns = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", "sleep 1; cat " + mnt + "/proc/uptime"],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 daemon.terminate()
 daemon.wait()
-print(json.dumps({"kernel": os.uname().release, "rc": out.returncode, "err": out.stderr[-2000:],
+print(json.dumps({"new_ns_uptime": new_ns.stdout, "new_ns_err": new_ns.stderr,"kernel": os.uname().release, "rc": out.returncode, "err": out.stderr[-2000:],
                   "reads": json.loads(out.stdout) if out.returncode == 0 else None,
                   "swapon": swapon.returncode, "swapon_err": swapon.stderr, "meminfo": meminfo, "probes": probes,
                   "log": open("/tmp/daemon.log").read()[-2000:]}))
@@ -133,6 +136,13 @@ def run(exe):
             # lines there: neither is checked in the guest.
             test_memview.check_probe("the guest's " + group, json.loads(p["out"]), test_memview.LIMIT,
                                      test_memview.SWAP, guest["meminfo"], top_vmstat_run=False)
+
+    @test("in the guest, a pid namespace made a second ago reads an uptime of about a second")
+    def _():
+        check(guest, "the guest gave nothing")
+        fields = guest["new_ns_uptime"].split()
+        check(len(fields) == 2, "no uptime from the new namespace: %s" % guest["new_ns_err"], guest["new_ns_uptime"])
+        check(0.9 <= float(fields[0]) < 10, "uptime of a pid namespace 1 s old: %s s" % fields[0])
 
     cgtest.run_tests(t)
 

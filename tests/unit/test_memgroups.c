@@ -4,6 +4,8 @@
  * and one report per file. */
 #include "memgroups.h"
 
+#include "deciders.h"
+
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -82,7 +84,7 @@ static struct memgroups *make(void)
 
 static char *render(struct memgroups *m, pid_t tid, const char *name)
 {
-	g_autofree char *group = memgroups_of(m, tid, FALSE);
+	g_autofree char *group = deciders_of(memgroups_deciders(m), tid, FALSE);
 	GBytes *text = NULL;
 	cr_assert_eq(memgroups_render(m, group, name, &text), 0);
 	char *s = g_strndup(g_bytes_get_data(text, NULL), g_bytes_get_size(text));
@@ -104,21 +106,21 @@ Test(memgroups, a_limited_caller_reads_its_cgroup_an_unlimited_one_the_host)
 Test(memgroups, a_group_is_its_path_and_its_class_is_known_to_every_caller)
 {
 	struct memgroups *m = make();
-	g_autofree char *a = memgroups_of(m, 100, FALSE);
-	g_autofree char *b = memgroups_of(m, 200, FALSE);
+	g_autofree char *a = deciders_of(memgroups_deciders(m), 100, FALSE);
+	g_autofree char *b = deciders_of(memgroups_deciders(m), 200, FALSE);
 	cr_assert_str_eq(a, "box");
 	cr_assert_neq(memgroups_class(a), memgroups_class(b));
 	cr_assert_eq(memgroups_class(a), memgroups_class("box"), "the same in every process");
-	g_autofree char *known = memgroups_of_class(m, memgroups_class(a));
+	g_autofree char *known = deciders_of_class(memgroups_deciders(m), memgroups_class(a));
 	cr_assert_str_eq(known, "box");
-	cr_assert_null(memgroups_of_class(m, memgroups_class("never-seen")));
+	cr_assert_null(deciders_of_class(memgroups_deciders(m), memgroups_class("never-seen")));
 	memgroups_free(m);
 }
 
 Test(memgroups, a_caller_whose_procfs_entry_is_unreadable_gets_the_hosts_files)
 {
 	struct memgroups *m = make();
-	g_autofree char *group = memgroups_of(m, 999, TRUE); /* no proc/999 */
+	g_autofree char *group = deciders_of(memgroups_deciders(m), 999, TRUE); /* no proc/999 */
 	cr_assert_str_eq(group, "");
 	g_autofree char *text = render(m, 999, "meminfo");
 	cr_assert_str_eq(text, host_meminfo);

@@ -155,7 +155,7 @@ static int ns_view_new(struct containers *cs, int ns_fd, uint64_t ns, struct ns_
 		.sys_cpu_fd = cs->cfg.sys_cpu_fd,
 		.cpuview = cs->cfg.cpuview,
 		.memgroups = cs->cfg.memgroups,
-		.uptimes = cs->cfg.uptimes,
+		.cputimes = cs->cfg.cputimes,
 		.smaps = cs->cfg.smaps,
 		.pid_ns_fd = own_ns_fd,
 		.pid_ns = ns,

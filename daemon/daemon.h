@@ -36,7 +36,7 @@ struct containers_config {
 	int sys_cpu_fd;
 	struct cpuview *cpuview;
 	struct memgroups *memgroups; /* NULL: no memory view */
-	struct uptimes *uptimes;
+	struct cputimes *cputimes;
 	struct smaps *smaps;
 	struct pidwatch *watch;
 	struct server *server;

@@ -38,7 +38,7 @@ struct daemon {
 	struct cpuview *cpuview;
 	struct memgroups *memgroups; /* NULL: --no-memory-view */
 	struct nsinits *nsinits;
-	struct uptimes *uptimes;
+	struct cputimes *cputimes;
 	struct smaps *smaps;
 	struct view *view;
 	struct pidwatch *watch;
@@ -230,13 +230,13 @@ static gboolean make_views(struct daemon *d, GError **error)
 	if (d->cfg->memory_view)
 		d->memgroups = memgroups_new(&mcfg);
 	d->nsinits = nsinits_new(d->proc_fd);
-	const struct uptimes_config ucfg = {
+	const struct cputimes_config tcfg = {
 		.proc_fd = d->proc_fd,
 		.cgroups = d->cgroups.config,
 		.cpuview = d->cpuview,
 		.nsinits = d->nsinits,
 	};
-	d->uptimes = uptimes_new(&ucfg);
+	d->cputimes = cputimes_new(&tcfg);
 	struct stat pidns;
 	const struct smaps_config scfg = {
 		.proc_fd = d->proc_fd,
@@ -249,7 +249,7 @@ static gboolean make_views(struct daemon *d, GError **error)
 	const struct view_config vcfg = {
 		.proc_fd = d->proc_fd, .sys_cpu_fd = d->sys_cpu_fd, .cpuview = d->cpuview, .smaps = d->smaps,
 		.memgroups = d->memgroups,
-		.uptimes = d->uptimes,
+		.cputimes = d->cputimes,
 		.pid_ns_fd = -1,
 		.pid_ns = scfg.ns,
 		.hidepid = hides_processes(d->real_opts),
@@ -342,7 +342,7 @@ static gboolean start_serving(struct daemon *d, GError **error)
 		.sys_cpu_fd = d->sys_cpu_fd,
 		.cpuview = d->cpuview,
 		.memgroups = d->memgroups,
-		.uptimes = d->uptimes,
+		.cputimes = d->cputimes,
 		.smaps = d->smaps,
 		.watch = d->watch,
 		.server = d->server,
@@ -422,7 +422,7 @@ static void free_daemon(struct daemon *d, gboolean containers_live)
 	smaps_free(d->smaps);
 	cpuview_free(d->cpuview);
 	memgroups_free(d->memgroups);
-	uptimes_free(d->uptimes);
+	cputimes_free(d->cputimes);
 	nsinits_free(d->nsinits);
 	cgroups_clear(&d->cgroups);
 	server_free(d->server);

@@ -6,7 +6,7 @@
 #include "delegate.h"
 #include "memgroups.h"
 #include "smaps.h"
-#include "uptime.h"
+#include "cputime.h"
 
 #include <errno.h>
 #include <string.h>
@@ -16,7 +16,7 @@ enum class_source {
 	CLASS_NONE,   /* served alike to all */
 	CLASS_CPU,    /* the CPUs the caller sees: a struct cpu_map */
 	CLASS_MEMORY, /* the caller's memory cgroup (fs/memgroups): a string */
-	CLASS_UPTIME, /* the caller's pid namespace and CPU time (fs/uptime): a struct uptime_key */
+	CLASS_UPTIME, /* the caller's pid namespace and CPU time (fs/cputime): a struct cputime_key */
 };
 
 /* Renders the file called name for what decides its text (of the row's
@@ -110,7 +110,7 @@ static struct deciders *row_deciders(const struct view *v, const struct row_def 
 	case CLASS_MEMORY:
 		return v->cfg.memgroups ? memgroups_deciders(v->cfg.memgroups) : NULL;
 	case CLASS_UPTIME:
-		return v->cfg.uptimes ? uptimes_deciders(v->cfg.uptimes) : NULL;
+		return v->cfg.cputimes ? cputimes_uptime_deciders(v->cfg.cputimes) : NULL;
 	case CLASS_NONE:
 	case CLASS_CPU:
 		break;
@@ -434,7 +434,7 @@ static int render_memory(struct view *v, gconstpointer group, const char *name, 
 
 static int render_uptime(struct view *v, gconstpointer key, const char *name, GBytes **ret)
 {
-	return uptimes_render(v->cfg.uptimes, key, ret);
+	return cputimes_render_uptime(v->cfg.cputimes, key, ret);
 }
 
 static int render_stats(struct view *v, gconstpointer none, const char *name, GBytes **ret)

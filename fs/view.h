@@ -12,7 +12,7 @@
  *   proc/<name>           -> .real/<name>       (delegated)
  *   proc/cpuinfo, stat    the caller's CPUs (fs/cpuview)
  *   proc/meminfo, swaps, vmstat  the caller's memory cgroup (fs/memgroups)
- *   proc/uptime           the caller's pid namespace and CPU time (fs/uptime)
+ *   proc/uptime           the caller's pid namespace and CPU time (fs/cputime)
  *   proc/<pid>/           one per process
  *   proc/<pid>/<entry>    -> ../.real/<pid>/<entry> (delegated)
  *   proc/<pid>/exe|cwd|root  symlinks carrying the real link's text
@@ -28,7 +28,7 @@
 #include "caller.h"
 #include "cpuview.h"
 #include "memgroups.h"
-#include "uptime.h"
+#include "cputime.h"
 #include "smaps.h"
 
 #include <glib.h>
@@ -44,8 +44,8 @@ struct view_config {
 	/* Whose memory files each caller sees; NULL: the host's, delegated
 	 * (--no-memory-view). */
 	struct memgroups *memgroups;
-	/* Whose uptime each caller sees; NULL: the host's, delegated. */
-	struct uptimes *uptimes;
+	/* Whose uptime and CPU time each caller sees; NULL: the host's uptime (delegated) and stat (as the CPU view has it). */
+	struct cputimes *cputimes;
 	/* proc_fd's pid namespace: -1 for the daemon's own, else an fd of it
 	 * (a container's view). Pid directories are watched with pidfds and
 	 * cached until their process exits; where pidfds cannot be had (a

@@ -1,4 +1,4 @@
-#include "uptime.h"
+#include "cputime.h"
 
 #include "hash.h"
 #include "ino.h"
@@ -10,18 +10,18 @@
 #include <string.h>
 #include <unistd.h>
 
-struct uptimes {
-	struct uptimes_config cfg;
+struct cputimes {
+	struct cputimes_config cfg;
 	struct deciders keys;
 	long ticks_per_s;
 };
 
-gpointer uptime_key_ref(gpointer key)
+gpointer cputime_key_ref(gpointer key)
 {
 	return g_atomic_rc_box_acquire(key);
 }
 
-void uptime_key_unref(gpointer key)
+void cputime_key_unref(gpointer key)
 {
 	if (key)
 		g_atomic_rc_box_release(key);
@@ -29,7 +29,7 @@ void uptime_key_unref(gpointer key)
 
 static uint64_t key_class(gconstpointer p)
 {
-	const struct uptime_key *k = p;
+	const struct cputime_key *k = p;
 	const uint64_t head[3] = { k->ns, k->init_start, k->cpus };
 	uint64_t h = hash_fnv(hash_fnv(HASH_FNV_START, "uptime:", 7), head, sizeof(head));
 	h = hash_fnv(h, k->group, strlen(k->group)) & INO_SERVED_CLASS_MASK;
@@ -37,7 +37,7 @@ static uint64_t key_class(gconstpointer p)
 }
 
 /* The cgroup of tid that counts its CPU time: v2's cpu, v1's cpuacct. */
-static char *usage_group(const struct uptimes *u, pid_t tid)
+static char *usage_group(const struct cputimes *u, pid_t tid)
 {
 	char path[32];
 	g_autofree char *text = NULL;
@@ -54,12 +54,12 @@ static char *usage_group(const struct uptimes *u, pid_t tid)
 
 static gpointer find_key(void *data, pid_t tid)
 {
-	struct uptimes *u = data;
+	struct cputimes *u = data;
 	uint64_t ns = 0, start = 0;
 	gboolean own = nsinits_of(u->cfg.nsinits, tid, &ns, &start);
 	g_autofree char *group = own ? usage_group(u, tid) : g_strdup("");
 	g_autoptr(cpu_map) map = own ? cpuview_map_for(u->cfg.cpuview, tid) : NULL;
-	struct uptime_key *k = g_atomic_rc_box_alloc0(sizeof(*k) + strlen(group) + 1);
+	struct cputime_key *k = g_atomic_rc_box_alloc0(sizeof(*k) + strlen(group) + 1);
 	k->ns = own ? ns : 0;
 	k->init_start = start;
 	k->cpus = map ? map->count : 0;
@@ -67,16 +67,16 @@ static gpointer find_key(void *data, pid_t tid)
 	return k;
 }
 
-struct uptimes *uptimes_new(const struct uptimes_config *cfg)
+struct cputimes *cputimes_new(const struct cputimes_config *cfg)
 {
-	struct uptimes *u = g_new0(struct uptimes, 1);
+	struct cputimes *u = g_new0(struct cputimes, 1);
 	u->cfg = *cfg;
 	u->ticks_per_s = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
-	deciders_init(&u->keys, find_key, key_class, uptime_key_ref, uptime_key_unref, u);
+	deciders_init(&u->keys, find_key, key_class, cputime_key_ref, cputime_key_unref, u);
 	return u;
 }
 
-void uptimes_free(struct uptimes *u)
+void cputimes_free(struct cputimes *u)
 {
 	if (!u)
 		return;
@@ -84,7 +84,7 @@ void uptimes_free(struct uptimes *u)
 	g_free(u);
 }
 
-struct deciders *uptimes_deciders(struct uptimes *u)
+struct deciders *cputimes_uptime_deciders(struct cputimes *u)
 {
 	return &u->keys;
 }
@@ -101,7 +101,7 @@ static gboolean parse_uptime(const char *text, double *up, double *idle)
 	return end != second && *idle >= 0 && (*end == '\n' || *end == '\0');
 }
 
-int uptime_render(const char *host, double init_start_s, unsigned cpus, double used_s, GString **ret)
+int cputime_render_uptime(const char *host, double init_start_s, unsigned cpus, double used_s, GString **ret)
 {
 	double host_up, host_idle;
 	if (!parse_uptime(host, &host_up, &host_idle))
@@ -113,7 +113,7 @@ int uptime_render(const char *host, double init_start_s, unsigned cpus, double u
 	return 0;
 }
 
-int uptimes_render(struct uptimes *u, const struct uptime_key *key, GBytes **ret)
+int cputimes_render_uptime(struct cputimes *u, const struct cputime_key *key, GBytes **ret)
 {
 	g_autofree char *host = NULL;
 	int r = procfile_read_text_at(u->cfg.proc_fd, "uptime", &host);
@@ -133,7 +133,7 @@ int uptimes_render(struct uptimes *u, const struct uptime_key *key, GBytes **ret
 		double used_s = counted == 0 ? (double)(usage.total.user_ns + usage.total.system_ns) / 1e9 : 0;
 		cgroup_cpu_usage_clear(&usage);
 		if (counted != -EINVAL &&
-		    uptime_render(host, (double)key->init_start / (double)u->ticks_per_s, key->cpus, used_s, &out) < 0)
+		    cputime_render_uptime(host, (double)key->init_start / (double)u->ticks_per_s, key->cpus, used_s, &out) < 0)
 			out = NULL;
 	}
 	if (out) {

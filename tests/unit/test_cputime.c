@@ -1,7 +1,7 @@
 /* /proc/uptime for a pid namespace (uptime_render): the time since its
  * init started and the idle time of its CPUs, never negative, never above
  * the host's; the host text not understood gives -EINVAL. */
-#include "uptime.h"
+#include "cputime.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -9,7 +9,7 @@
 static char *render(const char *host, double start_s, unsigned cpus, double used_s)
 {
 	GString *out = NULL;
-	cr_assert_eq(uptime_render(host, start_s, cpus, used_s, &out), 0, "%s", host);
+	cr_assert_eq(cputime_render_uptime(host, start_s, cpus, used_s, &out), 0, "%s", host);
 	return g_string_free(out, FALSE);
 }
 
@@ -34,7 +34,7 @@ Test(uptime, a_host_text_not_understood_is_einval)
 	const char *bad[] = { "", "garbage\n", "1000.00\n", "1000.00 x\n", "-5 1\n", "1 2 3\n" };
 	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
 		GString *out = NULL;
-		cr_assert_eq(uptime_render(bad[i], 0, 1, 0, &out), -EINVAL, "%s", bad[i]);
+		cr_assert_eq(cputime_render_uptime(bad[i], 0, 1, 0, &out), -EINVAL, "%s", bad[i]);
 		cr_assert_null(out);
 	}
 }

@@ -255,7 +255,7 @@ unsigned cgroup_quota_cpus(uint64_t quota_us, uint64_t period_us)
 
 /* ------------------------------------------------------------- memory -- */
 
-char *cgroup_memory_dir(const struct cgroup_hierarchy *h, const char *path)
+char *cgroup_relative_dir(const struct cgroup_hierarchy *h, const char *path)
 {
 	return relative_dir(h, path);
 }

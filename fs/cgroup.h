@@ -64,12 +64,12 @@ int cgroup_read_limits(const struct cgroup_config *cfg, const struct cgroup_path
 /* How many CPUs a CFS quota grants: ceil(quota/period), at least 1. */
 unsigned cgroup_quota_cpus(uint64_t quota_us, uint64_t period_us);
 
-/* The cgroup at path (of the memory hierarchy h) relative to h's mount, the
+/* The cgroup at path (of the hierarchy h) relative to h's mount, the
  * same string for the same cgroup in every process: "." for the mount's
  * own. NULL if it is outside what is mounted. */
-char *cgroup_memory_dir(const struct cgroup_hierarchy *h, const char *path);
+char *cgroup_relative_dir(const struct cgroup_hierarchy *h, const char *path);
 
-/* Read the memory figures of the cgroup at dir (cgroup_memory_dir's) into
+/* Read the memory figures of the cgroup at dir (cgroup_relative_dir's) into
  * *ret. 0; -ENOENT if the cgroup is gone; -EINVAL for a file the kernel
  * would not write (then *ret_culprit names it). *ret_limited FALSE: no
  * level has a memory limit, and *ret is left empty. */

@@ -6,13 +6,14 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct cputimes {
 	struct cputimes_config cfg;
-	struct deciders keys;
+	struct deciders uptime_keys; /* by the class of their uptime text */
+	struct deciders stat_keys;   /* by the class of their stat text */
 	long ticks_per_s;
 };
 
@@ -21,23 +22,49 @@ gpointer cputime_key_ref(gpointer key)
 	return g_atomic_rc_box_acquire(key);
 }
 
+static void key_clear(gpointer key)
+{
+	struct cputime_key *k = key;
+	cpu_map_unref(k->map);
+}
+
 void cputime_key_unref(gpointer key)
 {
 	if (key)
-		g_atomic_rc_box_release(key);
+		g_atomic_rc_box_release_full(key, key_clear);
 }
 
-static uint64_t key_class(gconstpointer p)
+static uint64_t hash_key(const char *what, const uint64_t *head, size_t n, const char *group)
 {
-	const struct cputime_key *k = p;
-	const uint64_t head[3] = { k->ns, k->init_start, k->cpus };
-	uint64_t h = hash_fnv(hash_fnv(HASH_FNV_START, "uptime:", 7), head, sizeof(head));
-	h = hash_fnv(h, k->group, strlen(k->group)) & INO_SERVED_CLASS_MASK;
+	uint64_t h = hash_fnv(hash_fnv(HASH_FNV_START, what, strlen(what)), head, n * sizeof(head[0]));
+	h = hash_fnv(h, group, strlen(group)) & INO_SERVED_CLASS_MASK;
 	return h ? h : 1;
 }
 
-/* The cgroup of tid that counts its CPU time: v2's cpu, v1's cpuacct. */
-static char *usage_group(const struct cputimes *u, pid_t tid)
+/* uptime: the namespace's epoch, the CPUs and the CPU time of the cgroup. */
+static uint64_t uptime_class(gconstpointer p)
+{
+	const struct cputime_key *k = p;
+	const uint64_t head[] = { k->ns, k->init_start, k->map->count };
+	return hash_key("uptime:", head, G_N_ELEMENTS(head), k->group);
+}
+
+/* stat: the CPUs, and the CPU time of the cgroup since it was made. */
+static uint64_t stat_class(gconstpointer p)
+{
+	const struct cputime_key *k = p;
+	const uint64_t head[] = { cpu_map_class(k->map), (uint64_t)k->epoch_us };
+	return hash_key("stat:", head, G_N_ELEMENTS(head), k->group);
+}
+
+/* The hierarchy that counts CPU time: v2's cpu, v1's cpuacct. */
+static const struct cgroup_hierarchy *usage_hierarchy(const struct cputimes *t)
+{
+	return t->cfg.cgroups.cpu.version == CGROUP_V2 ? &t->cfg.cgroups.cpu : &t->cfg.cgroups.cpuacct;
+}
+
+/* tid's cgroup in it, as /proc/<tid>/cgroup names it, or NULL. */
+static char *usage_group(const struct cputimes *t, pid_t tid)
 {
 	char path[32];
 	g_autofree char *text = NULL;
@@ -45,48 +72,93 @@ static char *usage_group(const struct cputimes *u, pid_t tid)
 	char *group = NULL;
 
 	snprintf(path, sizeof(path), "%d/cgroup", (int)tid);
-	if (procfile_read_text_at(u->cfg.proc_fd, path, &text) == 0 &&
-	    cgroup_parse_membership(text, &u->cfg.cgroups, &paths) == 0)
-		group = g_strdup(u->cfg.cgroups.cpu.version == CGROUP_V2 ? paths.cpu : paths.cpuacct);
+	if (procfile_read_text_at(t->cfg.proc_fd, path, &text) == 0 &&
+	    cgroup_parse_membership(text, &t->cfg.cgroups, &paths) == 0)
+		group = g_strdup(t->cfg.cgroups.cpu.version == CGROUP_V2 ? paths.cpu : paths.cpuacct);
 	cgroup_paths_clear(&paths);
-	return group ? group : g_strdup("");
+	return group;
+}
+
+/* When the cgroup was made: its directory's change time, which neither a
+ * process joining nor a child cgroup moves. 0 if unknown. */
+static gint64 made_at(const struct cputimes *t, const char *group)
+{
+	const struct cgroup_hierarchy *h = usage_hierarchy(t);
+	g_autofree char *dir = h->version != CGROUP_NONE ? cgroup_relative_dir(h, group) : NULL;
+	struct stat st;
+	if (!dir || fstatat(h->root_fd, dir, &st, 0) < 0)
+		return 0;
+	return (gint64)st.st_ctim.tv_sec * G_USEC_PER_SEC + st.st_ctim.tv_nsec / 1000;
 }
 
 static gpointer find_key(void *data, pid_t tid)
 {
-	struct cputimes *u = data;
+	struct cputimes *t = data;
 	uint64_t ns = 0, start = 0;
-	gboolean own = nsinits_of(u->cfg.nsinits, tid, &ns, &start);
-	g_autofree char *group = own ? usage_group(u, tid) : g_strdup("");
-	g_autoptr(cpu_map) map = own ? cpuview_map_for(u->cfg.cpuview, tid) : NULL;
-	struct cputime_key *k = g_atomic_rc_box_alloc0(sizeof(*k) + strlen(group) + 1);
-	k->ns = own ? ns : 0;
+	gboolean foreign = nsinits_of(t->cfg.nsinits, tid, &ns, &start);
+	struct cpu_map *map = cpuview_map_for(t->cfg.cpuview, tid);
+	g_autofree char *group = foreign || !map->is_host ? usage_group(t, tid) : NULL;
+	struct cputime_key *k = g_atomic_rc_box_alloc0(sizeof(*k) + (group ? strlen(group) : 0) + 1);
+	k->map = map;
+	k->ns = foreign ? ns : 0;
 	k->init_start = start;
-	k->cpus = map ? map->count : 0;
-	strcpy(k->group, group);
+	k->epoch_us = group ? made_at(t, group) : 0;
+	strcpy(k->group, group ? group : "");
 	return k;
 }
 
 struct cputimes *cputimes_new(const struct cputimes_config *cfg)
 {
-	struct cputimes *u = g_new0(struct cputimes, 1);
-	u->cfg = *cfg;
-	u->ticks_per_s = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
-	deciders_init(&u->keys, find_key, key_class, cputime_key_ref, cputime_key_unref, u);
-	return u;
+	struct cputimes *t = g_new0(struct cputimes, 1);
+	t->cfg = *cfg;
+	t->ticks_per_s = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
+	deciders_init(&t->uptime_keys, find_key, uptime_class, cputime_key_ref, cputime_key_unref, t);
+	deciders_init(&t->stat_keys, find_key, stat_class, cputime_key_ref, cputime_key_unref, t);
+	return t;
 }
 
-void cputimes_free(struct cputimes *u)
+void cputimes_free(struct cputimes *t)
 {
-	if (!u)
+	if (!t)
 		return;
-	deciders_clear(&u->keys);
-	g_free(u);
+	deciders_clear(&t->uptime_keys);
+	deciders_clear(&t->stat_keys);
+	g_free(t);
 }
 
-struct deciders *cputimes_uptime_deciders(struct cputimes *u)
+struct deciders *cputimes_uptime_deciders(struct cputimes *t)
 {
-	return &u->keys;
+	return &t->uptime_keys;
+}
+
+struct deciders *cputimes_stat_deciders(struct cputimes *t)
+{
+	return &t->stat_keys;
+}
+
+/* The CPU time the key's cgroup used: 0, -ENOENT (none counted), or
+ * -EINVAL (garbage). */
+static int cgroup_used(const struct cputimes *t, const struct cputime_key *key, struct cgroup_cpu_time *ret)
+{
+	struct cgroup_paths paths = { 0 };
+	struct cgroup_cpu_usage usage = { { 0, 0 }, NULL };
+	if (!*key->group)
+		return -ENOENT;
+	if (t->cfg.cgroups.cpu.version == CGROUP_V2)
+		paths.cpu = (char *)key->group;
+	else
+		paths.cpuacct = (char *)key->group;
+	int r = cgroup_read_cpu_usage(&t->cfg.cgroups, &paths, &usage, NULL);
+	*ret = usage.total;
+	cgroup_cpu_usage_clear(&usage);
+	return r;
+}
+
+/* text as the GBytes of a file. */
+static void take_text(char *text, GBytes **ret)
+{
+	size_t len = strlen(text);
+	*ret = g_bytes_new_take(text, len);
 }
 
 /* The two numbers of an uptime text. */
@@ -113,34 +185,49 @@ int cputime_render_uptime(const char *host, double init_start_s, unsigned cpus, 
 	return 0;
 }
 
-int cputimes_render_uptime(struct cputimes *u, const struct cputime_key *key, GBytes **ret)
+int cputimes_render_uptime(struct cputimes *t, const struct cputime_key *key, GBytes **ret)
 {
 	g_autofree char *host = NULL;
-	int r = procfile_read_text_at(u->cfg.proc_fd, "uptime", &host);
+	int r = procfile_read_text_at(t->cfg.proc_fd, "uptime", &host);
 	if (r < 0)
 		return r;
+	struct cgroup_cpu_time used = { 0, 0 };
+	/* No hierarchy counts it: none used. Garbage: the host's file. */
+	r = key->ns ? cgroup_used(t, key, &used) : -EINVAL;
 	GString *out = NULL;
-	if (key->ns) {
-		struct cgroup_paths paths = { 0 };
-		struct cgroup_cpu_usage usage = { { 0, 0 }, NULL };
-		/* the one hierarchy usage_group named */
-		if (u->cfg.cgroups.cpu.version == CGROUP_V2)
-			paths.cpu = (char *)key->group;
-		else
-			paths.cpuacct = (char *)key->group;
-		/* No hierarchy counts it: none used. Garbage: the host's file. */
-		int counted = *key->group ? cgroup_read_cpu_usage(&u->cfg.cgroups, &paths, &usage, NULL) : -ENOENT;
-		double used_s = counted == 0 ? (double)(usage.total.user_ns + usage.total.system_ns) / 1e9 : 0;
-		cgroup_cpu_usage_clear(&usage);
-		if (counted != -EINVAL &&
-		    cputime_render_uptime(host, (double)key->init_start / (double)u->ticks_per_s, key->cpus, used_s, &out) < 0)
-			out = NULL;
-	}
-	if (out) {
+	if (r != -EINVAL && cputime_render_uptime(host, (double)key->init_start / (double)t->ticks_per_s,
+						  key->map->count, (double)(used.user_ns + used.system_ns) / 1e9,
+						  &out) == 0) {
 		*ret = g_string_free_to_bytes(out);
 		return 0;
 	}
-	size_t len = strlen(host);
-	*ret = g_bytes_new_take(g_steal_pointer(&host), len);
+	take_text(g_steal_pointer(&host), ret);
+	return 0;
+}
+
+int cputimes_render_stat(struct cputimes *t, const struct cputime_key *key, GBytes **ret)
+{
+	g_autofree char *host = NULL;
+	int r = procfile_read_text_at(t->cfg.proc_fd, "stat", &host);
+	if (r < 0)
+		return r;
+	g_autoptr(GString) view = NULL;
+	if (cpuview_render_stat(host, key->map, &view) < 0) {
+		take_text(g_steal_pointer(&host), ret); /* not understood: the host's */
+		return 0;
+	}
+	struct cgroup_cpu_time used;
+	GString *own = NULL;
+	gint64 ns_per_tick = G_GINT64_CONSTANT(1000000000) / t->ticks_per_s;
+	gint64 elapsed_us = g_get_real_time() - key->epoch_us;
+	if (key->epoch_us && cgroup_used(t, key, &used) == 0 &&
+	    cpuview_render_stat_usage(view->str, key->map->count, used.user_ns / (uint64_t)ns_per_tick,
+				      used.system_ns / (uint64_t)ns_per_tick,
+				      elapsed_us > 0 ? (uint64_t)elapsed_us * 1000 / (uint64_t)ns_per_tick : 0,
+				      &own) == 0) {
+		*ret = g_string_free_to_bytes(own);
+		return 0;
+	}
+	*ret = g_string_free_to_bytes(g_steal_pointer(&view));
 	return 0;
 }

@@ -1,6 +1,7 @@
-/* /proc/uptime for a caller in a container: time since the init of its pid
- * namespace started, and idle time of its CPUs since then. A caller of the
- * daemon's own pid namespace reads the host's file. */
+/* CPU time and uptime of a caller's own: /proc/stat's cpu lines from its
+ * cgroup's CPU time, and /proc/uptime from the start of its pid
+ * namespace's init. A caller of the daemon's own pid namespace with no CPU
+ * limit reads the host's figures. */
 #pragma once
 
 #include "cgroup.h"
@@ -11,20 +12,23 @@
 #include <glib.h>
 #include <stdint.h>
 
-/* What decides a caller's uptime text. Immutable, reference counted
- * (cputime_key_ref, cputime_key_unref). */
+/* What decides a caller's stat and uptime texts. Immutable, reference
+ * counted (cputime_key_ref, cputime_key_unref). */
 struct cputime_key {
-	uint64_t ns;         /* its pid namespace; 0: the host's file */
+	struct cpu_map *map; /* the CPUs its view shows (a reference) */
+	uint64_t ns;         /* its pid namespace if not the daemon's, else 0 */
 	uint64_t init_start; /* when that namespace's init started (clock ticks after boot) */
-	unsigned cpus;       /* the CPUs its view shows */
-	char group[];        /* its cgroup in the hierarchy that counts CPU time ("": none) */
+	gint64 epoch_us;     /* when its cgroup was made (realtime), 0 if unknown */
+	/* Its cgroup in the hierarchy that counts CPU time, as /proc/<pid>/cgroup
+	 * names it; "" for a caller that gets the host's figures. */
+	char group[];
 };
 
 gpointer cputime_key_ref(gpointer key);
 void cputime_key_unref(gpointer key);
 
 struct cputimes_config {
-	int proc_fd; /* the daemon's procfs: callers, and the host's uptime */
+	int proc_fd; /* the daemon's procfs: callers, and the host's files */
 	struct cgroup_config cgroups;
 	struct cpuview *cpuview;
 	struct nsinits *nsinits;
@@ -33,13 +37,16 @@ struct cputimes_config {
 struct cputimes;
 
 struct cputimes *cputimes_new(const struct cputimes_config *cfg);
-void cputimes_free(struct cputimes *u);
+void cputimes_free(struct cputimes *t);
 
-/* Callers' keys (struct cputime_key), by thread and by class. */
-struct deciders *cputimes_uptime_deciders(struct cputimes *u);
+/* Callers' keys (struct cputime_key), by thread and by the class of their
+ * uptime text, or of their stat text. */
+struct deciders *cputimes_uptime_deciders(struct cputimes *t);
+struct deciders *cputimes_stat_deciders(struct cputimes *t);
 
-/* The text of proc/uptime for key. */
-int cputimes_render_uptime(struct cputimes *u, const struct cputime_key *key, GBytes **ret);
+/* The text of proc/uptime, proc/stat for key. */
+int cputimes_render_uptime(struct cputimes *t, const struct cputime_key *key, GBytes **ret);
+int cputimes_render_stat(struct cputimes *t, const struct cputime_key *key, GBytes **ret);
 
 /* The host's uptime text for a namespace whose init started init_start_s
  * after boot, with cpus CPUs that used used_s of CPU time: the first field

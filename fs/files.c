@@ -16,7 +16,9 @@ enum class_source {
 	CLASS_NONE,   /* served alike to all */
 	CLASS_CPU,    /* the CPUs the caller sees: a struct cpu_map */
 	CLASS_MEMORY, /* the caller's memory cgroup (fs/memgroups): a string */
-	CLASS_UPTIME, /* the caller's pid namespace and CPU time (fs/cputime): a struct cputime_key */
+	CLASS_UPTIME,  /* the caller's pid namespace and CPU time (fs/cputime): a struct cputime_key */
+	CLASS_CPUTIME, /* its CPUs and CPU time (fs/cputime): a struct cputime_key; without
+	                * fs/cputime, CLASS_CPU */
 };
 
 /* Renders the file called name for what decides its text (of the row's
@@ -56,7 +58,7 @@ static const struct row_def {
 	[ROW_PROC] = { "proc", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
 	[ROW_PROC_REAL] = { DELEGATE_REAL_NAME, ROW_PROC, NODE_REAL_DIR, TRUE, NULL, SERVED_PER_OPEN, CLASS_NONE },
 	[ROW_PROC_CPUINFO] = { "cpuinfo", ROW_PROC, NODE_HOST_FILE, FALSE, render_cpuinfo, SERVED_SHARED_PER_CLASS, CLASS_CPU },
-	[ROW_PROC_STAT] = { "stat", ROW_PROC, NODE_HOST_FILE, FALSE, render_stat, SERVED_FRESH_PER_CLASS, CLASS_CPU },
+	[ROW_PROC_STAT] = { "stat", ROW_PROC, NODE_HOST_FILE, FALSE, render_stat, SERVED_FRESH_PER_CLASS, CLASS_CPUTIME },
 	[ROW_SYS] = { "sys", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
 	[ROW_SYS_DEVICES] = { "devices", ROW_SYS, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
 	[ROW_SYS_SYSTEM] = { "system", ROW_SYS_DEVICES, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
@@ -111,6 +113,8 @@ static struct deciders *row_deciders(const struct view *v, const struct row_def 
 		return v->cfg.memgroups ? memgroups_deciders(v->cfg.memgroups) : NULL;
 	case CLASS_UPTIME:
 		return v->cfg.cputimes ? cputimes_uptime_deciders(v->cfg.cputimes) : NULL;
+	case CLASS_CPUTIME:
+		return v->cfg.cputimes ? cputimes_stat_deciders(v->cfg.cputimes) : NULL;
 	case CLASS_NONE:
 	case CLASS_CPU:
 		break;
@@ -118,9 +122,10 @@ static struct deciders *row_deciders(const struct view *v, const struct row_def 
 	return NULL;
 }
 
+/* The memory view's and uptime's rows exist only where they are on. */
 static gboolean row_served(const struct view *v, enum row r)
 {
-	return rows[r].source == CLASS_NONE || rows[r].source == CLASS_CPU || row_deciders(v, &rows[r]);
+	return (rows[r].source != CLASS_MEMORY && rows[r].source != CLASS_UPTIME) || row_deciders(v, &rows[r]);
 }
 
 enum row files_find_row(const struct view *v, enum row parent, const char *name)
@@ -409,9 +414,12 @@ static int render_cpuinfo(struct view *v, gconstpointer map, const char *name, G
 	return render_rewritten(v->cfg.proc_fd, name, map, cpuview_render_cpuinfo, ret);
 }
 
-static int render_stat(struct view *v, gconstpointer map, const char *name, GBytes **ret)
+/* For a struct cputime_key (fs/cputime), or without it a struct cpu_map. */
+static int render_stat(struct view *v, gconstpointer what, const char *name, GBytes **ret)
 {
-	return render_rewritten(v->cfg.proc_fd, name, map, cpuview_render_stat, ret);
+	if (v->cfg.cputimes)
+		return cputimes_render_stat(v->cfg.cputimes, what, ret);
+	return render_rewritten(v->cfg.proc_fd, name, what, cpuview_render_stat, ret);
 }
 
 /* online, possible, present: the caller's CPUs are 0..N-1; offline (possible

@@ -73,7 +73,7 @@ static gpointer find_group(void *data, pid_t tid)
 	snprintf(path, sizeof(path), "%d/cgroup", (int)tid);
 	if (m->cfg.memory.version != CGROUP_NONE && procfile_read_text_at(m->cfg.proc_fd, path, &text) == 0 &&
 	    cgroup_parse_membership(text, &only, &paths) == 0 && paths.memory)
-		group = cgroup_memory_dir(&m->cfg.memory, paths.memory);
+		group = cgroup_relative_dir(&m->cfg.memory, paths.memory);
 	cgroup_paths_clear(&paths);
 	return group ? group : g_strdup("");
 }

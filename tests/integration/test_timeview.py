@@ -1,8 +1,13 @@
-"""Time per container: /proc/uptime through the view, for callers of the
+"""Time per container through the view: /proc/uptime for callers of the
 host's pid namespace (the host's file) and of new ones (the time since
-their init started), read by cat, procps uptime and Python."""
+their init started), read by cat and procps uptime; /proc/stat's CPU time
+of a cgroup under a CFS quota (v1 cpu and cpuacct), read by psutil and
+top, busy and idle."""
 
+import json
 import os
+import signal
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -34,6 +39,54 @@ unshare --mount --propagation private sh -c '
 '''
 
 
+CGROUP = "/sys/fs/cgroup"
+TOP = "cgprocfs-timetest-%d" % os.getpid()
+
+# In the cgroups given (one line of paths), through the view bound over
+# /proc: psutil.cpu_percent over 2 s, and top's %Cpu(s) over its second
+# sample, as JSON.
+CPU_PROBE = r'''
+import json, re, subprocess, psutil
+pct = psutil.cpu_percent(interval=2)
+top = subprocess.run(["top", "-bn2", "-d1"], stdout=subprocess.PIPE, text=True).stdout
+us = [float(m.group(1)) + float(m.group(2)) for m in re.finditer(r"%Cpu\(s\):\s*([0-9.]+) us,\s*([0-9.]+) sy", top)]
+print(json.dumps({"psutil": pct, "top": us[-1] if us else None}))
+'''
+
+
+def quota_groups():
+    """cpu and cpuacct v1 cgroups TOP/busy and TOP/idle, each half a CPU:
+    {name: [dirs]}, or a Skip."""
+    roots = [os.path.join(CGROUP, h) for h in ("cpu", "cpuacct")]
+    if not all(os.path.isdir(r) for r in roots) or not os.path.exists(os.path.join(roots[0], "cpu.cfs_quota_us")):
+        raise cgtest.Skip("needs the cgroup v1 cpu and cpuacct hierarchies under " + CGROUP)
+    groups = {}
+    for name in ("busy", "idle"):
+        groups[name] = []
+        for root in roots:
+            path = os.path.join(root, TOP, name)
+            os.makedirs(path)
+            groups[name].append(path)
+        with open(os.path.join(groups[name][0], "cpu.cfs_period_us"), "w") as f:
+            f.write("100000")
+        with open(os.path.join(groups[name][0], "cpu.cfs_quota_us"), "w") as f:
+            f.write("50000")
+    return groups
+
+
+def remove_quota_groups():
+    for h in ("cpu", "cpuacct"):
+        top = os.path.join(CGROUP, h, TOP)
+        if os.path.isdir(top):
+            cgtest.remove_cgroups([p for p, _, _ in os.walk(top, topdown=False)], os.path.join(CGROUP, h))
+
+
+def in_groups(mnt, dirs, argv):
+    script = "".join('echo $$ > %s/cgroup.procs || exit 96\n' % d for d in dirs)
+    script += 'exec unshare --mount --propagation private sh -c \'mount --rbind "$CG_MNT/proc" /proc || exit 97; exec "$@"\' sh "$@"\n'
+    return ["sh", "-c", script, "sh"] + list(argv)
+
+
 def make_tests(d):
     t, test = cgtest.test_registry()
 
@@ -60,12 +113,45 @@ def make_tests(d):
             check(0 <= idle <= host[1] + 60, "%s: idle %.2f s" % (what, idle), line)
         check(" up 0 min," in out[2], "procps uptime does not say 0 min", out[2])
 
+    @test("a caller under half a CPU sees its cgroup's CPU time in /proc/stat: busy, psutil.cpu_percent and top "
+          "say 50 % ± 15 while a busy loop runs in its cgroup, ≤ 5 % in an idle cgroup at the same time, "
+          "and ≤ 5 % once the loop ended")
+    def _():
+        groups = quota_groups()
+        env = dict(os.environ, CG_MNT=d.mnt)
+        try:
+            spin = subprocess.Popen(["sh", "-c", "".join("echo $$ > %s/cgroup.procs; " % g for g in groups["busy"]) +
+                                     "exec sh -c 'while :; do :; done'"],
+                                    start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                busy = subprocess.Popen(in_groups(d.mnt, groups["busy"], [cgtest.PYTHON, "-c", CPU_PROBE]), env=env,
+                                        stdout=subprocess.PIPE, text=True)
+                idle = subprocess.Popen(in_groups(d.mnt, groups["idle"], [cgtest.PYTHON, "-c", CPU_PROBE]), env=env,
+                                        stdout=subprocess.PIPE, text=True)
+                got = {"busy": json.loads(busy.communicate(timeout=60)[0]),
+                       "idle": json.loads(idle.communicate(timeout=60)[0])}
+            finally:
+                os.killpg(spin.pid, signal.SIGKILL)
+                spin.wait()
+            res = cgtest.run(in_groups(d.mnt, groups["busy"], [cgtest.PYTHON, "-c", CPU_PROBE]), env=env)
+            got["after"] = json.loads(cgtest.check_ran(res, "the probe after the loop"))
+        finally:
+            remove_quota_groups()
+        cgtest.diag("cpu %%: %s" % got)
+        for what in ("psutil", "top"):
+            check(35 <= got["busy"][what] <= 65, "%s says %s %% in the busy cgroup" % (what, got["busy"][what]))
+            check(got["idle"][what] <= 5, "%s says %s %% in the idle cgroup" % (what, got["idle"][what]))
+            check(got["after"][what] <= 5, "%s says %s %% once the loop ended" % (what, got["after"][what]))
+
     return t
 
 
 def main():
     cgtest.skip_all_unless_runnable()
-    cgtest.run_with_daemon(make_tests)
+    try:
+        cgtest.run_with_daemon(make_tests)
+    finally:
+        remove_quota_groups()
 
 
 if __name__ == "__main__":

@@ -210,12 +210,12 @@ Test(cgroup_files, v1_swap_unlimited_or_not_accounted)
 Test(cgroup_files, the_group_of_a_path_stays_inside_the_mount)
 {
 	const struct cgroup_hierarchy h = { CGROUP_V2, -1, "/kubepods" };
-	g_autofree char *a = cgroup_memory_dir(&h, "/kubepods/pod1/c");
+	g_autofree char *a = cgroup_relative_dir(&h, "/kubepods/pod1/c");
 	cr_assert_str_eq(a, "pod1/c");
-	g_autofree char *top = cgroup_memory_dir(&h, "/kubepods");
+	g_autofree char *top = cgroup_relative_dir(&h, "/kubepods");
 	cr_assert_str_eq(top, ".");
-	cr_assert_null(cgroup_memory_dir(&h, "/other"));
-	cr_assert_null(cgroup_memory_dir(&h, "/kubepods/../x"));
+	cr_assert_null(cgroup_relative_dir(&h, "/other"));
+	cr_assert_null(cgroup_relative_dir(&h, "/kubepods/../x"));
 }
 
 static int cpu_usage(enum cgroup_version version, const char *path, struct cgroup_cpu_usage *u, char **culprit)

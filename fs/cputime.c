@@ -63,7 +63,9 @@ static const struct cgroup_hierarchy *usage_hierarchy(const struct cputimes *t)
 	return t->cfg.cgroups.cpu.version == CGROUP_V2 ? &t->cfg.cgroups.cpu : &t->cfg.cgroups.cpuacct;
 }
 
-/* tid's cgroup in it, as /proc/<tid>/cgroup names it, or NULL. */
+/* tid's cgroup in it, as /proc/<tid>/cgroup names it, or NULL; NULL too
+ * for the hierarchy's top, whose time is every process's (a caller limited
+ * by cpu and cpuset cgroups only, with no cpuacct one of its own). */
 static char *usage_group(const struct cputimes *t, pid_t tid)
 {
 	char path[32];
@@ -76,6 +78,9 @@ static char *usage_group(const struct cputimes *t, pid_t tid)
 	    cgroup_parse_membership(text, &t->cfg.cgroups, &paths) == 0)
 		group = g_strdup(t->cfg.cgroups.cpu.version == CGROUP_V2 ? paths.cpu : paths.cpuacct);
 	cgroup_paths_clear(&paths);
+	g_autofree char *dir = group ? cgroup_relative_dir(usage_hierarchy(t), group) : NULL;
+	if (!dir || strcmp(dir, ".") == 0)
+		g_clear_pointer(&group, g_free);
 	return group;
 }
 

@@ -68,12 +68,27 @@ for group in (mem, parent + "/child"):
                         'mount --rbind "$0/proc" /proc && exec "$@"', mnt, sys.executable, "-c", mem_probe],
                        preexec_fn=joiner(group), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     probes[group] = {"rc": p.returncode, "err": p.stderr[-2000:], "out": p.stdout}
+# CPU time: a busy loop in the half-CPU cgroup, psutil.cpu_percent through
+# the view bound over /proc in it and in an idle one.
+# The guest has one CPU: half of it is still one, the host's view. Callers
+# in a pid namespace of their own (as in a container) get their cgroup's.
+os.mkdir("/sys/fs/cgroup/idle")
+cpu_probe = ('import psutil; print(psutil.cpu_percent(interval=2))')
+spin = subprocess.Popen(["sh", "-c", "while :; do :; done"], preexec_fn=joiner(cg))
+cpu = {}
+for name, group in (("busy", cg), ("idle", "/sys/fs/cgroup/idle")):
+    p = subprocess.run(["unshare", "--pid", "--fork", "--mount", "--propagation", "private", "sh", "-c",
+                        'mount --rbind "$0/proc" /proc && "$@"', mnt, sys.executable, "-c", cpu_probe],
+                       preexec_fn=joiner(group), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cpu[name] = p.stdout.strip() or p.stderr[-500:]
+spin.kill()
+spin.wait()
 # uptime: of a pid namespace made a second ago
 new_ns = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", "sleep 1; cat " + mnt + "/proc/uptime"],
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 daemon.terminate()
 daemon.wait()
-print(json.dumps({"new_ns_uptime": new_ns.stdout, "new_ns_err": new_ns.stderr,"kernel": os.uname().release, "rc": out.returncode, "err": out.stderr[-2000:],
+print(json.dumps({"cpu_percent": cpu, "new_ns_uptime": new_ns.stdout, "new_ns_err": new_ns.stderr,"kernel": os.uname().release, "rc": out.returncode, "err": out.stderr[-2000:],
                   "reads": json.loads(out.stdout) if out.returncode == 0 else None,
                   "swapon": swapon.returncode, "swapon_err": swapon.stderr, "meminfo": meminfo, "probes": probes,
                   "log": open("/tmp/daemon.log").read()[-2000:]}))
@@ -136,6 +151,15 @@ def run(exe):
             # lines there: neither is checked in the guest.
             test_memview.check_probe("the guest's " + group, json.loads(p["out"]), test_memview.LIMIT,
                                      test_memview.SWAP, guest["meminfo"], top_vmstat_run=False)
+
+    @test("in the guest, psutil.cpu_percent says 50 % ± 15 in a cgroup under cpu.max 50000 100000 running a busy "
+          "loop, and ≤ 5 % in an idle cgroup at the same time, each in a pid namespace of its own")
+    def _():
+        check(guest, "the guest gave nothing")
+        got = guest["cpu_percent"]
+        cgtest.diag("cpu %%: %s" % got)
+        check(35 <= float(got["busy"]) <= 65, "busy cgroup: %s %%" % got["busy"])
+        check(float(got["idle"]) <= 5, "idle cgroup: %s %%" % got["idle"])
 
     @test("in the guest, a pid namespace made a second ago reads an uptime of about a second")
     def _():

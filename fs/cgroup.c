@@ -306,6 +306,19 @@ static int smallest_limit(const struct cgroup_hierarchy *h, const char *dir, con
 	return 0;
 }
 
+/* The lines of dir/name: 0, -errno, or -EINVAL (culprit) for a file the
+ * kernel would not write. */
+static int read_lines(const struct cgroup_hierarchy *h, const char *dir, const char *name, GStrv *ret,
+		      char **ret_culprit)
+{
+	g_autofree char *text = NULL;
+	int r = read_text(h, dir, name, &text);
+	if (r < 0)
+		return r == -EINVAL ? bad(dir, name, ret_culprit) : r;
+	*ret = g_strsplit(text, "\n", -1);
+	return 0;
+}
+
 /* v1 memory.stat names for v2's: the hierarchical totals. */
 static const char *const v1_stat_names[][2] = {
 	{ "total_cache", "file" },
@@ -340,11 +353,10 @@ static const char *stat_name(const struct cgroup_hierarchy *h, const char *key)
 
 static int read_stat(const struct cgroup_hierarchy *h, const char *dir, GHashTable *stat, char **ret_culprit)
 {
-	g_autofree char *text = NULL;
-	int r = read_text(h, dir, "memory.stat", &text);
+	g_auto(GStrv) lines = NULL;
+	int r = read_lines(h, dir, "memory.stat", &lines, ret_culprit);
 	if (r < 0)
-		return r == -EINVAL ? bad(dir, "memory.stat", ret_culprit) : r;
-	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+		return r;
 	for (char **line = lines; *line; line++) {
 		if (**line == '\0')
 			continue;
@@ -440,11 +452,10 @@ static gboolean parse_u64(const char *text, uint64_t *ret)
 static int read_usage_all(const struct cgroup_hierarchy *h, const char *dir, struct cgroup_cpu_usage *u,
 			  char **ret_culprit)
 {
-	g_autofree char *text = NULL;
-	int r = read_text(h, dir, "cpuacct.usage_all", &text);
+	g_auto(GStrv) lines = NULL;
+	int r = read_lines(h, dir, "cpuacct.usage_all", &lines, ret_culprit);
 	if (r < 0)
-		return r == -EINVAL ? bad(dir, "cpuacct.usage_all", ret_culprit) : r;
-	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+		return r;
 	if (!lines[0] || strcmp(lines[0], "cpu user system") != 0)
 		return bad(dir, "cpuacct.usage_all", ret_culprit);
 	u->per_cpu = g_array_new(FALSE, TRUE, sizeof(struct cgroup_cpu_time));
@@ -466,11 +477,10 @@ static int read_usage_all(const struct cgroup_hierarchy *h, const char *dir, str
 static int read_cpu_stat(const struct cgroup_hierarchy *h, const char *dir, struct cgroup_cpu_usage *u,
 			 char **ret_culprit)
 {
-	g_autofree char *text = NULL;
-	int r = read_text(h, dir, "cpu.stat", &text);
+	g_auto(GStrv) lines = NULL;
+	int r = read_lines(h, dir, "cpu.stat", &lines, ret_culprit);
 	if (r < 0)
-		return r == -EINVAL ? bad(dir, "cpu.stat", ret_culprit) : r;
-	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+		return r;
 	gboolean user = FALSE, system = FALSE;
 	for (char **line = lines; *line; line++) {
 		g_auto(GStrv) f = g_strsplit(*line, " ", -1);

@@ -51,12 +51,13 @@ CGROUP_ROOT=/sys/fs/cgroup
 AIM_VS_LXCFS=0.25
 AIM_VS_REAL=4
 # The rows: name, path under / (real), under MNT (view) and LXMNT (lxcfs).
-FILES=(cpuinfo stat online meminfo)
+FILES=(cpuinfo stat online meminfo uptime)
 declare -A FILE_PATH=(
 	[cpuinfo]=proc/cpuinfo
 	[stat]=proc/stat
 	[online]=sys/devices/system/cpu/online
 	[meminfo]=proc/meminfo
+	[uptime]=proc/uptime
 )
 
 # shellcheck source=lib.sh
@@ -222,6 +223,8 @@ cpus_shown() {
 			END { print c + 0 }' <<<"$content" ;;
 	meminfo) # not CPUs: MemTotal, in MiB
 		awk '$1 == "MemTotal:" { print int($2 / 1024) }' <<<"$content" ;;
+	uptime) # not CPUs: minutes up (the caller is of the host's pid namespace)
+		awk '{ print int($1 / 60) }' <<<"$content" ;;
 	esac
 }
 # What the quota allows: ceil(quota / period), at most the online CPUs.
@@ -230,7 +233,7 @@ expected=$(((QUOTA_US + PERIOD_US - 1) / PERIOD_US))
 ((expected <= real_online)) || expected=$real_online
 
 echo "== CPUs shown to a process in the cgroup (the quota allows $expected; meminfo: MemTotal in MiB," \
-	"the limit is $((MEMORY_LIMIT >> 20))) =="
+	"the limit is $((MEMORY_LIMIT >> 20)); uptime: minutes, the host's) =="
 printf '  %-8s %6s %6s %6s\n' file real view lxcfs
 view_wrong='' lxcfs_differs=''
 for f in "${FILES[@]}"; do
@@ -238,7 +241,9 @@ for f in "${FILES[@]}"; do
 	view=$(cpus_shown "$f" "$MNT/${FILE_PATH[$f]}")
 	lx=$(cpus_shown "$f" "$LXMNT/${FILE_PATH[$f]}")
 	printf '  %-8s %6s %6s %6s\n' "$f" "$real" "$view" "$lx"
-	if [[ $f == meminfo ]]; then
+	if [[ $f == uptime ]]; then
+		[[ $view == "$real" ]] || view_wrong+=" $f ($view min)"
+	elif [[ $f == meminfo ]]; then
 		[[ $view == $((MEMORY_LIMIT >> 20)) ]] || view_wrong+=" $f ($view MiB)"
 	else
 		[[ $real == "$real_online" ]] ||
@@ -266,7 +271,7 @@ read -r throttled_n0 throttled_ns0 < <(throttled)
 
 echo "== open + read to EOF + close, from a process in the cgroup (µs) =="
 echo "   real:X = /..., view:X = MNT/..., lxcfs:X = LXMNT/... (X: cpuinfo = proc/cpuinfo,"
-echo "   stat = proc/stat, online = sys/devices/system/cpu/online, meminfo = proc/meminfo)"
+echo "   stat = proc/stat, online = sys/devices/system/cpu/online, meminfo = proc/meminfo, uptime = proc/uptime)"
 # In the background and waited for, so that a signal stops it at once
 # (the trap runs during wait, and cleanup ends it by its pid).
 in_cgroup "$LATENCY" --iterations "$ITERATIONS" --warmup "$WARMUP" --vs lxcfs "${paths[@]}" \

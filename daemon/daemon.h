@@ -4,6 +4,7 @@
 #include "cgroup.h"
 #include "control.h"
 #include "cpuview.h"
+#include "cputime.h"
 #include "pidwatch.h"
 #include "smaps.h"
 
@@ -18,6 +19,7 @@ struct daemon_config {
 	gboolean cpu_quota;        /* --cpu-limit=cpuset+quota */
 	gboolean memory_view;      /* not --no-memory-view */
 	gboolean swap_view;        /* not --no-swap-view */
+	gboolean loadavg;          /* not --no-loadavg */
 	struct memo_config smaps;  /* --smaps-max-age, --refresh-budget, ... */
 	const char *control_socket; /* --control-socket */
 	gboolean replace;          /* --replace: take over from the running daemon */
@@ -64,7 +66,7 @@ gboolean containers_stop(struct containers *cs);
 /* The background refresher of the smaps_rollup memo. */
 struct refresher;
 struct refresher *refresher_new(void);
-void refresher_start(struct refresher *r, struct smaps *smaps);
+void refresher_start(struct refresher *r, struct smaps *smaps, struct cputimes *cputimes);
 void refresher_wake(void *data); /* data: the refresher */
 void refresher_stop(struct refresher *r); /* at once; refresher_wake may still be called */
 void refresher_free(struct refresher *r); /* stops it, once nothing can wake it */

@@ -235,6 +235,7 @@ static gboolean make_views(struct daemon *d, GError **error)
 		.cgroups = d->cgroups.config,
 		.cpuview = d->cpuview,
 		.nsinits = d->nsinits,
+		.loadavg = d->cfg->loadavg,
 	};
 	d->cputimes = cputimes_new(&tcfg);
 	struct stat pidns;
@@ -328,7 +329,7 @@ static gboolean start_serving(struct daemon *d, GError **error)
 	if (taking_over(cfg))
 		session_adopt_watches(d->host, &d->ho, 0);
 	d->watch_th = g_thread_new("pidwatch", pidwatch_thread, d->watch);
-	refresher_start(d->refresher, d->smaps);
+	refresher_start(d->refresher, d->smaps, d->cputimes);
 	d->loop_th = g_thread_new("fuse", loop_thread, d);
 	/* The mount's own path walk is answered by the loop just started.
 	 * Taken over, it is there already. */

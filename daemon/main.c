@@ -20,7 +20,7 @@ static char *socket_for(const char *mountpoint)
 
 /* What the command line says. */
 struct options {
-	gboolean debug_enabled, version, foreground, replace, no_memory_view, no_swap_view;
+	gboolean debug_enabled, version, foreground, replace, no_memory_view, no_swap_view, no_loadavg;
 	int keeper_wait;
 	char *cpu_limit;
 	double max_age, max_age_idle, budget_percent;
@@ -54,6 +54,8 @@ static gboolean parse_options(int *argc, char ***argv, struct options *o, GError
 		  "Serve the host's meminfo, swaps and vmstat to every caller", NULL },
 		{ "no-swap-view", 0, 0, G_OPTION_ARG_NONE, &o->no_swap_view,
 		  "Keep the host's swap figures in the memory view", NULL },
+		{ "no-loadavg", 0, 0, G_OPTION_ARG_NONE, &o->no_loadavg,
+		  "Serve the host's loadavg to every caller (no per-cgroup sampling)", NULL },
 		{ "smaps-max-age", 0, 0, G_OPTION_ARG_DOUBLE, &o->max_age,
 		  "Keep smaps_rollup entries that are read at most this old (default 5)", "SECONDS" },
 		{ "smaps-max-age-idle", 0, 0, G_OPTION_ARG_DOUBLE, &o->max_age_idle,
@@ -171,6 +173,7 @@ static int serve(const struct options *o)
 		.cpu_quota = !o->cpu_limit || strcmp(o->cpu_limit, "cpuset+quota") == 0,
 		.memory_view = !o->no_memory_view,
 		.swap_view = !o->no_swap_view,
+		.loadavg = !o->no_loadavg,
 		.smaps = {
 			.max_age_us = (gint64)(o->max_age * G_USEC_PER_SEC),
 			.max_age_idle_us = (gint64)(o->max_age_idle * G_USEC_PER_SEC),

@@ -1,4 +1,5 @@
-/* The background thread that keeps the smaps_rollup memo fresh. */
+/* The background thread that keeps the smaps_rollup memo fresh and
+ * samples the cgroups' load averages. */
 #include "daemon.h"
 
 /* Shared by its thread, the readers that wake it (refresher_wake) and its
@@ -7,6 +8,7 @@
  * wake it any more: never while a session may still be served. */
 struct refresher {
 	struct smaps *smaps; /* borrowed: outlives the thread */
+	struct cputimes *cputimes; /* borrowed, likewise: its loadavg sampler */
 	GMutex lock; /* guards stop and woken */
 	GCond cond;  /* stop or woken was set; with lock */
 	gboolean stop;
@@ -33,9 +35,11 @@ static gpointer refresher_thread(gpointer data)
 	struct refresher *r = data;
 
 	while (!stopped(r)) {
-		gint64 wait_us;
+		gint64 wait_us, sample_wait_us;
+		cputimes_sample_due(r->cputimes, &sample_wait_us);
 		if (smaps_refresh_step(r->smaps, &wait_us))
 			continue;
+		wait_us = MIN(wait_us, sample_wait_us);
 		G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&r->lock);
 		gint64 until = g_get_monotonic_time() + wait_us;
 		while (!r->stop && !r->woken)
@@ -54,9 +58,10 @@ struct refresher *refresher_new(void)
 	return r;
 }
 
-void refresher_start(struct refresher *r, struct smaps *smaps)
+void refresher_start(struct refresher *r, struct smaps *smaps, struct cputimes *cputimes)
 {
 	r->smaps = smaps;
+	r->cputimes = cputimes;
 	r->thread = g_thread_new("refresher", refresher_thread, r);
 }
 

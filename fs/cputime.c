@@ -14,6 +14,8 @@ struct cputimes {
 	struct cputimes_config cfg;
 	struct deciders uptime_keys; /* by the class of their uptime text */
 	struct deciders stat_keys;   /* by the class of their stat text */
+	struct deciders loadavg_keys; /* by the class of their loadavg text */
+	struct loadavgs *loads;       /* NULL: --no-loadavg */
 	long ticks_per_s;
 };
 
@@ -55,6 +57,13 @@ static uint64_t stat_class(gconstpointer p)
 	const struct cputime_key *k = p;
 	const uint64_t head[] = { cpu_map_class(k->map), (uint64_t)k->epoch_us };
 	return hash_key("stat:", head, G_N_ELEMENTS(head), k->group);
+}
+
+/* loadavg: the threads of the cgroup. */
+static uint64_t loadavg_class(gconstpointer p)
+{
+	const struct cputime_key *k = p;
+	return hash_key("loadavg:", NULL, 0, k->group);
 }
 
 /* The hierarchy that counts CPU time: v2's cpu, v1's cpuacct. */
@@ -119,6 +128,9 @@ struct cputimes *cputimes_new(const struct cputimes_config *cfg)
 	t->ticks_per_s = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
 	deciders_init(&t->uptime_keys, find_key, uptime_class, cputime_key_ref, cputime_key_unref, t);
 	deciders_init(&t->stat_keys, find_key, stat_class, cputime_key_ref, cputime_key_unref, t);
+	deciders_init(&t->loadavg_keys, find_key, loadavg_class, cputime_key_ref, cputime_key_unref, t);
+	if (cfg->loadavg)
+		t->loads = loadavgs_new(cfg->proc_fd, usage_hierarchy(t));
 	return t;
 }
 
@@ -128,6 +140,8 @@ void cputimes_free(struct cputimes *t)
 		return;
 	deciders_clear(&t->uptime_keys);
 	deciders_clear(&t->stat_keys);
+	deciders_clear(&t->loadavg_keys);
+	loadavgs_free(t->loads);
 	g_free(t);
 }
 
@@ -139,6 +153,18 @@ struct deciders *cputimes_uptime_deciders(struct cputimes *t)
 struct deciders *cputimes_stat_deciders(struct cputimes *t)
 {
 	return &t->stat_keys;
+}
+
+struct deciders *cputimes_loadavg_deciders(struct cputimes *t)
+{
+	return t->loads ? &t->loadavg_keys : NULL;
+}
+
+void cputimes_sample_due(struct cputimes *t, gint64 *ret_wait_us)
+{
+	*ret_wait_us = G_MAXINT64;
+	if (t->loads)
+		loadavgs_sample_due(t->loads, ret_wait_us);
 }
 
 /* The CPU time the key's cgroup used: 0, -ENOENT (none counted), or
@@ -234,5 +260,20 @@ int cputimes_render_stat(struct cputimes *t, const struct cputime_key *key, GByt
 		return 0;
 	}
 	*ret = g_string_free_to_bytes(g_steal_pointer(&view));
+	return 0;
+}
+
+int cputimes_render_loadavg(struct cputimes *t, const struct cputime_key *key, GBytes **ret)
+{
+	g_autofree char *host = NULL;
+	int r = procfile_read_text_at(t->cfg.proc_fd, "loadavg", &host);
+	if (r < 0)
+		return r;
+	GString *own = NULL;
+	if (*key->group && t->loads && loadavgs_render(t->loads, key->group, host, &own) == 0) {
+		*ret = g_string_free_to_bytes(own);
+		return 0;
+	}
+	take_text(g_steal_pointer(&host), ret);
 	return 0;
 }

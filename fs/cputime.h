@@ -7,6 +7,7 @@
 #include "cgroup.h"
 #include "cpuview.h"
 #include "deciders.h"
+#include "loadavg.h"
 #include "nsinit.h"
 
 #include <glib.h>
@@ -32,6 +33,7 @@ struct cputimes_config {
 	struct cgroup_config cgroups;
 	struct cpuview *cpuview;
 	struct nsinits *nsinits;
+	gboolean loadavg; /* serve loadavg (not --no-loadavg) */
 };
 
 struct cputimes;
@@ -43,10 +45,17 @@ void cputimes_free(struct cputimes *t);
  * uptime text, or of their stat text. */
 struct deciders *cputimes_uptime_deciders(struct cputimes *t);
 struct deciders *cputimes_stat_deciders(struct cputimes *t);
+/* ... or of their loadavg text; NULL with --no-loadavg. */
+struct deciders *cputimes_loadavg_deciders(struct cputimes *t);
 
 /* The text of proc/uptime, proc/stat for key. */
 int cputimes_render_uptime(struct cputimes *t, const struct cputime_key *key, GBytes **ret);
 int cputimes_render_stat(struct cputimes *t, const struct cputime_key *key, GBytes **ret);
+int cputimes_render_loadavg(struct cputimes *t, const struct cputime_key *key, GBytes **ret);
+
+/* The loadavg sampler's step (fs/loadavg.h), for the daemon's background
+ * thread: *ret_wait_us until the next. */
+void cputimes_sample_due(struct cputimes *t, gint64 *ret_wait_us);
 
 /* The host's uptime text for a namespace whose init started init_start_s
  * after boot, with cpus CPUs that used used_s of CPU time: the first field

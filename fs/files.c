@@ -19,6 +19,7 @@ enum class_source {
 	CLASS_UPTIME,  /* the caller's pid namespace and CPU time (fs/cputime): a struct cputime_key */
 	CLASS_CPUTIME, /* its CPUs and CPU time (fs/cputime): a struct cputime_key; without
 	                * fs/cputime, CLASS_CPU */
+	CLASS_LOADAVG, /* its cgroup's threads (fs/cputime): a struct cputime_key */
 };
 
 /* Renders the file called name for what decides its text (of the row's
@@ -30,6 +31,7 @@ static int render_stat(struct view *v, gconstpointer map, const char *name, GByt
 static int render_cpu_set(struct view *v, gconstpointer map, const char *name, GBytes **ret);
 static int render_memory(struct view *v, gconstpointer group, const char *name, GBytes **ret);
 static int render_uptime(struct view *v, gconstpointer key, const char *name, GBytes **ret);
+static int render_loadavg(struct view *v, gconstpointer key, const char *name, GBytes **ret);
 static int render_stats(struct view *v, gconstpointer none, const char *name, GBytes **ret);
 static int render_control(struct view *v, gconstpointer none, const char *name, GBytes **ret);
 
@@ -77,6 +79,8 @@ static const struct row_def {
 			      CLASS_MEMORY },
 	[ROW_PROC_UPTIME] = { "uptime", ROW_PROC, NODE_HOST_FILE, FALSE, render_uptime, SERVED_FRESH_PER_CLASS,
 			      CLASS_UPTIME },
+	[ROW_PROC_LOADAVG] = { "loadavg", ROW_PROC, NODE_HOST_FILE, FALSE, render_loadavg, SERVED_FRESH_PER_CLASS,
+			       CLASS_LOADAVG },
 	[ROW_META] = { ".cgprocfs", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
 	/* The daemon's own files: exact at every read, never cached. */
 	[ROW_META_STATS] = { "stats", ROW_META, NODE_HOST_FILE, FALSE, render_stats, SERVED_PER_OPEN, CLASS_NONE },
@@ -115,6 +119,8 @@ static struct deciders *row_deciders(const struct view *v, const struct row_def 
 		return v->cfg.cputimes ? cputimes_uptime_deciders(v->cfg.cputimes) : NULL;
 	case CLASS_CPUTIME:
 		return v->cfg.cputimes ? cputimes_stat_deciders(v->cfg.cputimes) : NULL;
+	case CLASS_LOADAVG:
+		return v->cfg.cputimes ? cputimes_loadavg_deciders(v->cfg.cputimes) : NULL;
 	case CLASS_NONE:
 	case CLASS_CPU:
 		break;
@@ -122,10 +128,11 @@ static struct deciders *row_deciders(const struct view *v, const struct row_def 
 	return NULL;
 }
 
-/* The memory view's and uptime's rows exist only where they are on. */
+/* The memory view's, uptime's and loadavg's rows exist only where they are on. */
 static gboolean row_served(const struct view *v, enum row r)
 {
-	return (rows[r].source != CLASS_MEMORY && rows[r].source != CLASS_UPTIME) || row_deciders(v, &rows[r]);
+	enum class_source s = rows[r].source;
+	return (s != CLASS_MEMORY && s != CLASS_UPTIME && s != CLASS_LOADAVG) || row_deciders(v, &rows[r]);
 }
 
 enum row files_find_row(const struct view *v, enum row parent, const char *name)
@@ -443,6 +450,11 @@ static int render_memory(struct view *v, gconstpointer group, const char *name, 
 static int render_uptime(struct view *v, gconstpointer key, const char *name, GBytes **ret)
 {
 	return cputimes_render_uptime(v->cfg.cputimes, key, ret);
+}
+
+static int render_loadavg(struct view *v, gconstpointer key, const char *name, GBytes **ret)
+{
+	return cputimes_render_loadavg(v->cfg.cputimes, key, ret);
 }
 
 static int render_stats(struct view *v, gconstpointer none, const char *name, GBytes **ret)

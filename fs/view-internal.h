@@ -119,6 +119,7 @@ enum row {
 	ROW_PROC_SWAPS,
 	ROW_PROC_VMSTAT,
 	ROW_PROC_UPTIME,
+	ROW_PROC_LOADAVG,
 	ROW_COUNT
 };
 extern const struct kind_ops files_static_dir_ops, files_real_dir_ops, files_served_ops;

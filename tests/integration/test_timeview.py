@@ -1,8 +1,8 @@
 """Time per container through the view: /proc/uptime for callers of the
 host's pid namespace (the host's file) and of new ones (the time since
 their init started), read by cat and procps uptime; /proc/stat's CPU time
-of a cgroup under a CFS quota (v1 cpu and cpuacct), read by psutil and
-top, busy and idle."""
+and /proc/loadavg of a cgroup under a CFS quota (v1 cpu and cpuacct), read
+by psutil and top, busy and idle."""
 
 import json
 import os
@@ -47,10 +47,14 @@ TOP = "cgprocfs-timetest-%d" % os.getpid()
 # sample, as JSON.
 CPU_PROBE = r'''
 import json, re, subprocess, psutil
+# What uptime and top show; psutil.getloadavg() is glibc's getloadavg(),
+# which asks sysinfo(), not the file, since glibc 2.36.
+first_load = [float(x) for x in open("/proc/loadavg").read().split()[:3]]
 pct = psutil.cpu_percent(interval=2)
 top = subprocess.run(["top", "-bn2", "-d1"], stdout=subprocess.PIPE, text=True).stdout
 us = [float(m.group(1)) + float(m.group(2)) for m in re.finditer(r"%Cpu\(s\):\s*([0-9.]+) us,\s*([0-9.]+) sy", top)]
-print(json.dumps({"psutil": pct, "top": us[-1] if us else None}))
+print(json.dumps({"psutil": pct, "top": us[-1] if us else None, "load": first_load,
+                  "loadavg": open("/proc/loadavg").read()}))
 '''
 
 
@@ -113,15 +117,16 @@ def make_tests(d):
             check(0 <= idle <= host[1] + 60, "%s: idle %.2f s" % (what, idle), line)
         check(" up 0 min," in out[2], "procps uptime does not say 0 min", out[2])
 
-    @test("a caller under half a CPU sees its cgroup's CPU time in /proc/stat: busy, psutil.cpu_percent and top "
-          "say 50 % ± 15 while a busy loop runs in its cgroup, ≤ 5 % in an idle cgroup at the same time, "
-          "and ≤ 5 % once the loop ended")
+    @test("a caller under half a CPU sees its cgroup's CPU time in /proc/stat and load in /proc/loadavg: "
+          "psutil.cpu_percent and top say 50 % ± 15 while two busy loops run in its cgroup, ≤ 5 % in an idle "
+          "cgroup at the same time, and ≤ 5 % once the loops ended; a 1-minute load ≥ 0.6 there, ≤ 0.2 in the idle one")
     def _():
         groups = quota_groups()
         env = dict(os.environ, CG_MNT=d.mnt)
         try:
+            # two spinning threads (processes) in the busy cgroup
             spin = subprocess.Popen(["sh", "-c", "".join("echo $$ > %s/cgroup.procs; " % g for g in groups["busy"]) +
-                                     "exec sh -c 'while :; do :; done'"],
+                                     "sh -c 'while :; do :; done' & exec sh -c 'while :; do :; done'"],
                                     start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 busy = subprocess.Popen(in_groups(d.mnt, groups["busy"], [cgtest.PYTHON, "-c", CPU_PROBE]), env=env,
@@ -138,6 +143,13 @@ def make_tests(d):
         finally:
             remove_quota_groups()
         cgtest.diag("cpu %%: %s" % got)
+        # Loads: the busy cgroup's two spinners count from its first read.
+        check(got["busy"]["load"][0] >= 0.6, "the busy cgroup's 1-minute load: %s" % got["busy"]["load"],
+              got["busy"]["loadavg"])
+        check(got["idle"]["load"][0] <= 0.2, "the idle cgroup's 1-minute load: %s" % got["idle"]["load"],
+              got["idle"]["loadavg"])
+        check(got["busy"]["loadavg"].split()[3].startswith(("1/", "2/", "3/")),
+              "runnable/total of the busy cgroup", got["busy"]["loadavg"])
         for what in ("psutil", "top"):
             check(35 <= got["busy"][what] <= 65, "%s says %s %% in the busy cgroup" % (what, got["busy"][what]))
             check(got["idle"][what] <= 5, "%s says %s %% in the idle cgroup" % (what, got["idle"][what]))

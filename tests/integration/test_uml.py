@@ -73,7 +73,8 @@ for group in (mem, parent + "/child"):
 # The guest has one CPU: half of it is still one, the host's view. Callers
 # in a pid namespace of their own (as in a container) get their cgroup's.
 os.mkdir("/sys/fs/cgroup/idle")
-cpu_probe = ('import psutil; print(psutil.cpu_percent(interval=2))')
+cpu_probe = ('import psutil; load = open("/proc/loadavg").read().split()[0]; '
+             'print(psutil.cpu_percent(interval=2), load)')
 spin = subprocess.Popen(["sh", "-c", "while :; do :; done"], preexec_fn=joiner(cg))
 cpu = {}
 for name, group in (("busy", cg), ("idle", "/sys/fs/cgroup/idle")):
@@ -153,13 +154,18 @@ def run(exe):
                                      test_memview.SWAP, guest["meminfo"], top_vmstat_run=False)
 
     @test("in the guest, psutil.cpu_percent says 50 % ± 15 in a cgroup under cpu.max 50000 100000 running a busy "
-          "loop, and ≤ 5 % in an idle cgroup at the same time, each in a pid namespace of its own")
+          "loop, and ≤ 5 % in an idle cgroup at the same time, each in a pid namespace of its own; their 1-minute "
+          "loads ≥ 0.6 and ≤ 0.2")
     def _():
         check(guest, "the guest gave nothing")
         got = guest["cpu_percent"]
         cgtest.diag("cpu %%: %s" % got)
-        check(35 <= float(got["busy"]) <= 65, "busy cgroup: %s %%" % got["busy"])
-        check(float(got["idle"]) <= 5, "idle cgroup: %s %%" % got["idle"])
+        busy, idle = got["busy"].split(), got["idle"].split()
+        check(len(busy) == 2 and len(idle) == 2, "the probes failed", got)
+        check(35 <= float(busy[0]) <= 65, "busy cgroup: %s %%" % busy[0])
+        check(float(idle[0]) <= 5, "idle cgroup: %s %%" % idle[0])
+        check(float(busy[1]) >= 0.6, "busy cgroup's 1-minute load: %s" % busy[1])
+        check(float(idle[1]) <= 0.2, "idle cgroup's 1-minute load: %s" % idle[1])
 
     @test("in the guest, a pid namespace made a second ago reads an uptime of about a second")
     def _():

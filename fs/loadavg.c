@@ -1,0 +1,201 @@
+#include "loadavg.h"
+
+#include "dirwalk.h"
+#include "procfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The kernel's: 1/exp(5s/1min), 1/exp(5s/5min), 1/exp(5s/15min) in fixed point. */
+static const uint64_t exps[3] = { 1884, 2014, 2037 };
+/* A group unread this long is no longer sampled. */
+#define FORGET_US (15 * 60 * G_USEC_PER_SEC)
+
+void loadavg_step(uint64_t avenrun[3], unsigned active)
+{
+	uint64_t a = (uint64_t)active * LOADAVG_FIXED_1;
+	for (int i = 0; i < 3; i++) {
+		uint64_t load = avenrun[i] * exps[i] + a * (LOADAVG_FIXED_1 - exps[i]);
+		if (a >= avenrun[i])
+			load += LOADAVG_FIXED_1 - 1; /* rounds up while rising, as the kernel does */
+		avenrun[i] = load / LOADAVG_FIXED_1;
+	}
+}
+
+GString *loadavg_render(const uint64_t avenrun[3], unsigned running, unsigned total, const char *last_pid)
+{
+	GString *out = g_string_new(NULL);
+	for (int i = 0; i < 3; i++) {
+		uint64_t x = avenrun[i] + LOADAVG_FIXED_1 / 200; /* to the nearest hundredth */
+		g_string_append_printf(out, "%" PRIu64 ".%02" PRIu64 " ", x >> LOADAVG_FSHIFT,
+				       ((x & (LOADAVG_FIXED_1 - 1)) * 100) >> LOADAVG_FSHIFT);
+	}
+	g_string_append_printf(out, "%u/%u %s\n", running, total, last_pid);
+	return out;
+}
+
+struct group_load {
+	uint64_t avenrun[3];
+	unsigned running, total;
+	gint64 read_us; /* last read (monotonic) */
+};
+
+struct loadavgs {
+	int proc_fd;
+	const struct cgroup_hierarchy *h;
+	GMutex lock;          /* guards groups and sampled_us */
+	GHashTable *groups;   /* group path -> struct group_load */
+	gint64 sampled_us;    /* the last sample of all (monotonic) */
+};
+
+struct loadavgs *loadavgs_new(int proc_fd, const struct cgroup_hierarchy *h)
+{
+	struct loadavgs *l = g_new0(struct loadavgs, 1);
+	l->proc_fd = proc_fd;
+	l->h = h;
+	g_mutex_init(&l->lock);
+	l->groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	l->sampled_us = g_get_monotonic_time();
+	return l;
+}
+
+void loadavgs_free(struct loadavgs *l)
+{
+	if (!l)
+		return;
+	g_hash_table_unref(l->groups);
+	g_mutex_clear(&l->lock);
+	g_free(l);
+}
+
+struct count {
+	struct loadavgs *l;
+	int dirfd;
+	const char *dir;
+	unsigned running, active, total;
+};
+
+/* The threads listed in dir (v2 cgroup.threads, v1 tasks), by state. */
+static void count_threads(struct count *c, const char *dir)
+{
+	g_autofree char *path = g_build_filename(dir, c->l->h->version == CGROUP_V2 ? "cgroup.threads" : "tasks", NULL);
+	g_autofree char *text = NULL;
+	if (procfile_read_text_at(c->dirfd, path, &text) < 0)
+		return;
+	g_auto(GStrv) tids = g_strsplit(text, "\n", -1);
+	for (char **t = tids; *t; t++) {
+		guint64 tid;
+		struct pid_stat st;
+		if (!g_ascii_string_to_unsigned(*t, 10, 1, G_MAXINT32, &tid, NULL) ||
+		    procfile_pid_stat(c->l->proc_fd, (pid_t)tid, &st) < 0)
+			continue;
+		c->total++;
+		c->running += st.state == 'R';
+		c->active += st.state == 'R' || st.state == 'D';
+	}
+}
+
+struct subtree {
+	struct count *c;
+	const char *dir;
+};
+
+static void count_subtree(struct count *c, const char *dir);
+
+static void count_child(const struct dirent *de, void *data)
+{
+	struct subtree *s = data;
+	if (de->d_type != DT_DIR)
+		return;
+	g_autofree char *child = g_build_filename(s->dir, de->d_name, NULL);
+	count_subtree(s->c, child);
+}
+
+static void count_subtree(struct count *c, const char *dir)
+{
+	count_threads(c, dir);
+	struct subtree s = { c, dir };
+	dirwalk(c->dirfd, dir, count_child, &s);
+}
+
+/* Count group's threads now; FALSE if the cgroup is not there. */
+static gboolean sample(struct loadavgs *l, const char *group, unsigned *running, unsigned *active, unsigned *total)
+{
+	g_autofree char *dir = cgroup_relative_dir(l->h, group);
+	if (!dir || (strcmp(dir, ".") != 0 && faccessat(l->h->root_fd, dir, F_OK, 0) < 0))
+		return FALSE;
+	struct count c = { l, l->h->root_fd, dir, 0, 0, 0 };
+	count_subtree(&c, dir);
+	*running = c.running;
+	*active = c.active;
+	*total = c.total;
+	return TRUE;
+}
+
+int loadavgs_render(struct loadavgs *l, const char *group, const char *host, GString **ret)
+{
+	g_autofree char *host_copy = g_strchomp(g_strdup(host));
+	const char *last_pid = strrchr(host_copy, ' ');
+	struct group_load now;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
+	struct group_load *g = g_hash_table_lookup(l->groups, group);
+	if (!g) {
+		unsigned active;
+		if (!sample(l, group, &now.running, &active, &now.total))
+			return -ENOENT;
+		/* Its averages start from what runs now, not from 0. */
+		for (int i = 0; i < 3; i++)
+			now.avenrun[i] = (uint64_t)active * LOADAVG_FIXED_1;
+		g = g_memdup2(&now, sizeof(now));
+		g_hash_table_insert(l->groups, g_strdup(group), g);
+	}
+	g->read_us = g_get_monotonic_time();
+	*ret = loadavg_render(g->avenrun, g->running, MAX(g->total, 1), last_pid ? last_pid + 1 : "0");
+	return 0;
+}
+
+void loadavgs_sample_due(struct loadavgs *l, gint64 *ret_wait_us)
+{
+	gint64 now = g_get_monotonic_time();
+	g_mutex_lock(&l->lock);
+	gint64 due = l->sampled_us + LOADAVG_PERIOD_US;
+	if (now < due) {
+		g_mutex_unlock(&l->lock);
+		*ret_wait_us = due - now;
+		return;
+	}
+	l->sampled_us = now;
+	g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+	GHashTableIter it;
+	gpointer key, value;
+	g_hash_table_iter_init(&it, l->groups);
+	while (g_hash_table_iter_next(&it, &key, &value)) {
+		const struct group_load *g = value;
+		if (now - g->read_us > FORGET_US)
+			g_hash_table_iter_remove(&it);
+		else
+			g_ptr_array_add(names, g_strdup(key));
+	}
+	g_mutex_unlock(&l->lock);
+	/* Counted without the lock: readers go on meanwhile. */
+	for (guint i = 0; i < names->len; i++) {
+		const char *group = g_ptr_array_index(names, i);
+		unsigned running = 0, active = 0, total = 0;
+		gboolean there = sample(l, group, &running, &active, &total);
+		G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
+		struct group_load *g = g_hash_table_lookup(l->groups, group);
+		if (!g)
+			continue;
+		if (!there) {
+			g_hash_table_remove(l->groups, group);
+			continue;
+		}
+		loadavg_step(g->avenrun, active);
+		g->running = running;
+		g->total = total;
+	}
+	*ret_wait_us = LOADAVG_PERIOD_US;
+}

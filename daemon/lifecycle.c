@@ -142,6 +142,11 @@ static void report_bad_cgroup(void *data, const char *file, int err)
 	g_warning("cannot use %s (%s): callers in that cgroup see the host's CPUs", file, g_strerror(err));
 }
 
+static void report_bad_cputime_cgroup(void *data, const char *file, int err)
+{
+	g_warning("cannot use %s (%s): callers in that cgroup see the host's CPU time", file, g_strerror(err));
+}
+
 static void report_bad_memory_cgroup(void *data, const char *file, int err)
 {
 	g_warning("cannot use %s (%s): callers in that cgroup see the host's memory files", file, g_strerror(err));
@@ -236,6 +241,7 @@ static gboolean make_views(struct daemon *d, GError **error)
 		.cpuview = d->cpuview,
 		.nsinits = d->nsinits,
 		.loadavg = d->cfg->loadavg,
+		.report = report_bad_cputime_cgroup,
 	};
 	d->cputimes = cputimes_new(&tcfg);
 	struct stat pidns;

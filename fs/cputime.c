@@ -16,6 +16,7 @@ struct cputimes {
 	struct deciders stat_keys;   /* by the class of their stat text */
 	struct deciders loadavg_keys; /* by the class of their loadavg text */
 	struct loadavgs *loads;       /* NULL: --no-loadavg */
+	struct reports reports;       /* files that could not be used */
 	long ticks_per_s;
 };
 
@@ -129,6 +130,7 @@ struct cputimes *cputimes_new(const struct cputimes_config *cfg)
 	deciders_init(&t->uptime_keys, find_key, uptime_class, cputime_key_ref, cputime_key_unref, t);
 	deciders_init(&t->stat_keys, find_key, stat_class, cputime_key_ref, cputime_key_unref, t);
 	deciders_init(&t->loadavg_keys, find_key, loadavg_class, cputime_key_ref, cputime_key_unref, t);
+	reports_init(&t->reports, cfg->report, cfg->report_data);
 	if (cfg->loadavg)
 		t->loads = loadavgs_new(cfg->proc_fd, usage_hierarchy(t));
 	return t;
@@ -142,6 +144,7 @@ void cputimes_free(struct cputimes *t)
 	deciders_clear(&t->stat_keys);
 	deciders_clear(&t->loadavg_keys);
 	loadavgs_free(t->loads);
+	reports_clear(&t->reports);
 	g_free(t);
 }
 
@@ -168,8 +171,8 @@ void cputimes_sample_due(struct cputimes *t, gint64 *ret_wait_us)
 }
 
 /* The CPU time the key's cgroup used: 0, -ENOENT (none counted), or
- * -EINVAL (garbage). */
-static int cgroup_used(const struct cputimes *t, const struct cputime_key *key, struct cgroup_cpu_time *ret)
+ * -EINVAL (garbage, told once). */
+static int cgroup_used(struct cputimes *t, const struct cputime_key *key, struct cgroup_cpu_time *ret)
 {
 	struct cgroup_paths paths = { 0 };
 	struct cgroup_cpu_usage usage = { { 0, 0 }, NULL };
@@ -179,7 +182,10 @@ static int cgroup_used(const struct cputimes *t, const struct cputime_key *key, 
 		paths.cpu = (char *)key->group;
 	else
 		paths.cpuacct = (char *)key->group;
-	int r = cgroup_read_cpu_usage(&t->cfg.cgroups, &paths, &usage, NULL);
+	g_autofree char *culprit = NULL;
+	int r = cgroup_read_cpu_usage(&t->cfg.cgroups, &paths, &usage, &culprit);
+	if (r == -EINVAL)
+		reports_once(&t->reports, culprit ? culprit : key->group, EINVAL);
 	*ret = usage.total;
 	cgroup_cpu_usage_clear(&usage);
 	return r;

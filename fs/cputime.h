@@ -9,6 +9,7 @@
 #include "deciders.h"
 #include "loadavg.h"
 #include "nsinit.h"
+#include "reports.h"
 
 #include <glib.h>
 #include <stdint.h>
@@ -34,6 +35,10 @@ struct cputimes_config {
 	struct cpuview *cpuview;
 	struct nsinits *nsinits;
 	gboolean loadavg; /* serve loadavg (not --no-loadavg) */
+	/* Called once per cgroup file that could not be used (the caller
+	 * then gets the host's figures). */
+	reports_fn report;
+	void *report_data;
 };
 
 struct cputimes;

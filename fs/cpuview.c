@@ -2,6 +2,7 @@
 
 #include "classes.h"
 #include "hash.h"
+#include "reports.h"
 #include "tidcache.h"
 #include "ino.h"
 #include "procfile.h"
@@ -16,8 +17,7 @@
 struct cpuview {
 	struct cpuview_config cfg;
 	struct tidcache maps; /* callers' maps, kept a second per worker thread */
-	GMutex lock;       /* guards reported, and calls of cfg.report (one at a time) */
-	GHashTable *reported; /* files already reported as unusable */
+	struct reports reports; /* files that could not be used */
 	struct classes *classes; /* content class -> struct cpu_map */
 	GRWLock shorts_lock;     /* guards shorts */
 	/* short class -> content class, for the cpu layout (fs/ino.h). Never
@@ -67,8 +67,7 @@ int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret)
 
 	cv->cfg = *cfg;
 	tidcache_init(&cv->maps, (gpointer(*)(gpointer))cpu_map_ref, (GDestroyNotify)cpu_map_unref);
-	g_mutex_init(&cv->lock);
-	cv->reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	reports_init(&cv->reports, cfg->report, cfg->report_data);
 	cv->classes = classes_new((classes_ref_fn)cpu_map_ref, (GDestroyNotify)cpu_map_unref);
 	g_rw_lock_init(&cv->shorts_lock);
 	cv->shorts = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
@@ -80,21 +79,13 @@ void cpuview_free(struct cpuview *cv)
 {
 	if (!cv)
 		return;
-	g_hash_table_unref(cv->reported);
-	g_mutex_clear(&cv->lock);
+	reports_clear(&cv->reports);
 	classes_free(cv->classes);
 	g_hash_table_unref(cv->shorts);
 	g_rw_lock_clear(&cv->shorts_lock);
 	g_free(cv);
 }
 
-static void report_once(struct cpuview *cv, const char *file, int err)
-{
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cv->lock);
-	if (!cv->cfg.report || !g_hash_table_add(cv->reported, g_strdup(file)))
-		return;
-	cv->cfg.report(cv->cfg.report_data, file, err);
-}
 
 static int read_online(struct cpuview *cv, struct cpuset *ret)
 {
@@ -115,18 +106,18 @@ static gboolean caller_limits(struct cpuview *cv, pid_t tid, struct cgroup_limit
 	snprintf(path, sizeof(path), "%d/cgroup", (int)tid);
 	int r = procfile_read_text_at(cv->cfg.proc_fd, path, &s);
 	if (r == -EINVAL) {
-		report_once(cv, path, EINVAL);
+		reports_once(&cv->reports, path, EINVAL);
 		return FALSE;
 	}
 	if (r < 0)
 		return FALSE; /* the caller is gone */
 	if (cgroup_parse_membership(s, &cv->cfg.cgroups, &paths) < 0) {
-		report_once(cv, path, EINVAL);
+		reports_once(&cv->reports, path, EINVAL);
 		return FALSE;
 	}
 	r = cgroup_read_limits(&cv->cfg.cgroups, &paths, ret, &culprit);
 	if (r == -EINVAL)
-		report_once(cv, culprit ? culprit : path, EINVAL);
+		reports_once(&cv->reports, culprit ? culprit : path, EINVAL);
 	cgroup_paths_clear(&paths);
 	return r == 0;
 }
@@ -137,7 +128,7 @@ static struct cpu_map *compute_map(struct cpuview *cv, pid_t tid)
 	struct cgroup_limits limits;
 
 	if (read_online(cv, &online) < 0) {
-		report_once(cv, "online", EINVAL);
+		reports_once(&cv->reports, "online", EINVAL);
 		cpuset_clear(&online);
 		cpuset_add(&online, 0);
 	}

@@ -4,6 +4,7 @@
 #include "hash.h"
 #include "ino.h"
 #include "procfile.h"
+#include "reports.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,8 +13,7 @@
 struct memgroups {
 	struct memgroups_config cfg;
 	struct deciders groups; /* callers' groups (strings) */
-	GMutex lock;             /* guards reported, and calls of cfg.report */
-	GHashTable *reported;    /* files already reported as unusable */
+	struct reports reports;  /* files that could not be used */
 };
 
 static gpointer dup_group(gpointer group)
@@ -32,8 +32,7 @@ struct memgroups *memgroups_new(const struct memgroups_config *cfg)
 	struct memgroups *m = g_new0(struct memgroups, 1);
 	m->cfg = *cfg;
 	deciders_init(&m->groups, find_group, group_class, dup_group, g_free, m);
-	g_mutex_init(&m->lock);
-	m->reported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	reports_init(&m->reports, cfg->report, cfg->report_data);
 	return m;
 }
 
@@ -42,17 +41,10 @@ void memgroups_free(struct memgroups *m)
 	if (!m)
 		return;
 	deciders_clear(&m->groups);
-	g_hash_table_unref(m->reported);
-	g_mutex_clear(&m->lock);
+	reports_clear(&m->reports);
 	g_free(m);
 }
 
-static void report_once(struct memgroups *m, const char *file, int err)
-{
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&m->lock);
-	if (m->cfg.report && g_hash_table_add(m->reported, g_strdup(file)))
-		m->cfg.report(m->cfg.report_data, file, err);
-}
 
 uint64_t memgroups_class(const char *group)
 {
@@ -99,7 +91,7 @@ static void render_limited(struct memgroups *m, const char *name, const char *ho
 	else if (m->cfg.swap_view && (r = procfile_read_text_at(m->cfg.proc_fd, "meminfo", &meminfo)) == 0)
 		r = memview_render_swaps(host, meminfo, f, ret);
 	if (r == -EINVAL)
-		report_once(m, name, EINVAL); /* the host's text, not understood */
+		reports_once(&m->reports, name, EINVAL); /* the host's text, not understood */
 }
 
 int memgroups_render(struct memgroups *m, const char *group, const char *name, GBytes **ret)
@@ -113,7 +105,7 @@ int memgroups_render(struct memgroups *m, const char *group, const char *name, G
 	if (r < 0)
 		return r;
 	if (*group && (r = cgroup_read_memory(&m->cfg.memory, group, &f, &limited, &culprit)) < 0)
-		report_once(m, culprit ? culprit : group, -r);
+		reports_once(&m->reports, culprit ? culprit : group, -r);
 	if (limited)
 		render_limited(m, name, host, &f, &out);
 	mem_figures_clear(&f);

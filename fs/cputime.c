@@ -242,6 +242,20 @@ int cputimes_render_uptime(struct cputimes *t, const struct cputime_key *key, GB
 	return 0;
 }
 
+/* text's "key N" line, N now value. */
+static void set_stat_line(GString *text, const char *key, unsigned value)
+{
+	g_autofree char *head = g_strconcat("\n", key, " ", NULL);
+	const char *at = strstr(text->str, head);
+	if (!at)
+		return;
+	gsize from = (gsize)(at - text->str) + strlen(head);
+	gsize to = from + strcspn(text->str + from, "\n");
+	g_autofree char *number = g_strdup_printf("%u", value);
+	g_string_erase(text, (gssize)from, (gssize)(to - from));
+	g_string_insert(text, (gssize)from, number);
+}
+
 int cputimes_render_stat(struct cputimes *t, const struct cputime_key *key, GBytes **ret)
 {
 	g_autofree char *host = NULL;
@@ -262,6 +276,12 @@ int cputimes_render_stat(struct cputimes *t, const struct cputime_key *key, GByt
 				      used.system_ns / (uint64_t)ns_per_tick,
 				      elapsed_us > 0 ? (uint64_t)elapsed_us * 1000 / (uint64_t)ns_per_tick : 0,
 				      &own) == 0) {
+		/* the cgroup's threads, as the load sampler last counted them */
+		unsigned running, blocked;
+		if (t->loads && loadavgs_counts(t->loads, key->group, &running, &blocked)) {
+			set_stat_line(own, "procs_running", running);
+			set_stat_line(own, "procs_blocked", blocked);
+		}
 		*ret = g_string_free_to_bytes(own);
 		return 0;
 	}

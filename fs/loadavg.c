@@ -39,7 +39,7 @@ GString *loadavg_render(const uint64_t avenrun[3], unsigned running, unsigned to
 
 struct group_load {
 	uint64_t avenrun[3];
-	unsigned running, total;
+	unsigned running, blocked, total; /* threads R, D, all */
 	gint64 read_us; /* last read (monotonic) */
 };
 
@@ -135,26 +135,48 @@ static gboolean sample(struct loadavgs *l, const char *group, unsigned *running,
 	return TRUE;
 }
 
-int loadavgs_render(struct loadavgs *l, const char *group, const char *host, GString **ret)
+/* group's entry, read now: sampled at once if it was not tracked (its
+ * averages then start from what runs now, not from 0). NULL if the cgroup
+ * is not there. Under lock. */
+static struct group_load *group_read_locked(struct loadavgs *l, const char *group)
 {
-	g_autofree char *host_copy = g_strchomp(g_strdup(host));
-	const char *last_pid = strrchr(host_copy, ' ');
-	struct group_load now;
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
 	struct group_load *g = g_hash_table_lookup(l->groups, group);
 	if (!g) {
+		struct group_load now = { { 0, 0, 0 }, 0, 0, 0, 0 };
 		unsigned active;
 		if (!sample(l, group, &now.running, &active, &now.total))
-			return -ENOENT;
-		/* Its averages start from what runs now, not from 0. */
+			return NULL;
+		now.blocked = active - now.running;
 		for (int i = 0; i < 3; i++)
 			now.avenrun[i] = (uint64_t)active * LOADAVG_FIXED_1;
 		g = g_memdup2(&now, sizeof(now));
 		g_hash_table_insert(l->groups, g_strdup(group), g);
 	}
 	g->read_us = g_get_monotonic_time();
+	return g;
+}
+
+int loadavgs_render(struct loadavgs *l, const char *group, const char *host, GString **ret)
+{
+	g_autofree char *host_copy = g_strchomp(g_strdup(host));
+	const char *last_pid = strrchr(host_copy, ' ');
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
+	const struct group_load *g = group_read_locked(l, group);
+	if (!g)
+		return -ENOENT;
 	*ret = loadavg_render(g->avenrun, g->running, MAX(g->total, 1), last_pid ? last_pid + 1 : "0");
 	return 0;
+}
+
+gboolean loadavgs_counts(struct loadavgs *l, const char *group, unsigned *ret_running, unsigned *ret_blocked)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
+	const struct group_load *g = group_read_locked(l, group);
+	if (!g)
+		return FALSE;
+	*ret_running = g->running;
+	*ret_blocked = g->blocked;
+	return TRUE;
 }
 
 void loadavgs_sample_due(struct loadavgs *l, gint64 *ret_wait_us)
@@ -195,6 +217,7 @@ void loadavgs_sample_due(struct loadavgs *l, gint64 *ret_wait_us)
 		}
 		loadavg_step(g->avenrun, active);
 		g->running = running;
+		g->blocked = active - running;
 		g->total = total;
 	}
 	*ret_wait_us = LOADAVG_PERIOD_US;

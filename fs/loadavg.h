@@ -32,6 +32,10 @@ void loadavgs_free(struct loadavgs *l);
  * -ENOENT: the cgroup is not there. */
 int loadavgs_render(struct loadavgs *l, const char *group, const char *host, GString **ret);
 
+/* The group's runnable (R) and uninterruptible (D) threads as last
+ * sampled (tracked from now on, as by a read). FALSE: no such cgroup. */
+gboolean loadavgs_counts(struct loadavgs *l, const char *group, unsigned *ret_running, unsigned *ret_blocked);
+
 /* Sample the groups read in the last 15 minutes if 5 s have passed since
  * the last sample, forget the others; *ret_wait_us: until the next. */
 void loadavgs_sample_due(struct loadavgs *l, gint64 *ret_wait_us);

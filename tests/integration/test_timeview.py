@@ -53,7 +53,8 @@ first_load = [float(x) for x in open("/proc/loadavg").read().split()[:3]]
 pct = psutil.cpu_percent(interval=2)
 top = subprocess.run(["top", "-bn2", "-d1"], stdout=subprocess.PIPE, text=True).stdout
 us = [float(m.group(1)) + float(m.group(2)) for m in re.finditer(r"%Cpu\(s\):\s*([0-9.]+) us,\s*([0-9.]+) sy", top)]
-print(json.dumps({"psutil": pct, "top": us[-1] if us else None, "load": first_load,
+running = [int(l.split()[1]) for l in open("/proc/stat") if l.startswith("procs_running ")]
+print(json.dumps({"psutil": pct, "top": us[-1] if us else None, "load": first_load, "running": running[0],
                   "loadavg": open("/proc/loadavg").read()}))
 '''
 
@@ -150,6 +151,9 @@ def make_tests(d):
               got["idle"]["loadavg"])
         check(got["busy"]["loadavg"].split()[3].startswith(("1/", "2/", "3/")),
               "runnable/total of the busy cgroup", got["busy"]["loadavg"])
+        # stat's procs_running: the cgroup's runnable threads (the probe's own at most, when idle)
+        check(got["busy"]["running"] >= 2, "procs_running in the busy cgroup: %d" % got["busy"]["running"])
+        check(got["idle"]["running"] <= 1, "procs_running in the idle cgroup: %d" % got["idle"]["running"])
         for what in ("psutil", "top"):
             check(35 <= got["busy"][what] <= 65, "%s says %s %% in the busy cgroup" % (what, got["busy"][what]))
             check(got["idle"][what] <= 5, "%s says %s %% in the idle cgroup" % (what, got["idle"][what]))

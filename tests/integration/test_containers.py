@@ -1005,6 +1005,28 @@ def make_tests(d, lab):
         test_memview.check_probe("runc", json.loads(out.strip().splitlines()[-1]), test_memview.LIMIT,
                                  test_memview.SWAP if memsw else None, test_memview.host_meminfo())
 
+    @test("runc: under a 0.5 CPU quota, psutil.cpu_percent in a container running a busy loop says 50 % ± 15; an "
+          "idle container says ≤ 5 % while the host outside it spins")
+    def _():
+        probe = "import psutil; print(psutil.cpu_percent(interval=2))"
+        busy_script = "sh -c 'while :; do :; done' & exec %s -c %s" % (cgtest.PYTHON, shlex.quote(probe))
+        with Container(lab, busy_script, edit=host_python) as c:
+            rc, out, err = c.run(timeout=60)
+        check_equal(rc, 0, "the busy container: %s" % err[-1000:])
+        busy = float(out.split()[-1])
+        outside = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+        try:
+            with Container(lab, "exec %s -c %s" % (cgtest.PYTHON, shlex.quote(probe)), edit=host_python) as c:
+                rc, out, err = c.run(timeout=60)
+        finally:
+            outside.kill()
+            outside.wait()
+        check_equal(rc, 0, "the idle container: %s" % err[-1000:])
+        idle = float(out.split()[-1])
+        diag("cpu_percent: busy container %.1f %%, idle container %.1f %%" % (busy, idle))
+        check(35 <= busy <= 65, "the busy container says %.1f %%" % busy)
+        check(idle <= 5, "the idle container says %.1f %% while the host spins" % idle)
+
     @test("runc: /proc/uptime in a container started a moment ago is the container's, under 10 s")
     def _():
         with Container(lab, VIEW_MARK + "sleep 1; echo @@uptime; cat /proc/uptime") as c:

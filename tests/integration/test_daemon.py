@@ -305,6 +305,10 @@ def make_tests():
                 check(keepers_of(d.mnt), "no keeper process after the daemon died")
                 check(cgtest.wait_until(lambda: not keepers_of(d.mnt), timeout=10),
                       "the keeper still runs 10 s after a 1 s wait")
+                # The keeper's fuse fd is released after its process is gone
+                # (a deferred close): a listing sent meanwhile is aborted
+                # (ECONNABORTED); once released, every request is ENOTCONN.
+                cgtest.wait_until(lambda: cgtest.errno_of(os.listdir, d.mnt) == errno.ENOTCONN, timeout=5)
                 check_equal(cgtest.errno_of(os.listdir, d.mnt), errno.ENOTCONN, "listing the mount: errno")
             finally:
                 d._stopped = True  # killed on purpose; scratch_dir cleans up

@@ -13,6 +13,7 @@
  *   proc/cpuinfo, stat    the caller's CPUs (fs/cpuview)
  *   proc/meminfo, swaps, vmstat  the caller's memory cgroup (fs/memgroups)
  *   proc/uptime           the caller's pid namespace and CPU time (fs/cputime)
+ *   proc/loadavg          the caller's cgroup's threads (fs/loadavg)
  *   proc/<pid>/           one per process
  *   proc/<pid>/<entry>    -> ../.real/<pid>/<entry> (delegated)
  *   proc/<pid>/exe|cwd|root  symlinks carrying the real link's text

@@ -12,9 +12,7 @@
 
 struct cputimes {
 	struct cputimes_config cfg;
-	struct deciders uptime_keys; /* by the class of their uptime text */
-	struct deciders stat_keys;   /* by the class of their stat text */
-	struct deciders loadavg_keys; /* by the class of their loadavg text */
+	struct deciders keys;         /* by the classes of their uptime, stat and loadavg texts */
 	struct loadavgs *loads;       /* NULL: --no-loadavg */
 	struct reports reports;       /* files that could not be used */
 	long ticks_per_s;
@@ -45,7 +43,7 @@ static uint64_t hash_key(const char *what, const uint64_t *head, size_t n, const
 }
 
 /* uptime: the namespace's epoch, the CPUs and the CPU time of the cgroup. */
-static uint64_t uptime_class(gconstpointer p)
+uint64_t cputime_uptime_class(gconstpointer p)
 {
 	const struct cputime_key *k = p;
 	const uint64_t head[] = { k->ns, k->init_start, k->map->count };
@@ -53,7 +51,7 @@ static uint64_t uptime_class(gconstpointer p)
 }
 
 /* stat: the CPUs, and the CPU time of the cgroup since it was made. */
-static uint64_t stat_class(gconstpointer p)
+uint64_t cputime_stat_class(gconstpointer p)
 {
 	const struct cputime_key *k = p;
 	const uint64_t head[] = { cpu_map_class(k->map), (uint64_t)k->epoch_us };
@@ -61,7 +59,7 @@ static uint64_t stat_class(gconstpointer p)
 }
 
 /* loadavg: the threads of the cgroup. */
-static uint64_t loadavg_class(gconstpointer p)
+uint64_t cputime_loadavg_class(gconstpointer p)
 {
 	const struct cputime_key *k = p;
 	return hash_key("loadavg:", NULL, 0, k->group);
@@ -127,9 +125,9 @@ struct cputimes *cputimes_new(const struct cputimes_config *cfg)
 	struct cputimes *t = g_new0(struct cputimes, 1);
 	t->cfg = *cfg;
 	t->ticks_per_s = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
-	deciders_init(&t->uptime_keys, find_key, uptime_class, cputime_key_ref, cputime_key_unref, t);
-	deciders_init(&t->stat_keys, find_key, stat_class, cputime_key_ref, cputime_key_unref, t);
-	deciders_init(&t->loadavg_keys, find_key, loadavg_class, cputime_key_ref, cputime_key_unref, t);
+	static const deciders_class_fn classes[] = { cputime_uptime_class, cputime_stat_class, cputime_loadavg_class,
+						     NULL };
+	deciders_init(&t->keys, find_key, classes, cputime_key_ref, cputime_key_unref, t);
 	reports_init(&t->reports, cfg->report, cfg->report_data);
 	if (cfg->loadavg)
 		t->loads = loadavgs_new(cfg->proc_fd, usage_hierarchy(t));
@@ -140,27 +138,20 @@ void cputimes_free(struct cputimes *t)
 {
 	if (!t)
 		return;
-	deciders_clear(&t->uptime_keys);
-	deciders_clear(&t->stat_keys);
-	deciders_clear(&t->loadavg_keys);
+	deciders_clear(&t->keys);
 	loadavgs_free(t->loads);
 	reports_clear(&t->reports);
 	g_free(t);
 }
 
-struct deciders *cputimes_uptime_deciders(struct cputimes *t)
+struct deciders *cputimes_deciders(struct cputimes *t)
 {
-	return &t->uptime_keys;
+	return &t->keys;
 }
 
-struct deciders *cputimes_stat_deciders(struct cputimes *t)
+gboolean cputimes_serves_loadavg(const struct cputimes *t)
 {
-	return &t->stat_keys;
-}
-
-struct deciders *cputimes_loadavg_deciders(struct cputimes *t)
-{
-	return t->loads ? &t->loadavg_keys : NULL;
+	return t->loads != NULL;
 }
 
 void cputimes_sample_due(struct cputimes *t, gint64 *ret_wait_us)

@@ -46,12 +46,14 @@ struct cputimes;
 struct cputimes *cputimes_new(const struct cputimes_config *cfg);
 void cputimes_free(struct cputimes *t);
 
-/* Callers' keys (struct cputime_key), by thread and by the class of their
- * uptime text, or of their stat text. */
-struct deciders *cputimes_uptime_deciders(struct cputimes *t);
-struct deciders *cputimes_stat_deciders(struct cputimes *t);
-/* ... or of their loadavg text; NULL with --no-loadavg. */
-struct deciders *cputimes_loadavg_deciders(struct cputimes *t);
+/* Callers' keys (struct cputime_key), by thread and by the classes of their
+ * texts: */
+struct deciders *cputimes_deciders(struct cputimes *t);
+uint64_t cputime_uptime_class(gconstpointer key);
+uint64_t cputime_stat_class(gconstpointer key);
+uint64_t cputime_loadavg_class(gconstpointer key);
+/* FALSE with --no-loadavg: loadavg is the host's. */
+gboolean cputimes_serves_loadavg(const struct cputimes *t);
 
 /* The text of proc/uptime, proc/stat for key. */
 int cputimes_render_uptime(struct cputimes *t, const struct cputime_key *key, GBytes **ret);

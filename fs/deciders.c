@@ -1,12 +1,18 @@
 #include "deciders.h"
 
-void deciders_init(struct deciders *d, gpointer (*find)(void *data, pid_t tid),
-		   uint64_t (*class_of)(gconstpointer obj), classes_ref_fn ref, GDestroyNotify unref, void *data)
+#include <string.h>
+
+void deciders_init(struct deciders *d, gpointer (*find)(void *data, pid_t tid), const deciders_class_fn *class_of,
+		   classes_ref_fn ref, GDestroyNotify unref, void *data)
 {
 	tidcache_init(&d->cache, ref, unref);
 	d->classes = classes_new(ref, unref);
 	d->find = find;
-	d->class_of = class_of;
+	size_t n = 0;
+	while (class_of[n])
+		n++;
+	g_assert(n > 0 && n < DECIDERS_CLASSES_MAX);
+	memcpy(d->class_of, class_of, (n + 1) * sizeof(class_of[0]));
 	d->data = data;
 }
 
@@ -22,7 +28,8 @@ gpointer deciders_of(struct deciders *d, pid_t tid, gboolean fresh)
 		return obj;
 	obj = d->find(d->data, tid);
 	tidcache_put(&d->cache, tid, obj);
-	classes_put(d->classes, d->class_of(obj), obj);
+	for (size_t i = 0; d->class_of[i]; i++)
+		classes_put(d->classes, d->class_of[i](obj), obj);
 	return obj;
 }
 

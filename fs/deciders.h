@@ -2,7 +2,8 @@
  * cgroup, its pid namespace's epoch ...): found by a function of the
  * caller's thread, kept a second by each worker thread (fs/tidcache.h),
  * and by content class (fs/classes.h) so that any caller may be told of an
- * inode of a class. */
+ * inode of a class. One object may decide several files, each with a
+ * class function of its own: it is found once and kept under each. */
 #pragma once
 
 #include "classes.h"
@@ -10,16 +11,23 @@
 
 #include <stdint.h>
 
+/* The content class of the text obj decides: never 0, the same in every
+ * process, and told apart from the other files' classes (hash a prefix). */
+typedef uint64_t (*deciders_class_fn)(gconstpointer obj);
+
+#define DECIDERS_CLASSES_MAX 4
+
 struct deciders {
 	struct tidcache cache;
-	struct classes *classes;
+	struct classes *classes; /* under every class function */
 	gpointer (*find)(void *data, pid_t tid); /* a new object, never NULL */
-	uint64_t (*class_of)(gconstpointer obj); /* never 0, the same in every process */
+	deciders_class_fn class_of[DECIDERS_CLASSES_MAX]; /* NULL-terminated */
 	void *data;
 };
 
-void deciders_init(struct deciders *d, gpointer (*find)(void *data, pid_t tid),
-		   uint64_t (*class_of)(gconstpointer obj), classes_ref_fn ref, GDestroyNotify unref, void *data);
+/* class_of: the class functions of the files obj decides, NULL-terminated. */
+void deciders_init(struct deciders *d, gpointer (*find)(void *data, pid_t tid), const deciders_class_fn *class_of,
+		   classes_ref_fn ref, GDestroyNotify unref, void *data);
 void deciders_clear(struct deciders *d);
 
 /* tid's (a reference): as this thread kept it, or found now (fresh: found

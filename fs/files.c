@@ -17,8 +17,7 @@ enum class_source {
 	CLASS_CPU,    /* the CPUs the caller sees: a struct cpu_map */
 	CLASS_MEMORY, /* the caller's memory cgroup (fs/memgroups): a string */
 	CLASS_UPTIME,  /* the caller's pid namespace and CPU time (fs/cputime): a struct cputime_key */
-	CLASS_CPUTIME, /* its CPUs and CPU time (fs/cputime): a struct cputime_key; without
-	                * fs/cputime, CLASS_CPU */
+	CLASS_CPUTIME, /* its CPUs and CPU time (fs/cputime): a struct cputime_key */
 	CLASS_LOADAVG, /* its cgroup's threads (fs/cputime): a struct cputime_key */
 };
 
@@ -27,7 +26,7 @@ enum class_source {
 typedef int (*render_fn)(struct view *v, gconstpointer decides, const char *name, GBytes **ret);
 
 static int render_cpuinfo(struct view *v, gconstpointer map, const char *name, GBytes **ret);
-static int render_stat(struct view *v, gconstpointer map, const char *name, GBytes **ret);
+static int render_stat(struct view *v, gconstpointer key, const char *name, GBytes **ret);
 static int render_cpu_set(struct view *v, gconstpointer map, const char *name, GBytes **ret);
 static int render_memory(struct view *v, gconstpointer group, const char *name, GBytes **ret);
 static int render_uptime(struct view *v, gconstpointer key, const char *name, GBytes **ret);
@@ -107,32 +106,46 @@ uint64_t files_row_ino(enum row r)
 					       : ino_named_make(rows[r].kind, r);
 }
 
-/* The finder of what decides a row's text, for a class source other than
- * the CPU view's; NULL where that view is off (the row is then the host's,
- * delegated). */
-static struct deciders *row_deciders(const struct view *v, const struct row_def *row)
+/* Where what decides a row's text is found, for a class source other than
+ * the CPU view's, and the class function of that row's texts. */
+struct finder {
+	struct deciders *deciders;
+	deciders_class_fn class_of;
+};
+
+/* FALSE for the CPU view's rows, and where the row's view is off (the row
+ * is then the host's, delegated). */
+static gboolean row_finder(const struct view *v, const struct row_def *row, struct finder *ret)
 {
+	struct memgroups *m = v->cfg.memgroups;
+	struct cputimes *t = v->cfg.cputimes;
 	switch (row->source) {
 	case CLASS_MEMORY:
-		return v->cfg.memgroups ? memgroups_deciders(v->cfg.memgroups) : NULL;
+		*ret = (struct finder){ m ? memgroups_deciders(m) : NULL, memgroups_class };
+		break;
 	case CLASS_UPTIME:
-		return v->cfg.cputimes ? cputimes_uptime_deciders(v->cfg.cputimes) : NULL;
+		*ret = (struct finder){ t ? cputimes_deciders(t) : NULL, cputime_uptime_class };
+		break;
 	case CLASS_CPUTIME:
-		return v->cfg.cputimes ? cputimes_stat_deciders(v->cfg.cputimes) : NULL;
+		*ret = (struct finder){ t ? cputimes_deciders(t) : NULL, cputime_stat_class };
+		break;
 	case CLASS_LOADAVG:
-		return v->cfg.cputimes ? cputimes_loadavg_deciders(v->cfg.cputimes) : NULL;
+		*ret = (struct finder){ t && cputimes_serves_loadavg(t) ? cputimes_deciders(t) : NULL,
+					cputime_loadavg_class };
+		break;
 	case CLASS_NONE:
 	case CLASS_CPU:
+		*ret = (struct finder){ NULL, NULL };
 		break;
 	}
-	return NULL;
+	return ret->deciders != NULL;
 }
 
-/* The memory view's, uptime's and loadavg's rows exist only where they are on. */
+/* The rows of the memory view and CPU time exist only where they are on. */
 static gboolean row_served(const struct view *v, enum row r)
 {
-	enum class_source s = rows[r].source;
-	return (s != CLASS_MEMORY && s != CLASS_UPTIME && s != CLASS_LOADAVG) || row_deciders(v, &rows[r]);
+	struct finder f;
+	return rows[r].source == CLASS_NONE || rows[r].source == CLASS_CPU || row_finder(v, &rows[r], &f);
 }
 
 enum row files_find_row(const struct view *v, enum row parent, const char *name)
@@ -146,15 +159,15 @@ enum row files_find_row(const struct view *v, enum row parent, const char *name)
 /* What decides the text of a row served per class, for one class. */
 struct decider {
 	const struct row_def *row;
-	struct deciders *deciders; /* NULL: the CPU view's */
+	struct finder finder; /* deciders NULL: the CPU view's */
 	uint64_t class_id;
 	gpointer what; /* a reference: of the row's class source's type */
 };
 
 static void decider_clear(struct decider *d)
 {
-	if (d->what && d->deciders)
-		d->deciders->cache.unref(d->what);
+	if (d->what && d->finder.deciders)
+		d->finder.deciders->cache.unref(d->what);
 	else if (d->what)
 		cpu_map_unref(d->what);
 	d->what = NULL;
@@ -166,10 +179,10 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(decider, decider_clear)
 static void decider_of_caller(struct view *v, const struct caller *c, const struct row_def *row, gboolean fresh,
 			      struct decider *ret)
 {
-	*ret = (struct decider){ row, row_deciders(v, row), 0, NULL };
-	if (ret->deciders) {
-		ret->what = deciders_of(ret->deciders, c->tid, fresh);
-		ret->class_id = ret->deciders->class_of(ret->what);
+	*ret = (struct decider){ row, { NULL, NULL }, 0, NULL };
+	if (row_finder(v, row, &ret->finder)) {
+		ret->what = deciders_of(ret->finder.deciders, c->tid, fresh);
+		ret->class_id = ret->finder.class_of(ret->what);
 		return;
 	}
 	struct cpu_map *map = fresh ? cpuview_map_fresh(v->cfg.cpuview, c->tid)
@@ -182,17 +195,17 @@ static void decider_of_caller(struct view *v, const struct caller *c, const stru
 static gboolean decider_of_class(struct view *v, const struct row_def *row, uint64_t class_id,
 				 struct decider *ret)
 {
-	*ret = (struct decider){ row, row_deciders(v, row), class_id, NULL };
-	ret->what = ret->deciders ? deciders_of_class(ret->deciders, class_id)
-				  : (gpointer)cpuview_map_of_class(v->cfg.cpuview, class_id);
+	*ret = (struct decider){ row, { NULL, NULL }, class_id, NULL };
+	ret->what = row_finder(v, row, &ret->finder) ? deciders_of_class(ret->finder.deciders, class_id)
+						     : (gpointer)cpuview_map_of_class(v->cfg.cpuview, class_id);
 	return ret->what != NULL;
 }
 
 /* A caller moved: no thread answers from what it kept of this row's kind. */
 static void decider_forget(struct view *v, const struct decider *d)
 {
-	if (d->deciders)
-		deciders_forget(d->deciders);
+	if (d->finder.deciders)
+		deciders_forget(d->finder.deciders);
 	else
 		cpuview_forget_cached(v->cfg.cpuview);
 }
@@ -421,12 +434,9 @@ static int render_cpuinfo(struct view *v, gconstpointer map, const char *name, G
 	return render_rewritten(v->cfg.proc_fd, name, map, cpuview_render_cpuinfo, ret);
 }
 
-/* For a struct cputime_key (fs/cputime), or without it a struct cpu_map. */
-static int render_stat(struct view *v, gconstpointer what, const char *name, GBytes **ret)
+static int render_stat(struct view *v, gconstpointer key, const char *name, GBytes **ret)
 {
-	if (v->cfg.cputimes)
-		return cputimes_render_stat(v->cfg.cputimes, what, ret);
-	return render_rewritten(v->cfg.proc_fd, name, what, cpuview_render_stat, ret);
+	return cputimes_render_stat(v->cfg.cputimes, key, ret);
 }
 
 /* online, possible, present: the caller's CPUs are 0..N-1; offline (possible

@@ -22,16 +22,13 @@ static gpointer dup_group(gpointer group)
 }
 
 static gpointer find_group(void *data, pid_t tid);
-static uint64_t group_class(gconstpointer group)
-{
-	return memgroups_class(group);
-}
 
 struct memgroups *memgroups_new(const struct memgroups_config *cfg)
 {
 	struct memgroups *m = g_new0(struct memgroups, 1);
 	m->cfg = *cfg;
-	deciders_init(&m->groups, find_group, group_class, dup_group, g_free, m);
+	static const deciders_class_fn classes[] = { memgroups_class, NULL };
+	deciders_init(&m->groups, find_group, classes, dup_group, g_free, m);
 	reports_init(&m->reports, cfg->report, cfg->report_data);
 	return m;
 }
@@ -46,7 +43,7 @@ void memgroups_free(struct memgroups *m)
 }
 
 
-uint64_t memgroups_class(const char *group)
+uint64_t memgroups_class(gconstpointer group)
 {
 	uint64_t h = hash_fnv(HASH_FNV_START, "memory:", 7);
 	h = hash_fnv(h, group, strlen(group)) & INO_SERVED_CLASS_MASK;

@@ -30,7 +30,7 @@ void memgroups_free(struct memgroups *m);
  * host's files). */
 struct deciders *memgroups_deciders(struct memgroups *m);
 /* The content class of a group's files (fs/ino.h): a hash, never 0. */
-uint64_t memgroups_class(const char *group);
+uint64_t memgroups_class(gconstpointer group);
 /* The text of proc/<name> (meminfo, swaps, vmstat) for group: the host's
  * when the group has no memory limit or its files cannot be used. */
 int memgroups_render(struct memgroups *m, const char *group, const char *name, GBytes **ret);

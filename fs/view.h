@@ -45,7 +45,7 @@ struct view_config {
 	/* Whose memory files each caller sees; NULL: the host's, delegated
 	 * (--no-memory-view). */
 	struct memgroups *memgroups;
-	/* Whose uptime and CPU time each caller sees; NULL: the host's uptime (delegated) and stat (as the CPU view has it). */
+	/* Whose uptime, stat and loadavg each caller sees; NULL: the host's, delegated. */
 	struct cputimes *cputimes;
 	/* proc_fd's pid namespace: -1 for the daemon's own, else an fd of it
 	 * (a container's view). Pid directories are watched with pidfds and

@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -107,13 +106,7 @@ def main():
     finally:
         if cpusets:
             cpusets.remove()
-        for path in made:
-            for _ in range(50):
-                try:
-                    os.rmdir(path)
-                    break
-                except OSError:
-                    time.sleep(0.1)
+        cgtest.remove_cgroups(made, MEMORY)
         benchlib.stop_served(daemon, mnt)
         benchlib.stop_served(lxcfs, lxmnt)
         shutil.rmtree(tmp, ignore_errors=True)

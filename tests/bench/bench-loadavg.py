@@ -23,7 +23,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import benchlib  # noqa: E402
+import cgtest  # noqa: E402
 
 CGROUP = "/sys/fs/cgroup"
 AIM_PERCENT = 1.0
@@ -67,12 +69,7 @@ def make_groups(n):
 def remove_groups(groups):
     for dirs in groups:
         for path in dirs:
-            for _ in range(50):
-                try:
-                    os.rmdir(path)
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            cgtest.remove_cgroups([path], os.path.dirname(path))
 
 
 def in_groups(dirs, argv, **kw):

@@ -72,11 +72,6 @@ def remove_groups(groups):
             cgtest.remove_cgroups([path], os.path.dirname(path))
 
 
-def in_groups(dirs, argv, **kw):
-    script = "".join("echo $$ > %s/cgroup.procs; " % d for d in dirs) + 'exec "$@"'
-    return subprocess.Popen(["sh", "-c", script, "sh"] + argv, **kw)
-
-
 def measure(exe, args, groups, threads, seconds, tmp):
     """The daemon's CPU over seconds, in percent of one core."""
     mnt = tempfile.mkdtemp(dir=tmp)
@@ -85,10 +80,12 @@ def measure(exe, args, groups, threads, seconds, tmp):
     try:
         per = max(1, threads // len(groups))
         for dirs in groups:
-            sleepers.append(in_groups(dirs, [sys.executable, "-c", SLEEPERS, str(per)], stdin=subprocess.PIPE))
+            sleepers.append(subprocess.Popen(cgtest.in_cgroups(dirs, [sys.executable, "-c", SLEEPERS, str(per)]),
+                                             stdin=subprocess.PIPE))
         time.sleep(1)
         for dirs in groups:  # one read each: from now on sampled
-            p = in_groups(dirs, ["cat", os.path.join(mnt, "proc", "loadavg")], stdout=subprocess.PIPE)
+            p = subprocess.Popen(cgtest.in_cgroups(dirs, ["cat", os.path.join(mnt, "proc", "loadavg")]),
+                                 stdout=subprocess.PIPE)
             p.communicate(timeout=30)
         time.sleep(6)  # past the first sample
         start_cpu, start = daemon_cpu_seconds(daemon.pid), time.monotonic()

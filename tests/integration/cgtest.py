@@ -12,6 +12,7 @@ Standard library only; run with /usr/bin/python3.
 import contextlib
 import errno
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -369,6 +370,21 @@ def stop_check(daemon):
     """A test body: stop daemon, fail with the problems if any."""
     problems = daemon.stop()
     check(not problems, "daemon did not stop cleanly", *problems, "daemon log:", daemon.log())
+
+
+# What in_cgroups runs first to bind the view at $CG_MNT over /proc.
+BIND_PROC = 'mount --rbind "$CG_MNT/proc" /proc || exit 97\n'
+
+
+def in_cgroups(dirs, argv, setup=""):
+    """argv (same pid) in every cgroup of dirs (one per hierarchy), in a
+    private mount namespace after setup (a shell snippet run there first,
+    in the cgroups): an argv for run or Popen. Exit 96: a cgroup refused
+    the process."""
+    script = "".join("echo $$ > %s/cgroup.procs || exit 96\n" % shlex.quote(d) for d in dirs)
+    inner = setup + 'exec "$@"\n'
+    script += "exec unshare --mount --propagation private sh -c %s sh \"$@\"\n" % shlex.quote(inner)
+    return ["sh", "-c", script, "sh"] + list(argv)
 
 
 def remove_cgroups(paths, root):

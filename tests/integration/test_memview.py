@@ -14,6 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
+import test_served  # noqa: E402
 from cgtest import check, check_equal  # noqa: E402
 
 MEMORY = "/sys/fs/cgroup/memory"
@@ -167,15 +168,10 @@ class Groups:
         cgtest.remove_cgroups(reversed(self.made), MEMORY)
 
 
-def in_group(mnt, group, argv, setup='mount --rbind "$CG_MNT/proc" /proc || exit 97\n'):
-    """argv in memory cgroup group, in a private mount namespace with setup."""
-    script = 'echo $$ > "$CG_GROUP/cgroup.procs" || exit 96\nexec unshare --mount --propagation private sh -c \'%s exec "$@"\' sh "$@"\n' % setup
-    env = dict(os.environ, CG_MNT=mnt, CG_GROUP=group)
-    return cgtest.run(["sh", "-c", script, "sh"] + list(argv), env=env, timeout=120)
-
-
-def probe(mnt, group, setup=None):
-    res = in_group(mnt, group, [cgtest.PYTHON, "-c", PROBE], *([setup] if setup else []))
+def probe(mnt, group, setup=cgtest.BIND_PROC):
+    """PROBE in memory cgroup group, the view at mnt bound by setup."""
+    res = cgtest.run(cgtest.in_cgroups([group], [cgtest.PYTHON, "-c", PROBE], setup),
+                     env=dict(os.environ, CG_MNT=mnt), timeout=120)
     return json.loads(cgtest.check_ran(res, "the probe"))
 
 
@@ -222,44 +218,22 @@ def make_tests(d):
           "their own MemTotal")
     def _():
         g = state["groups"]
-        reader = r'''
-import os, sys, time
-path, want, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
-reads = bad = 0
-end = time.monotonic() + seconds
-while time.monotonic() < end:
-    fd = os.open(path, os.O_RDONLY)
-    if reads % 2:
-        r, w = os.pipe()
-        n = os.sendfile(w, fd, None, 1 << 20)
-        os.close(w)
-        data = os.read(r, 1 << 20)
-        os.close(r)
-    else:
-        data = os.read(fd, 1 << 20)
-    os.close(fd)
-    reads += 1
-    total = [l for l in data.decode().splitlines() if l.startswith("MemTotal:")]
-    if not total or total[0].split()[1] != want:
-        bad += 1
-print(reads, bad)
-'''
         procs = []
         for size in (256, 512):
             group = g.make(os.path.join(TOP, "mixed%d" % size), size * MIB)
             want = str(min(size * MIB, host_meminfo()["MemTotal"]) // 1024)
             for _ in range(4):
-                script = 'echo $$ > "$CG_GROUP/cgroup.procs" || exit 96\nexec "$@"\n'
-                procs.append((size, subprocess.Popen(
-                    ["sh", "-c", script, "sh", cgtest.PYTHON, "-c", reader, os.path.join(d.mnt, "proc/meminfo"),
-                     want, "4"], env=dict(os.environ, CG_GROUP=group), stdout=subprocess.PIPE, text=True)))
+                argv = [cgtest.PYTHON, "-c", test_served.MIXED_READER, os.path.join(d.mnt, "proc/meminfo"), want, "4"]
+                procs.append((size, subprocess.Popen(cgtest.in_cgroups([group], argv), stdout=subprocess.PIPE,
+                                                     text=True)))
         wrong = []
         for size, p in procs:
             out, _ = p.communicate(timeout=60)
             check_equal(p.returncode, 0, "a reader in the %d MiB cgroup" % size)
-            reads, bad = map(int, out.split())
-            if bad or not reads:
-                wrong.append("%d MiB: %d of %d reads wrong" % (size, bad, reads))
+            reads, bad, empty = map(int, out.split(maxsplit=3)[:3])
+            if bad or empty or not reads:
+                wrong.append("%d MiB: %d of %d reads wrong, %d empty (first: %s)"
+                             % (size, bad, reads, empty, out.split(maxsplit=3)[3:]))
         check(not wrong, "readers got another cgroup's meminfo", *wrong)
 
     @test("no cgroup of the test is left")

@@ -9,7 +9,6 @@ Expectations come from the cpusets and the host's files in the same run."""
 
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -224,12 +223,7 @@ class Cpusets:
 
 
 def in_cgroup(group, argv, setup=""):
-    """argv in cgroup group, in a private mount namespace after setup (a
-    shell snippet run there first, in the cgroup)."""
-    script = "echo $$ > %s/cgroup.procs || exit 96\n" % shlex.quote(group)
-    inner = setup + 'exec "$@"\n'
-    script += "exec unshare --mount --propagation private sh -c %s sh \"$@\"\n" % shlex.quote(inner)
-    return ["sh", "-c", script, "sh"] + list(argv)
+    return cgtest.in_cgroups([group], argv, setup)
 
 
 BIND_PROC = 'mount --rbind "$MNT/proc" /proc && mount --bind "$MNT/sys/devices/system/cpu" /sys/devices/system/cpu || exit 97\n'

@@ -86,12 +86,6 @@ def remove_quota_groups():
             cgtest.remove_cgroups([p for p, _, _ in os.walk(top, topdown=False)], os.path.join(CGROUP, h))
 
 
-def in_groups(mnt, dirs, argv):
-    script = "".join('echo $$ > %s/cgroup.procs || exit 96\n' % d for d in dirs)
-    script += 'exec unshare --mount --propagation private sh -c \'mount --rbind "$CG_MNT/proc" /proc || exit 97; exec "$@"\' sh "$@"\n'
-    return ["sh", "-c", script, "sh"] + list(argv)
-
-
 def make_tests(d):
     t, test = cgtest.test_registry()
 
@@ -130,16 +124,16 @@ def make_tests(d):
                                      "sh -c 'while :; do :; done' & exec sh -c 'while :; do :; done'"],
                                     start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
-                busy = subprocess.Popen(in_groups(d.mnt, groups["busy"], [cgtest.PYTHON, "-c", CPU_PROBE]), env=env,
+                busy = subprocess.Popen(cgtest.in_cgroups(groups["busy"], [cgtest.PYTHON, "-c", CPU_PROBE], cgtest.BIND_PROC), env=env,
                                         stdout=subprocess.PIPE, text=True)
-                idle = subprocess.Popen(in_groups(d.mnt, groups["idle"], [cgtest.PYTHON, "-c", CPU_PROBE]), env=env,
+                idle = subprocess.Popen(cgtest.in_cgroups(groups["idle"], [cgtest.PYTHON, "-c", CPU_PROBE], cgtest.BIND_PROC), env=env,
                                         stdout=subprocess.PIPE, text=True)
                 got = {"busy": json.loads(busy.communicate(timeout=60)[0]),
                        "idle": json.loads(idle.communicate(timeout=60)[0])}
             finally:
                 os.killpg(spin.pid, signal.SIGKILL)
                 spin.wait()
-            res = cgtest.run(in_groups(d.mnt, groups["busy"], [cgtest.PYTHON, "-c", CPU_PROBE]), env=env)
+            res = cgtest.run(cgtest.in_cgroups(groups["busy"], [cgtest.PYTHON, "-c", CPU_PROBE], cgtest.BIND_PROC), env=env)
             got["after"] = json.loads(cgtest.check_ran(res, "the probe after the loop"))
         finally:
             remove_quota_groups()

@@ -182,13 +182,6 @@ static int cgroup_used(struct cputimes *t, const struct cputime_key *key, struct
 	return r;
 }
 
-/* text as the GBytes of a file. */
-static void take_text(char *text, GBytes **ret)
-{
-	size_t len = strlen(text);
-	*ret = g_bytes_new_take(text, len);
-}
-
 /* The two numbers of an uptime text. */
 static gboolean parse_uptime(const char *text, double *up, double *idle)
 {
@@ -213,24 +206,45 @@ int cputime_render_uptime(const char *host, double init_start_s, unsigned cpus, 
 	return 0;
 }
 
-int cputimes_render_uptime(struct cputimes *t, const struct cputime_key *key, GBytes **ret)
+/* The caller's own text made from the host's, or NULL: the host's. */
+typedef GString *(*own_fn)(struct cputimes *t, const struct cputime_key *key, const char *host);
+
+/* proc/<name> for key: own's text, or the host's file as it is. */
+static int render_from_host(struct cputimes *t, const char *name, const struct cputime_key *key, own_fn own,
+			    GBytes **ret)
 {
 	g_autofree char *host = NULL;
-	int r = procfile_read_text_at(t->cfg.proc_fd, "uptime", &host);
+	int r = procfile_read_text_at(t->cfg.proc_fd, name, &host);
 	if (r < 0)
 		return r;
-	struct cgroup_cpu_time used = { 0, 0 };
-	/* No hierarchy counts it: none used. Garbage: the host's file. */
-	r = key->ns ? cgroup_used(t, key, &used) : -EINVAL;
-	GString *out = NULL;
-	if (r != -EINVAL && cputime_render_uptime(host, (double)key->init_start / (double)t->ticks_per_s,
-						  key->map->count, (double)(used.user_ns + used.system_ns) / 1e9,
-						  &out) == 0) {
+	GString *out = own(t, key, host);
+	if (out) {
 		*ret = g_string_free_to_bytes(out);
 		return 0;
 	}
-	take_text(g_steal_pointer(&host), ret);
+	size_t len = strlen(host);
+	*ret = g_bytes_new_take(g_steal_pointer(&host), len);
 	return 0;
+}
+
+static GString *own_uptime(struct cputimes *t, const struct cputime_key *key, const char *host)
+{
+	struct cgroup_cpu_time used = { 0, 0 };
+	GString *out = NULL;
+	/* The host's namespace, or garbage: the host's file. No hierarchy
+	 * counts the cgroup's time: none used. */
+	if (!key->ns || cgroup_used(t, key, &used) == -EINVAL)
+		return NULL;
+	double used_s = (double)(used.user_ns + used.system_ns) / 1e9;
+	if (cputime_render_uptime(host, (double)key->init_start / (double)t->ticks_per_s, key->map->count, used_s,
+				  &out) < 0)
+		return NULL;
+	return out;
+}
+
+int cputimes_render_uptime(struct cputimes *t, const struct cputime_key *key, GBytes **ret)
+{
+	return render_from_host(t, "uptime", key, own_uptime, ret);
 }
 
 /* text's "key N" line, N now value. */
@@ -247,50 +261,44 @@ static void set_stat_line(GString *text, const char *key, unsigned value)
 	g_string_insert(text, (gssize)from, number);
 }
 
-int cputimes_render_stat(struct cputimes *t, const struct cputime_key *key, GBytes **ret)
+/* The view's CPUs (the CPU view), and the cgroup's CPU time in them. */
+static GString *own_stat(struct cputimes *t, const struct cputime_key *key, const char *host)
 {
-	g_autofree char *host = NULL;
-	int r = procfile_read_text_at(t->cfg.proc_fd, "stat", &host);
-	if (r < 0)
-		return r;
 	g_autoptr(GString) view = NULL;
-	if (cpuview_render_stat(host, key->map, &view) < 0) {
-		take_text(g_steal_pointer(&host), ret); /* not understood: the host's */
-		return 0;
-	}
+	if (cpuview_render_stat(host, key->map, &view) < 0)
+		return NULL; /* not understood: the host's */
 	struct cgroup_cpu_time used;
 	GString *own = NULL;
-	gint64 ns_per_tick = G_GINT64_CONSTANT(1000000000) / t->ticks_per_s;
+	uint64_t ns_per_tick = UINT64_C(1000000000) / (uint64_t)t->ticks_per_s;
 	gint64 elapsed_us = g_get_real_time() - key->epoch_us;
-	if (key->epoch_us && cgroup_used(t, key, &used) == 0 &&
-	    cpuview_render_stat_usage(view->str, key->map->count, used.user_ns / (uint64_t)ns_per_tick,
-				      used.system_ns / (uint64_t)ns_per_tick,
-				      elapsed_us > 0 ? (uint64_t)elapsed_us * 1000 / (uint64_t)ns_per_tick : 0,
-				      &own) == 0) {
-		/* the cgroup's threads, as the load sampler last counted them */
-		unsigned running, blocked;
-		if (t->loads && loadavgs_counts(t->loads, key->group, &running, &blocked)) {
-			set_stat_line(own, "procs_running", running);
-			set_stat_line(own, "procs_blocked", blocked);
-		}
-		*ret = g_string_free_to_bytes(own);
-		return 0;
+	if (!key->epoch_us || cgroup_used(t, key, &used) < 0 ||
+	    cpuview_render_stat_usage(view->str, key->map->count, used.user_ns / ns_per_tick,
+				      used.system_ns / ns_per_tick,
+				      elapsed_us > 0 ? (uint64_t)elapsed_us * 1000 / ns_per_tick : 0, &own) < 0)
+		return g_steal_pointer(&view);
+	/* the cgroup's threads, as the load sampler last counted them */
+	unsigned running, blocked;
+	if (t->loads && loadavgs_counts(t->loads, key->group, &running, &blocked)) {
+		set_stat_line(own, "procs_running", running);
+		set_stat_line(own, "procs_blocked", blocked);
 	}
-	*ret = g_string_free_to_bytes(g_steal_pointer(&view));
-	return 0;
+	return own;
+}
+
+int cputimes_render_stat(struct cputimes *t, const struct cputime_key *key, GBytes **ret)
+{
+	return render_from_host(t, "stat", key, own_stat, ret);
+}
+
+static GString *own_loadavg(struct cputimes *t, const struct cputime_key *key, const char *host)
+{
+	GString *own = NULL;
+	if (!*key->group || !t->loads || loadavgs_render(t->loads, key->group, host, &own) < 0)
+		return NULL;
+	return own;
 }
 
 int cputimes_render_loadavg(struct cputimes *t, const struct cputime_key *key, GBytes **ret)
 {
-	g_autofree char *host = NULL;
-	int r = procfile_read_text_at(t->cfg.proc_fd, "loadavg", &host);
-	if (r < 0)
-		return r;
-	GString *own = NULL;
-	if (*key->group && t->loads && loadavgs_render(t->loads, key->group, host, &own) == 0) {
-		*ret = g_string_free_to_bytes(own);
-		return 0;
-	}
-	take_text(g_steal_pointer(&host), ret);
-	return 0;
+	return render_from_host(t, "loadavg", key, own_loadavg, ret);
 }

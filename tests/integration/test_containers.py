@@ -198,7 +198,9 @@ echo "write /proc/sysrq-trigger rc=$?"
 """
 
 SENDFILE_PROBE = VIEW_MARK + r"""
-for f in /proc/cpuinfo /proc/stat /sys/devices/system/cpu/online /proc/.real/cpuinfo; do
+for f in /proc/cpuinfo /proc/stat /sys/devices/system/cpu/online /proc/meminfo /proc/swaps /proc/vmstat \
+         /proc/uptime /proc/loadavg /sys/devices/system/cpu/cpu0/topology/core_siblings_list \
+         /sys/devices/system/cpu/kernel_max /proc/.real/cpuinfo; do
     echo "@@cat $f"; cat $f | wc -c
     echo "@@head $f"; head -c 10000000 $f | wc -c
 done

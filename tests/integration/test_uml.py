@@ -36,7 +36,7 @@ with open(cg + "/cpu.max", "w") as f:
     f.write("50000 100000")
 files = ["proc/cpuinfo", "proc/stat", "sys/devices/system/cpu/online", "sys/devices/system/cpu/kernel_max",
          "sys/devices/system/cpu/cpu0/topology/core_siblings_list", "proc/%d/smaps_rollup" % sleeper.pid,
-         "proc/meminfo", "proc/swaps", "proc/vmstat"]
+         "proc/meminfo", "proc/swaps", "proc/vmstat", "proc/uptime", "proc/loadavg"]
 def joiner(group):
     def join():
         with open(group + "/cgroup.procs", "w") as f:

@@ -16,7 +16,7 @@
  * no request runs. Maps it handed out live on by their references. */
 struct cpuview {
 	struct cpuview_config cfg;
-	struct tidcache maps; /* callers' maps, kept a second per worker thread */
+	struct tidcache maps; /* callers' maps, kept a second */
 	struct reports reports; /* files that could not be used */
 	struct classes *classes; /* content class -> struct cpu_map */
 	GRWLock shorts_lock;     /* guards shorts */
@@ -80,6 +80,7 @@ void cpuview_free(struct cpuview *cv)
 	if (!cv)
 		return;
 	reports_clear(&cv->reports);
+	tidcache_clear(&cv->maps);
 	classes_free(cv->classes);
 	g_hash_table_unref(cv->shorts);
 	g_rw_lock_clear(&cv->shorts_lock);

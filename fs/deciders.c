@@ -18,7 +18,10 @@ void deciders_init(struct deciders *d, gpointer (*find)(void *data, pid_t tid), 
 
 void deciders_clear(struct deciders *d)
 {
+	if (!d->classes)
+		return;
 	g_clear_pointer(&d->classes, classes_free);
+	tidcache_clear(&d->cache);
 }
 
 gpointer deciders_of(struct deciders *d, pid_t tid, gboolean fresh)

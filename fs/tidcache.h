@@ -1,7 +1,8 @@
 /* What a caller thread was found to be (its CPU map, its memory cgroup),
- * kept a second by each FUSE worker thread, so that the LOOKUP and the OPEN
- * of one read do not both read /proc/<tid>/cgroup. No lock on the hot
- * path: each worker thread has its own table. */
+ * kept a second, so that the LOOKUP and the OPEN of one read, which two
+ * FUSE worker threads may take, do not both read /proc/<tid>/cgroup. The
+ * table is split in shards by tid, each with its own lock: two callers
+ * rarely wait on each other. */
 #pragma once
 
 #include <glib.h>
@@ -11,20 +12,28 @@
  * cgroup sees its new view within this time. */
 #define TIDCACHE_LIFETIME_US G_USEC_PER_SEC
 
+#define TIDCACHE_SHARDS 16
+
+struct tidcache_shard {
+	GMutex lock;
+	GHashTable *entries; /* tid -> struct entry (tidcache.c) */
+};
+
 /* One kind of finding, of one owner (a CPU view, the memory groups). */
 struct tidcache {
-	guint64 id;          /* tells this owner's entries from another's */
-	gint generation;     /* bumped (atomically) by tidcache_forget */
+	gint generation; /* bumped (atomically) by tidcache_forget */
 	gpointer (*ref)(gpointer obj);
 	GDestroyNotify unref;
+	struct tidcache_shard shards[TIDCACHE_SHARDS];
 };
 
 void tidcache_init(struct tidcache *c, gpointer (*ref)(gpointer obj), GDestroyNotify unref);
+/* Drops every finding kept (their references). */
+void tidcache_clear(struct tidcache *c);
 
-/* A reference of what this thread found tid to be within the lifetime,
- * or NULL. */
+/* A reference of what tid was found to be within the lifetime, or NULL. */
 gpointer tidcache_get(struct tidcache *c, pid_t tid);
-/* Keep obj (a reference of it) as what tid is, for this thread. */
+/* Keep obj (a reference of it) as what tid is. */
 void tidcache_put(struct tidcache *c, pid_t tid, gpointer obj);
-/* A caller moved: no thread answers from what it kept before. */
+/* A caller moved: nothing kept before is answered any more. */
 void tidcache_forget(struct tidcache *c);

@@ -271,6 +271,7 @@ static void classes_and_tidcache(void)
 	}
 	for (size_t i = 0; i < G_N_ELEMENTS(runs); i++)
 		g_thread_join(threads[i]);
+	tidcache_clear(&cache);
 	classes_free(classes);
 }
 

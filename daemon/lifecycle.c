@@ -54,6 +54,7 @@ struct daemon {
 	gboolean loop_done;
 	char *real_path; /* <mountpoint>/proc/.real */
 	char *real_opts; /* the restricting options of the daemon's /proc, or NULL */
+	char *counters_path; /* stat's counters, kept for a daemon after this one */
 	gboolean real_mounted;
 	gint handed_over; /* set once this daemon's sessions are another's */
 };
@@ -235,12 +236,15 @@ static gboolean make_views(struct daemon *d, GError **error)
 	if (d->cfg->memory_view)
 		d->memgroups = memgroups_new(&mcfg);
 	d->nsinits = nsinits_new(d->proc_fd);
+	/* beside the control socket, as the keeper's is: one per mountpoint */
+	d->counters_path = g_strconcat(d->cfg->control_socket, ".cputime", NULL);
 	const struct cputimes_config tcfg = {
 		.proc_fd = d->proc_fd,
 		.cgroups = d->cgroups.config,
 		.cpuview = d->cpuview,
 		.nsinits = d->nsinits,
 		.loadavg = d->cfg->loadavg,
+		.counters_path = d->counters_path,
 		.report = report_bad_cputime_cgroup,
 	};
 	d->cputimes = cputimes_new(&tcfg);
@@ -402,6 +406,9 @@ static gboolean stop_serving(struct daemon *d, gboolean *ret_containers_live)
 	if (taking_over(d->cfg) && umount2(d->cfg->mountpoint, MNT_DETACH) < 0)
 		g_warning("cannot unmount %s: %s", d->cfg->mountpoint, g_strerror(errno));
 	gboolean done = loop_wait_done(d, LOOP_EXIT_WAIT_US);
+	/* No daemon goes on from these counters: the views end here. */
+	if (d->counters_path)
+		unlink(d->counters_path);
 	if (!done) {
 		/* Binds of the view elsewhere keep the FUSE connection up; they
 		 * fail with ENOTCONN once this process is gone. */
@@ -437,6 +444,7 @@ static void free_daemon(struct daemon *d, gboolean containers_live)
 	g_cond_clear(&d->loop_cond);
 	g_free(d->real_path);
 	g_free(d->real_opts);
+	g_free(d->counters_path);
 	if (d->proc_fd >= 0)
 		close(d->proc_fd);
 	if (d->sys_cpu_fd >= 0)

@@ -15,8 +15,13 @@ struct cputimes {
 	struct deciders keys;         /* by the classes of their uptime, stat and loadavg texts */
 	struct loadavgs *loads;       /* NULL: --no-loadavg */
 	struct reports reports;       /* files that could not be used */
+	struct cpu_counters *counters; /* stat's, never going back */
+	gint64 swept_at;              /* when counters last forgot the gone */
 	long ticks_per_s;
 };
+
+/* How often the counters of cgroups gone are forgotten. */
+#define SWEEP_US (60 * G_USEC_PER_SEC)
 
 gpointer cputime_key_ref(gpointer key)
 {
@@ -129,6 +134,8 @@ struct cputimes *cputimes_new(const struct cputimes_config *cfg)
 						     NULL };
 	deciders_init(&t->keys, find_key, classes, cputime_key_ref, cputime_key_unref, t);
 	reports_init(&t->reports, cfg->report, cfg->report_data);
+	t->counters = cpu_counters_new(cfg->counters_path);
+	t->swept_at = g_get_monotonic_time();
 	if (cfg->loadavg)
 		t->loads = loadavgs_new(cfg->proc_fd, usage_hierarchy(t));
 	return t;
@@ -140,6 +147,7 @@ void cputimes_free(struct cputimes *t)
 		return;
 	deciders_clear(&t->keys);
 	loadavgs_free(t->loads);
+	cpu_counters_free(t->counters);
 	reports_clear(&t->reports);
 	g_free(t);
 }
@@ -154,11 +162,22 @@ gboolean cputimes_serves_loadavg(const struct cputimes *t)
 	return t->loads != NULL;
 }
 
+static gboolean group_gone(const char *group, gint64 epoch, void *data)
+{
+	return made_at(data, group) != epoch;
+}
+
 void cputimes_sample_due(struct cputimes *t, gint64 *ret_wait_us)
 {
-	*ret_wait_us = G_MAXINT64;
+	gint64 now = g_get_monotonic_time();
+	if (now - t->swept_at >= SWEEP_US) {
+		cpu_counters_sweep(t->counters, group_gone, t);
+		t->swept_at = now;
+	}
+	gint64 wait_us = G_MAXINT64;
 	if (t->loads)
-		loadavgs_sample_due(t->loads, ret_wait_us);
+		loadavgs_sample_due(t->loads, &wait_us);
+	*ret_wait_us = MIN(wait_us, t->swept_at + SWEEP_US - now);
 }
 
 /* The CPU time the key's cgroup used: 0, -ENOENT (none counted), or
@@ -271,10 +290,14 @@ static GString *own_stat(struct cputimes *t, const struct cputime_key *key, cons
 	GString *own = NULL;
 	uint64_t ns_per_tick = UINT64_C(1000000000) / (uint64_t)t->ticks_per_s;
 	gint64 elapsed_us = g_get_real_time() - key->epoch_us;
-	if (!key->epoch_us || cgroup_used(t, key, &used) < 0 ||
-	    cpuview_render_stat_usage(view->str, key->map->count, used.user_ns / ns_per_tick,
-				      used.system_ns / ns_per_tick,
-				      elapsed_us > 0 ? (uint64_t)elapsed_us * 1000 / ns_per_tick : 0, &own) < 0)
+	unsigned n = key->map->count;
+	if (!key->epoch_us || cgroup_used(t, key, &used) < 0)
+		return g_steal_pointer(&view);
+	g_autofree cpu_ticks *rows = g_new(cpu_ticks, n + 1);
+	cpu_counters_follow(t->counters, key->group, key->epoch_us, used.user_ns / ns_per_tick,
+			    used.system_ns / ns_per_tick, elapsed_us > 0 ? (uint64_t)elapsed_us * 1000 / ns_per_tick : 0,
+			    n, rows);
+	if (cpuview_render_stat_usage(view->str, n, rows, &own) < 0)
 		return g_steal_pointer(&view);
 	/* the cgroup's threads, as the load sampler last counted them */
 	unsigned running, blocked;

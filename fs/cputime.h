@@ -5,6 +5,7 @@
 #pragma once
 
 #include "cgroup.h"
+#include "cpucounters.h"
 #include "cpuview.h"
 #include "deciders.h"
 #include "loadavg.h"
@@ -35,6 +36,9 @@ struct cputimes_config {
 	struct cpuview *cpuview;
 	struct nsinits *nsinits;
 	gboolean loadavg; /* serve loadavg (not --no-loadavg) */
+	/* Where stat's counters keep what holds them monotonic over a restart
+	 * (fs/cpucounters.h), or NULL. */
+	const char *counters_path;
 	/* Called once per cgroup file that could not be used (the caller
 	 * then gets the host's figures). */
 	reports_fn report;
@@ -60,8 +64,9 @@ int cputimes_render_uptime(struct cputimes *t, const struct cputime_key *key, GB
 int cputimes_render_stat(struct cputimes *t, const struct cputime_key *key, GBytes **ret);
 int cputimes_render_loadavg(struct cputimes *t, const struct cputime_key *key, GBytes **ret);
 
-/* The loadavg sampler's step (fs/loadavg.h), for the daemon's background
- * thread: *ret_wait_us until the next. */
+/* The background work, for the daemon's background thread: the loadavg
+ * sampler's step (fs/loadavg.h), and forgetting the counters of cgroups
+ * gone; *ret_wait_us until the next. */
 void cputimes_sample_due(struct cputimes *t, gint64 *ret_wait_us);
 
 /* The host's uptime text for a namespace whose init started init_start_s

@@ -448,27 +448,14 @@ int cpuview_render_stat(const char *host, const struct cpu_map *m, GString **ret
 }
 
 /* The fields of a cpu line: user nice system idle, the rest 0. */
-static void append_cpu_fields(GString *out, guint nfields, uint64_t user, uint64_t system, uint64_t idle)
+static void append_cpu_fields(GString *out, guint nfields, const cpu_ticks *row)
 {
-	const uint64_t head[] = { user, 0, system, idle };
+	const uint64_t head[] = { row->f[CPU_TICKS_USER], 0, row->f[CPU_TICKS_SYSTEM], row->f[CPU_TICKS_IDLE] };
 	for (guint i = 0; i < nfields; i++)
 		g_string_append_printf(out, " %" G_GUINT64_FORMAT, i < G_N_ELEMENTS(head) ? head[i] : 0);
 }
 
-/* Line i's share of total spread evenly over n lines (the first lines
- * take the remainder: the shares sum to total). */
-static uint64_t share_of(uint64_t total, unsigned n, unsigned i)
-{
-	return total / n + (i < total % n);
-}
-
-static uint64_t idle_of(uint64_t elapsed, uint64_t user, uint64_t system)
-{
-	return elapsed > user + system ? elapsed - user - system : 0;
-}
-
-int cpuview_render_stat_usage(const char *stat, unsigned n, uint64_t user, uint64_t system, uint64_t elapsed,
-			      GString **ret)
+int cpuview_render_stat_usage(const char *stat, unsigned n, const cpu_ticks *rows, GString **ret)
 {
 	g_auto(GStrv) lines = g_strsplit(stat, "\n", -1);
 	guint nfields = 0;
@@ -487,20 +474,15 @@ int cpuview_render_stat_usage(const char *stat, unsigned n, uint64_t user, uint6
 	if (n == 0 || seen != n || nfields < 4)
 		return -EINVAL;
 	g_autoptr(GString) out = g_string_new(NULL);
-	uint64_t idle_sum = 0;
-	for (unsigned i = 0; i < n; i++)
-		idle_sum += idle_of(elapsed, share_of(user, n, i), share_of(system, n, i));
 	for (char **l = lines; *l; l++) {
 		const char *rest;
 		int cpu = stat_cpu_number(*l, &rest);
 		if (cpu == -2) {
 			g_string_append(out, "cpu ");
-			append_cpu_fields(out, nfields, user, system, idle_sum);
+			append_cpu_fields(out, nfields, &rows[0]);
 		} else if (cpu >= 0) {
-			unsigned i = (unsigned)cpu;
-			uint64_t u = share_of(user, n, i), s = share_of(system, n, i);
-			g_string_append_printf(out, "cpu%u", i);
-			append_cpu_fields(out, nfields, u, s, idle_of(elapsed, u, s));
+			g_string_append_printf(out, "cpu%d", cpu);
+			append_cpu_fields(out, nfields, &rows[1 + cpu]);
 		} else {
 			g_string_append(out, *l);
 		}

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "cgroup.h"
+#include "cpucounters.h"
 
 #include <glib.h>
 #include <sys/types.h>
@@ -74,12 +75,10 @@ struct cpu_map *cpuview_map_of_short(struct cpuview *cv, uint32_t short_class);
 int cpuview_render_cpuinfo(const char *host, const struct cpu_map *m, GString **ret);
 int cpuview_render_stat(const char *host, const struct cpu_map *m, GString **ret);
 /* A caller's own CPU time in stat, a /proc/stat of its view with n cpuN
- * lines (cpuview_render_stat's): its cgroup's user and system time (clock
- * ticks) spread evenly over the n lines, each line's idle the rest of
- * elapsed ticks (never below 0), the other fields 0, the cpu line their
- * sums; other lines as they are. 0 or -EINVAL. */
-int cpuview_render_stat_usage(const char *stat, unsigned n, uint64_t user, uint64_t system, uint64_t elapsed,
-			      GString **ret);
+ * lines (cpuview_render_stat's): rows[0] (fs/cpucounters.h) on the cpu
+ * line, rows[1 + i] on cpuI's, as user, system and idle, the other fields
+ * 0; other lines as they are. 0 or -EINVAL. */
+int cpuview_render_stat_usage(const char *stat, unsigned n, const cpu_ticks *rows, GString **ret);
 /* online, possible, present: "0-(N-1)\n" */
 GString *cpuview_render_range(const struct cpu_map *m);
 /* A CPU list or mask of host numbers, in view numbers. */

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
@@ -59,24 +60,48 @@ print(json.dumps({"psutil": pct, "top": us[-1] if us else None, "load": first_lo
 '''
 
 
-def quota_groups():
-    """cpu and cpuacct v1 cgroups TOP/busy and TOP/idle, each half a CPU:
-    {name: [dirs]}, or a Skip."""
+def set_quota(group, quota_us):
+    """group's CFS quota every 100000 µs (group: its dirs, cpu's first)."""
+    with open(os.path.join(group[0], "cpu.cfs_period_us"), "w") as f:
+        f.write("100000")
+    with open(os.path.join(group[0], "cpu.cfs_quota_us"), "w") as f:
+        f.write(str(quota_us))
+
+
+def quota_groups(names=("busy", "idle"), quota_us=50000):
+    """cpu and cpuacct v1 cgroups TOP/<name> for each of names, each with
+    quota_us of CPU time every 100000 µs (half a CPU): {name: [dirs]}, or
+    a Skip."""
     roots = [os.path.join(CGROUP, h) for h in ("cpu", "cpuacct")]
     if not all(os.path.isdir(r) for r in roots) or not os.path.exists(os.path.join(roots[0], "cpu.cfs_quota_us")):
         raise cgtest.Skip("needs the cgroup v1 cpu and cpuacct hierarchies under " + CGROUP)
     groups = {}
-    for name in ("busy", "idle"):
+    for name in names:
         groups[name] = []
         for root in roots:
             path = os.path.join(root, TOP, name)
             os.makedirs(path)
             groups[name].append(path)
-        with open(os.path.join(groups[name][0], "cpu.cfs_period_us"), "w") as f:
-            f.write("100000")
-        with open(os.path.join(groups[name][0], "cpu.cfs_quota_us"), "w") as f:
-            f.write("50000")
+        set_quota(groups[name], quota_us)
     return groups
+
+
+# Reads /proc/stat (the view bound over it) for each line on stdin and
+# prints its cpu lines as JSON: {"cpu": [fields], "cpu0": [...], ...}.
+STAT_READER = r'''
+import json, sys
+for _ in sys.stdin:
+    with open("/proc/stat") as f:
+        rows = [l.split() for l in f if l.startswith("cpu")]
+    print(json.dumps({r[0]: [int(x) for x in r[1:]] for r in rows}), flush=True)
+'''
+
+
+def check_not_back(before, after, what):
+    """No counter of a cpu line both stat texts have is below before's."""
+    for name in sorted(set(before) & set(after)):
+        back = [i for i, (b, a) in enumerate(zip(before[name], after[name])) if a < b]
+        check(not back, "%s: %s's fields %s went back" % (what, name, back), before[name], after[name])
 
 
 def remove_quota_groups():
@@ -152,6 +177,50 @@ def make_tests(d):
             check(35 <= got["busy"][what] <= 65, "%s says %s %% in the busy cgroup" % (what, got["busy"][what]))
             check(got["idle"][what] <= 5, "%s says %s %% in the idle cgroup" % (what, got["idle"][what]))
             check(got["after"][what] <= 5, "%s says %s %% once the loop ended" % (what, got["after"][what]))
+
+    @test("/proc/stat's counters never go back for a reader in a pid namespace of its own: not when its quota "
+          "falls from 2 CPUs to one or rises again, not across a SIGKILL of the daemon and a restart, nor a --replace")
+    def _():
+        if os.cpu_count() < 2:
+            raise cgtest.Skip("needs 2 CPUs for a view of 2 CPUs")
+        group = quota_groups(("counters",), 200000)["counters"]
+        env = dict(os.environ, CG_MNT=d.mnt)
+        spin = subprocess.Popen(["sh", "-c", "".join("echo $$ > %s/cgroup.procs; " % g for g in group) +
+                                 "exec sh -c 'while :; do :; done'"],
+                                start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # in a pid namespace of its own, as in a container: its cgroup's
+        # figures also with a view of every CPU
+        reader = subprocess.Popen(cgtest.in_cgroups(group, ["unshare", "--pid", "--fork", cgtest.PYTHON, "-c",
+                                                            STAT_READER], cgtest.BIND_PROC),
+                                  env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+        def read_stat():
+            reader.stdin.write("\n")
+            reader.stdin.flush()
+            line = reader.stdout.readline()
+            check(line, "the reader stopped", reader.poll())
+            return json.loads(line)
+
+        try:
+            time.sleep(2)  # a cgroup 2 s old, a CPU of it busy
+            seen = [("2 CPUs", read_stat())]
+            steps = (("1 CPU", lambda: set_quota(group, 50000)),
+                     ("1 CPU, after a SIGKILL and a restart", d.crash_and_restart),
+                     ("2 CPUs again, after --replace", lambda: (set_quota(group, 200000), d.take_over())))
+            for what, step in steps:
+                step()
+                time.sleep(1.2)  # a caller's CPU view is found again after a second
+                seen.append((what, read_stat()))
+                check_not_back(seen[-2][1], seen[-1][1], "from %s to %s" % (seen[-2][0], what))
+            for (what, rows), cpus in zip(seen, (2, 1, 1, 2)):
+                check(len(rows) == cpus + 1, "%s: %d cpu lines" % (what, len(rows)), rows)
+            cgtest.diag("cpu lines: %s" % seen)
+        finally:
+            os.killpg(spin.pid, signal.SIGKILL)
+            spin.wait()
+            reader.stdin.close()
+            reader.wait(10)
+            remove_quota_groups()
 
     return t
 

@@ -192,13 +192,21 @@ Test(cpuview, stat_of_odd_shape_is_einval)
 	cr_assert_eq(cpuview_render_stat("cpu  1 2\ncpu1 1 x\n", m, &out), -EINVAL);
 }
 
+/* stat with the time of a cgroup spread over n lines (fs/cpucounters.h). */
+static int stat_usage(const char *view, unsigned n, uint64_t user, uint64_t system, uint64_t elapsed, GString **ret)
+{
+	g_autofree cpu_ticks *rows = g_new(cpu_ticks, n + 1);
+	cpu_ticks_spread(user, system, elapsed, n, rows);
+	return cpuview_render_stat_usage(view, n, rows, ret);
+}
+
 Test(cpuview, stat_usage_spreads_the_cgroups_time_evenly_and_idles_the_rest)
 {
 	const char *view = "cpu  9 9 9 9 9 9 9 9 9 9\ncpu0 1 1 1 1 1 1 1 1 1 1\ncpu1 1 1 1 1 1 1 1 1 1 1\n"
 			   "intr 5\nbtime 1700000000\n";
 	GString *out = NULL;
 	/* 301 ticks of user, 100 of system over 2 CPUs, 1000 ticks elapsed */
-	cr_assert_eq(cpuview_render_stat_usage(view, 2, 301, 100, 1000, &out), 0);
+	cr_assert_eq(stat_usage(view, 2, 301, 100, 1000, &out), 0);
 	g_autofree char *text = g_string_free(out, FALSE);
 	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
 	cr_assert_str_eq(lines[1], "cpu0 151 0 50 799 0 0 0 0 0 0", "the first line takes the remainder");
@@ -212,13 +220,13 @@ Test(cpuview, stat_usage_idle_is_never_negative_and_odd_shapes_are_einval)
 {
 	const char *view = "cpu  1 1 1 1\ncpu0 1 1 1 1\n";
 	GString *out = NULL;
-	cr_assert_eq(cpuview_render_stat_usage(view, 1, 500, 600, 1000, &out), 0);
+	cr_assert_eq(stat_usage(view, 1, 500, 600, 1000, &out), 0);
 	cr_assert(g_str_has_prefix(out->str, "cpu  500 0 600 0\ncpu0 500 0 600 0\n"), "%s", out->str);
 	g_string_free(out, TRUE);
 	out = NULL;
-	cr_assert_eq(cpuview_render_stat_usage(view, 2, 1, 1, 1, &out), -EINVAL, "one cpu line for two CPUs");
-	cr_assert_eq(cpuview_render_stat_usage("cpu  1 1\ncpu0 1 1\n", 1, 1, 1, 1, &out), -EINVAL, "too few fields");
-	cr_assert_eq(cpuview_render_stat_usage("cpu  1 1 1 1\ncpu1 1 1 1 1\n", 1, 1, 1, 1, &out), -EINVAL,
+	cr_assert_eq(stat_usage(view, 2, 1, 1, 1, &out), -EINVAL, "one cpu line for two CPUs");
+	cr_assert_eq(stat_usage("cpu  1 1\ncpu0 1 1\n", 1, 1, 1, 1, &out), -EINVAL, "too few fields");
+	cr_assert_eq(stat_usage("cpu  1 1 1 1\ncpu1 1 1 1 1\n", 1, 1, 1, 1, &out), -EINVAL,
 		     "cpu lines not numbered from 0");
 	cr_assert_null(out);
 }

@@ -1,0 +1,234 @@
+#include "cpucounters.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* One group's counters: the n they were last given for, the offsets that
+ * move the spread, and the last rows given (NULL until the first call for
+ * this n in this process). */
+typedef struct {
+	int64_t f[CPU_TICKS_FIELDS];
+} cpu_offsets;
+
+struct state {
+	gint64 epoch;
+	unsigned n;
+	cpu_offsets *off;                 /* n + 1 rows */
+	cpu_ticks *last;                  /* n + 1 rows, or NULL */
+	char group[];
+};
+
+struct cpu_counters {
+	GMutex lock;
+	GHashTable *states; /* "epoch group" -> struct state */
+	char *path;         /* where they are kept, or NULL */
+	gboolean told;      /* that they could not be */
+};
+
+void cpu_ticks_spread(uint64_t user, uint64_t system, uint64_t elapsed, unsigned n, cpu_ticks *rows)
+{
+	rows[0] = (cpu_ticks){ { 0 } };
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t *r = rows[1 + i].f;
+		r[CPU_TICKS_USER] = user / n + (i < user % n);
+		r[CPU_TICKS_SYSTEM] = system / n + (i < system % n);
+		uint64_t used = r[CPU_TICKS_USER] + r[CPU_TICKS_SYSTEM];
+		r[CPU_TICKS_IDLE] = elapsed > used ? elapsed - used : 0;
+		for (int f = 0; f < CPU_TICKS_FIELDS; f++)
+			rows[0].f[f] += r[f];
+	}
+}
+
+static void state_free(gpointer p)
+{
+	struct state *s = p;
+	g_free(s->off);
+	g_free(s->last);
+	g_free(s);
+}
+
+static struct state *state_new(const char *group, gint64 epoch, unsigned n)
+{
+	struct state *s = g_malloc0(sizeof(*s) + strlen(group) + 1);
+	s->epoch = epoch;
+	s->n = n;
+	s->off = g_new0(cpu_offsets, n + 1);
+	strcpy(s->group, group);
+	return s;
+}
+
+static char *key_of(const char *group, gint64 epoch)
+{
+	return g_strdup_printf("%" G_GINT64_FORMAT " %s", epoch, group);
+}
+
+/* A line of the file: "epoch n off... group", group escaped. */
+static void save_line(GString *out, const struct state *s)
+{
+	g_autofree char *group = g_strescape(s->group, NULL);
+	g_string_append_printf(out, "%" G_GINT64_FORMAT " %u", s->epoch, s->n);
+	for (unsigned r = 0; r <= s->n; r++)
+		for (int f = 0; f < CPU_TICKS_FIELDS; f++)
+			g_string_append_printf(out, " %" G_GINT64_FORMAT, s->off[r].f[f]);
+	g_string_append_printf(out, " %s\n", group);
+}
+
+static struct state *load_line(const char *line)
+{
+	char *end;
+	gint64 epoch = g_ascii_strtoll(line, &end, 10);
+	if (end == line || *end != ' ')
+		return NULL;
+	line = end + 1;
+	guint64 n = g_ascii_strtoull(line, &end, 10);
+	if (end == line || *end != ' ' || n == 0 || n > 1u << 16)
+		return NULL;
+	cpu_offsets *off = g_new0(cpu_offsets, n + 1);
+	for (unsigned r = 0; r <= n; r++)
+		for (int f = 0; f < CPU_TICKS_FIELDS; f++) {
+			line = end + 1;
+			off[r].f[f] = g_ascii_strtoll(line, &end, 10);
+			if (end == line || *end != ' ') {
+				g_free(off);
+				return NULL;
+			}
+		}
+	g_autofree char *group = g_strcompress(end + 1);
+	struct state *s = state_new(group, epoch, (unsigned)n);
+	g_free(s->off);
+	s->off = off;
+	return s;
+}
+
+static void keep(struct cpu_counters *c, struct state *s)
+{
+	g_hash_table_replace(c->states, key_of(s->group, s->epoch), s);
+}
+
+/* Under c->lock. */
+static void save(struct cpu_counters *c)
+{
+	if (!c->path)
+		return;
+	g_autoptr(GString) out = g_string_new(NULL);
+	GHashTableIter it;
+	gpointer value;
+	g_hash_table_iter_init(&it, c->states);
+	while (g_hash_table_iter_next(&it, NULL, &value))
+		save_line(out, value);
+	g_autoptr(GError) error = NULL;
+	if (!g_file_set_contents_full(c->path, out->str, (gssize)out->len, G_FILE_SET_CONTENTS_CONSISTENT, 0600,
+				      &error) &&
+	    !c->told) {
+		g_warning("cannot keep CPU counters for a restart: %s", error->message);
+		c->told = TRUE;
+	}
+}
+
+struct cpu_counters *cpu_counters_new(const char *path)
+{
+	struct cpu_counters *c = g_new0(struct cpu_counters, 1);
+	g_mutex_init(&c->lock);
+	c->states = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, state_free);
+	c->path = g_strdup(path);
+	g_autofree char *text = NULL;
+	if (!path || !g_file_get_contents(path, &text, NULL, NULL))
+		return c;
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	unsigned bad = 0;
+	for (char **l = lines; *l; l++) {
+		struct state *s = **l ? load_line(*l) : NULL;
+		if (s)
+			keep(c, s);
+		else
+			bad += **l != '\0';
+	}
+	if (bad)
+		g_warning("%s: %u lines not understood, their CPU counters start over", path, bad);
+	return c;
+}
+
+void cpu_counters_free(struct cpu_counters *c)
+{
+	if (!c)
+		return;
+	g_hash_table_unref(c->states);
+	g_mutex_clear(&c->lock);
+	g_free(c->path);
+	g_free(c);
+}
+
+static int64_t moved(uint64_t v, int64_t off)
+{
+	int64_t out = (int64_t)MIN(v, (uint64_t)G_MAXINT64) + off;
+	return MAX(out, 0);
+}
+
+/* s's rows now given for n: those both have go on from what s->n's
+ * would be now (rows, given n's spread), the others start at theirs. */
+static void change_n(struct state *s, uint64_t user, uint64_t system, uint64_t elapsed, unsigned n,
+		     const cpu_ticks *rows)
+{
+	g_autofree cpu_ticks *was = g_new(cpu_ticks, s->n + 1);
+	cpu_ticks_spread(user, system, elapsed, s->n, was);
+	cpu_offsets *off = g_new0(cpu_offsets, n + 1);
+	for (unsigned r = 0; r <= MIN(n, s->n); r++)
+		for (int f = 0; f < CPU_TICKS_FIELDS; f++)
+			off[r].f[f] = moved(was[r].f[f], s->off[r].f[f]) - (int64_t)rows[r].f[f];
+	g_free(s->off);
+	s->off = off;
+	g_clear_pointer(&s->last, g_free);
+	s->n = n;
+}
+
+void cpu_counters_follow(struct cpu_counters *c, const char *group, gint64 epoch, uint64_t user, uint64_t system,
+			 uint64_t elapsed, unsigned n, cpu_ticks *rows)
+{
+	cpu_ticks_spread(user, system, elapsed, n, rows);
+	g_autofree char *key = key_of(group, epoch);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&c->lock);
+	struct state *s = g_hash_table_lookup(c->states, key);
+	gboolean changed = !s;
+	if (!s) {
+		s = state_new(group, epoch, n);
+		keep(c, s);
+	} else if (s->n != n) {
+		change_n(s, user, system, elapsed, n, rows);
+		changed = TRUE;
+	}
+	for (unsigned r = 0; r <= n; r++)
+		for (int f = 0; f < CPU_TICKS_FIELDS; f++) {
+			uint64_t out = (uint64_t)moved(rows[r].f[f], s->off[r].f[f]);
+			if (s->last && out < s->last[r].f[f]) {
+				/* usage outran the time elapsed: held where it was */
+				s->off[r].f[f] += (int64_t)(s->last[r].f[f] - out);
+				out = s->last[r].f[f];
+				changed = TRUE;
+			}
+			rows[r].f[f] = out;
+		}
+	if (!s->last)
+		s->last = g_new(cpu_ticks, n + 1);
+	memcpy(s->last, rows, (n + 1) * sizeof(rows[0]));
+	if (changed)
+		save(c);
+}
+
+void cpu_counters_sweep(struct cpu_counters *c, gboolean (*gone)(const char *group, gint64 epoch, void *data),
+			void *data)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&c->lock);
+	GHashTableIter it;
+	gpointer value;
+	gboolean changed = FALSE;
+	g_hash_table_iter_init(&it, c->states);
+	while (g_hash_table_iter_next(&it, NULL, &value)) {
+		const struct state *s = value;
+		if (gone(s->group, s->epoch, data)) {
+			g_hash_table_iter_remove(&it);
+			changed = TRUE;
+		}
+	}
+	if (changed)
+		save(c);
+}

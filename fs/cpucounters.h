@@ -1,0 +1,44 @@
+/* A cgroup's CPU time as the cpu lines of /proc/stat: its user and system
+ * time spread evenly over the n CPUs of the view, each line's idle the
+ * rest of the time elapsed since the cgroup's epoch; and those counters
+ * kept from going back for a reader when n changes (a new quota or
+ * cpuset), or when usage outruns elapsed time, also across a restart of
+ * the daemon or a handover (the offsets that keep them are saved in a
+ * file). */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+
+enum { CPU_TICKS_USER, CPU_TICKS_SYSTEM, CPU_TICKS_IDLE, CPU_TICKS_FIELDS };
+/* One line's counters, in clock ticks, by CPU_TICKS_*. Rows: [0] the cpu
+ * line, [1 + i] cpuI's. */
+typedef struct {
+	uint64_t f[CPU_TICKS_FIELDS];
+} cpu_ticks;
+
+/* rows[0 .. n]: user and system spread evenly over n lines (the first
+ * lines take the remainder: they sum to the totals), each line's idle
+ * elapsed less its user and system (never below 0); rows[0] their sums. */
+void cpu_ticks_spread(uint64_t user, uint64_t system, uint64_t elapsed, unsigned n, cpu_ticks *rows);
+
+struct cpu_counters;
+
+/* path: the file that keeps the offsets over a restart (read now, written
+ * when they change), or NULL for none. */
+struct cpu_counters *cpu_counters_new(const char *path);
+void cpu_counters_free(struct cpu_counters *c);
+
+/* The counters of group (with epoch: a cgroup made again under its name
+ * starts over) for a reader of n CPUs, given its totals: the spread
+ * (cpu_ticks_spread) moved by the group's offsets so that no counter is
+ * ever below what an earlier call gave. When n changes, the lines both n
+ * have go on from where they were (the change's interval shows no
+ * time), a new line starts at its spread. rows: n + 1. */
+void cpu_counters_follow(struct cpu_counters *c, const char *group, gint64 epoch, uint64_t user, uint64_t system,
+			 uint64_t elapsed, unsigned n, cpu_ticks *rows);
+
+/* Forget the groups that are gone: gone(group, epoch, data) TRUE. (Kept
+ * until then, read or not: a reader may come back after any time.) */
+void cpu_counters_sweep(struct cpu_counters *c, gboolean (*gone)(const char *group, gint64 epoch, void *data),
+			void *data);

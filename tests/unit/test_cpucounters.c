@@ -1,0 +1,192 @@
+/* stat's CPU counters of a cgroup (fs/cpucounters.h): the spread of its
+ * time over n lines, and counters that never go back for a reader when n
+ * changes, when usage outruns elapsed time, or across a restart (the
+ * offsets kept in a file). */
+#include "cpucounters.h"
+
+#include <criterion/criterion.h>
+#include <glib/gstdio.h>
+#include <unistd.h>
+
+/* A reader of group with n CPUs, the cgroup's totals as given. */
+struct reader {
+	struct cpu_counters *c;
+	unsigned n;
+	cpu_ticks rows[9];
+};
+
+static void read_at(struct reader *r, unsigned n, uint64_t user, uint64_t system, uint64_t elapsed)
+{
+	cr_assert_leq(n, 8);
+	cpu_counters_follow(r->c, "/ctr", 100, user, system, elapsed, n, r->rows);
+	r->n = n;
+}
+
+/* Reads again, and checks that no counter of a line both reads have
+ * went back. */
+static void read_on(struct reader *r, unsigned n, uint64_t user, uint64_t system, uint64_t elapsed)
+{
+	cpu_ticks was[9];
+	unsigned had = r->n;
+	memcpy(was, r->rows, sizeof(was));
+	read_at(r, n, user, system, elapsed);
+	for (unsigned row = 0; row <= MIN(had, n); row++)
+		for (int f = 0; f < CPU_TICKS_FIELDS; f++)
+			cr_assert_geq(r->rows[row].f[f], was[row].f[f], "row %u field %d went back from %lu to %lu", row,
+				      f, (unsigned long)was[row].f[f], (unsigned long)r->rows[row].f[f]);
+}
+
+#define assert_row(r, row, u, s, i)                                                                    \
+	cr_assert((r)->rows[row].f[CPU_TICKS_USER] == (u) && (r)->rows[row].f[CPU_TICKS_SYSTEM] == (s) && \
+			  (r)->rows[row].f[CPU_TICKS_IDLE] == (i),                                            \
+		  "row %d: %lu %lu %lu, not %lu %lu %lu", row, (unsigned long)(r)->rows[row].f[0],           \
+		  (unsigned long)(r)->rows[row].f[1], (unsigned long)(r)->rows[row].f[2], (unsigned long)(u), \
+		  (unsigned long)(s), (unsigned long)(i))
+
+Test(cpucounters, spread_sums_to_the_totals_and_idles_the_rest)
+{
+	cpu_ticks rows[4];
+	cpu_ticks_spread(301, 100, 1000, 3, rows);
+	cr_assert_eq(rows[1].f[CPU_TICKS_USER], 101, "the first lines take the remainder");
+	cr_assert_eq(rows[3].f[CPU_TICKS_USER], 100);
+	cr_assert_eq(rows[0].f[CPU_TICKS_USER], 301);
+	cr_assert_eq(rows[0].f[CPU_TICKS_SYSTEM], 100);
+	cr_assert_eq(rows[2].f[CPU_TICKS_IDLE], 1000 - 100 - 33);
+	cr_assert_eq(rows[0].f[CPU_TICKS_IDLE], rows[1].f[CPU_TICKS_IDLE] + rows[2].f[CPU_TICKS_IDLE] +
+							rows[3].f[CPU_TICKS_IDLE]);
+}
+
+Test(cpucounters, with_n_unchanged_the_counters_are_the_spread)
+{
+	struct reader r = { cpu_counters_new(NULL), 0, { { { 0 } } } };
+	read_at(&r, 2, 100, 20, 1000);
+	assert_row(&r, 0, 100, 20, 1880);
+	assert_row(&r, 1, 50, 10, 940);
+	read_on(&r, 2, 300, 20, 2000);
+	assert_row(&r, 0, 300, 20, 3680);
+	assert_row(&r, 2, 150, 10, 1840);
+	cpu_counters_free(r.c);
+}
+
+Test(cpucounters, fewer_cpus_go_on_from_where_they_were)
+{
+	struct reader r = { cpu_counters_new(NULL), 0, { { { 0 } } } };
+	read_at(&r, 2, 100, 0, 1000);
+	assert_row(&r, 0, 100, 0, 1900);
+	/* the quota falls to one CPU: idle of the spread falls from 2 x 1000
+	 * to 1000, user of cpu0 jumps from 50 to 100 */
+	read_on(&r, 1, 100, 0, 1000);
+	assert_row(&r, 0, 100, 0, 1900);
+	assert_row(&r, 1, 50, 0, 950);
+	/* 100 ticks later, 50 of them used: exactly that much more */
+	read_on(&r, 1, 150, 0, 1100);
+	assert_row(&r, 0, 150, 0, 1950);
+	assert_row(&r, 1, 100, 0, 1000);
+	cpu_counters_free(r.c);
+}
+
+Test(cpucounters, more_cpus_go_on_and_a_new_line_starts_at_its_spread)
+{
+	struct reader r = { cpu_counters_new(NULL), 0, { { { 0 } } } };
+	read_at(&r, 1, 400, 0, 1000);
+	read_on(&r, 3, 400, 0, 1000);
+	assert_row(&r, 0, 400, 0, 600);
+	assert_row(&r, 1, 400, 0, 600);
+	cr_assert_eq(r.rows[3].f[CPU_TICKS_USER], 133, "a new line: its spread");
+	read_on(&r, 3, 430, 0, 1010);
+	assert_row(&r, 0, 430, 0, 600 + 30 - 30);
+	cpu_counters_free(r.c);
+}
+
+Test(cpucounters, usage_that_outruns_elapsed_time_holds_idle_where_it_was)
+{
+	struct reader r = { cpu_counters_new(NULL), 0, { { { 0 } } } };
+	read_at(&r, 1, 100, 0, 1000);
+	read_on(&r, 1, 150, 0, 1010); /* 50 ticks used in 10: a burst */
+	assert_row(&r, 0, 150, 0, 900);
+	read_on(&r, 1, 150, 0, 1020);
+	assert_row(&r, 0, 150, 0, 910);
+	cpu_counters_free(r.c);
+}
+
+Test(cpucounters, a_cgroup_made_again_starts_over)
+{
+	struct cpu_counters *c = cpu_counters_new(NULL);
+	cpu_ticks a[3], b[2];
+	cpu_counters_follow(c, "/ctr", 100, 100, 0, 1000, 2, a);
+	cpu_counters_follow(c, "/ctr", 200, 10, 0, 50, 1, b);
+	cr_assert_eq(b[0].f[CPU_TICKS_USER], 10);
+	cr_assert_eq(b[0].f[CPU_TICKS_IDLE], 40);
+	cpu_counters_free(c);
+}
+
+static char *temp_path(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("cpucounters-XXXXXX", NULL);
+	cr_assert_not_null(dir);
+	return g_build_filename(dir, "cputime", NULL);
+}
+
+static void remove_temp(const char *path)
+{
+	g_unlink(path);
+	g_autofree char *dir = g_path_get_dirname(path);
+	g_rmdir(dir);
+}
+
+Test(cpucounters, a_restart_goes_on_from_the_offsets_kept)
+{
+	g_autofree char *path = temp_path();
+	struct reader r = { cpu_counters_new(path), 0, { { { 0 } } } };
+	read_at(&r, 2, 100, 0, 1000);
+	read_on(&r, 1, 100, 0, 1000);
+	cpu_ticks before[9];
+	memcpy(before, r.rows, sizeof(before));
+	cpu_counters_free(r.c);
+
+	r.c = cpu_counters_new(path); /* the daemon that took over */
+	read_on(&r, 1, 100, 0, 1000);
+	cr_assert_arr_eq(r.rows, before, 2 * sizeof(cpu_ticks), "the same counters as before the restart");
+	/* n changed while no daemon ran */
+	read_on(&r, 2, 105, 0, 1010);
+	cpu_counters_free(r.c);
+	remove_temp(path);
+}
+
+Test(cpucounters, lines_of_the_file_not_understood_are_skipped)
+{
+	g_autofree char *path = temp_path();
+	cr_assert(g_file_set_contents(path,
+				      "garbage\n"
+				      "100 1 0 0 500 0 0 500 /ctr\n"
+				      "100 2 1 2\n",
+				      -1, NULL));
+	struct cpu_counters *c = cpu_counters_new(path);
+	cpu_ticks rows[2];
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 10, 1, rows);
+	cr_assert_eq(rows[0].f[CPU_TICKS_IDLE], 510, "the line understood is used");
+	cpu_counters_free(c);
+	remove_temp(path);
+}
+
+static gboolean gone_if_ctr(const char *group, gint64 epoch, void *data)
+{
+	return strcmp(group, "/ctr") == 0;
+}
+
+Test(cpucounters, groups_gone_are_forgotten)
+{
+	g_autofree char *path = temp_path();
+	struct cpu_counters *c = cpu_counters_new(path);
+	cpu_ticks rows[3];
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 10, 1, rows);
+	cpu_counters_follow(c, "/other group", 100, 0, 0, 10, 1, rows);
+	cpu_counters_follow(c, "/other group", 100, 0, 0, 10, 2, rows);
+	cpu_counters_sweep(c, gone_if_ctr, NULL);
+	g_autofree char *text = NULL;
+	cr_assert(g_file_get_contents(path, &text, NULL, NULL));
+	cr_assert_null(strstr(text, "/ctr"), "%s", text);
+	cr_assert_not_null(strstr(text, " /other group\n"), "%s", text);
+	cpu_counters_free(c);
+	remove_temp(path);
+}

@@ -33,8 +33,9 @@ void cpu_counters_free(struct cpu_counters *c);
  * starts over) for a reader of n CPUs, given its totals: the spread
  * (cpu_ticks_spread) moved by the group's offsets so that no counter is
  * ever below what an earlier call gave. When n changes, the lines both n
- * have go on from where they were (the change's interval shows no
- * time), a new line starts at its spread. rows: n + 1. */
+ * have go on from where the old n's spread has them now (the time since
+ * the last call counts at the old n), a new line starts at its spread.
+ * rows: n + 1. */
 void cpu_counters_follow(struct cpu_counters *c, const char *group, gint64 epoch, uint64_t user, uint64_t system,
 			 uint64_t elapsed, unsigned n, cpu_ticks *rows);
 

@@ -316,7 +316,7 @@ int cputimes_render_stat(struct cputimes *t, const struct cputime_key *key, GByt
 static GString *own_loadavg(struct cputimes *t, const struct cputime_key *key, const char *host)
 {
 	GString *own = NULL;
-	if (!*key->group || !t->loads || loadavgs_render(t->loads, key->group, host, &own) < 0)
+	if (!*key->group || !t->loads || loadavgs_render(t->loads, key->group, host, key->ns != 0, &own) < 0)
 		return NULL;
 	return own;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -37,9 +38,18 @@ GString *loadavg_render(const uint64_t avenrun[3], unsigned running, unsigned to
 	return out;
 }
 
+/* What a sample of a cgroup subtree counts. */
+struct tally {
+	unsigned running, active, total; /* threads R, R or D, all */
+	/* The newest thread (the latest start), as its innermost pid
+	 * namespace numbers it; 0 if none. */
+	pid_t newest;
+};
+
 struct group_load {
 	uint64_t avenrun[3];
 	unsigned running, blocked, total; /* threads R, D, all */
+	pid_t newest;   /* the tally's */
 	gint64 read_us; /* last read (monotonic) */
 };
 
@@ -74,8 +84,9 @@ void loadavgs_free(struct loadavgs *l)
 struct count {
 	struct loadavgs *l;
 	int dirfd;
-	const char *dir;
-	unsigned running, active, total;
+	struct tally tally;
+	pid_t newest_tid; /* the newest thread, as the daemon numbers it */
+	uint64_t newest_start;
 };
 
 /* The threads listed in dir (v2 cgroup.threads, v1 tasks), by state. */
@@ -92,9 +103,13 @@ static void count_threads(struct count *c, const char *dir)
 		if (!g_ascii_string_to_unsigned(*t, 10, 1, G_MAXINT32, &tid, NULL) ||
 		    procfile_pid_stat(c->l->proc_fd, (pid_t)tid, &st) < 0)
 			continue;
-		c->total++;
-		c->running += st.state == 'R';
-		c->active += st.state == 'R' || st.state == 'D';
+		c->tally.total++;
+		c->tally.running += st.state == 'R';
+		c->tally.active += st.state == 'R' || st.state == 'D';
+		if (st.start_time > c->newest_start || (st.start_time == c->newest_start && tid > (guint64)c->newest_tid)) {
+			c->newest_start = st.start_time;
+			c->newest_tid = (pid_t)tid;
+		}
 	}
 }
 
@@ -122,17 +137,27 @@ static void count_subtree(struct count *c, const char *dir)
 }
 
 /* Count group's threads now; FALSE if the cgroup is not there. */
-static gboolean sample(struct loadavgs *l, const char *group, unsigned *running, unsigned *active, unsigned *total)
+static gboolean sample(struct loadavgs *l, const char *group, struct tally *ret)
 {
 	g_autofree char *dir = cgroup_relative_dir(l->h, group);
 	if (!dir || (strcmp(dir, ".") != 0 && faccessat(l->h->root_fd, dir, F_OK, 0) < 0))
 		return FALSE;
-	struct count c = { l, l->h->root_fd, dir, 0, 0, 0 };
+	struct count c = { l, l->h->root_fd, { 0, 0, 0, 0 }, 0, 0 };
 	count_subtree(&c, dir);
-	*running = c.running;
-	*active = c.active;
-	*total = c.total;
+	guint levels;
+	if (c.newest_tid && procfile_nspid(l->proc_fd, c.newest_tid, &levels, &c.tally.newest) < 0)
+		c.tally.newest = 0;
+	*ret = c.tally;
 	return TRUE;
+}
+
+/* g's counts from a sample. */
+static void take(struct group_load *g, const struct tally *t)
+{
+	g->running = t->running;
+	g->blocked = t->active - t->running;
+	g->total = t->total;
+	g->newest = t->newest;
 }
 
 /* group's entry, read now: sampled at once if it was not tracked (its
@@ -142,29 +167,31 @@ static struct group_load *group_read_locked(struct loadavgs *l, const char *grou
 {
 	struct group_load *g = g_hash_table_lookup(l->groups, group);
 	if (!g) {
-		struct group_load now = { { 0, 0, 0 }, 0, 0, 0, 0 };
-		unsigned active;
-		if (!sample(l, group, &now.running, &active, &now.total))
+		struct tally now;
+		if (!sample(l, group, &now))
 			return NULL;
-		now.blocked = active - now.running;
+		g = g_new0(struct group_load, 1);
+		take(g, &now);
 		for (int i = 0; i < 3; i++)
-			now.avenrun[i] = (uint64_t)active * LOADAVG_FIXED_1;
-		g = g_memdup2(&now, sizeof(now));
+			g->avenrun[i] = (uint64_t)now.active * LOADAVG_FIXED_1;
 		g_hash_table_insert(l->groups, g_strdup(group), g);
 	}
 	g->read_us = g_get_monotonic_time();
 	return g;
 }
 
-int loadavgs_render(struct loadavgs *l, const char *group, const char *host, GString **ret)
+int loadavgs_render(struct loadavgs *l, const char *group, const char *host, gboolean own_ns, GString **ret)
 {
 	g_autofree char *host_copy = g_strchomp(g_strdup(host));
-	const char *last_pid = strrchr(host_copy, ' ');
+	const char *host_last = strrchr(host_copy, ' ');
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
 	const struct group_load *g = group_read_locked(l, group);
 	if (!g)
 		return -ENOENT;
-	*ret = loadavg_render(g->avenrun, g->running, MAX(g->total, 1), last_pid ? last_pid + 1 : "0");
+	char newest[16];
+	snprintf(newest, sizeof(newest), "%d", (int)g->newest);
+	const char *last_pid = own_ns && g->newest ? newest : host_last ? host_last + 1 : "0";
+	*ret = loadavg_render(g->avenrun, g->running, MAX(g->total, 1), last_pid);
 	return 0;
 }
 
@@ -205,8 +232,8 @@ void loadavgs_sample_due(struct loadavgs *l, gint64 *ret_wait_us)
 	/* Counted without the lock: readers go on meanwhile. */
 	for (guint i = 0; i < names->len; i++) {
 		const char *group = g_ptr_array_index(names, i);
-		unsigned running = 0, active = 0, total = 0;
-		gboolean there = sample(l, group, &running, &active, &total);
+		struct tally counted;
+		gboolean there = sample(l, group, &counted);
 		G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
 		struct group_load *g = g_hash_table_lookup(l->groups, group);
 		if (!g)
@@ -215,10 +242,8 @@ void loadavgs_sample_due(struct loadavgs *l, gint64 *ret_wait_us)
 			g_hash_table_remove(l->groups, group);
 			continue;
 		}
-		loadavg_step(g->avenrun, active);
-		g->running = running;
-		g->blocked = active - running;
-		g->total = total;
+		loadavg_step(g->avenrun, counted.active);
+		take(g, &counted);
 	}
 	*ret_wait_us = LOADAVG_PERIOD_US;
 }

@@ -27,10 +27,12 @@ struct loadavgs *loadavgs_new(int proc_fd, const struct cgroup_hierarchy *h);
 void loadavgs_free(struct loadavgs *l);
 
 /* The loadavg text of the cgroup group (as /proc/<pid>/cgroup names it in
- * h), given the host's text for its last field; the first read of a group
- * samples it at once, so that its averages start from what runs now.
- * -ENOENT: the cgroup is not there. */
-int loadavgs_render(struct loadavgs *l, const char *group, const char *host, GString **ret);
+ * h), given the host's text; the first read of a group samples it at once,
+ * so that its averages start from what runs now. The last field: for a
+ * caller of a pid namespace of its own (own_ns), the newest thread of the
+ * group as its innermost namespace numbers it (when the last sample found
+ * one), else the host's. -ENOENT: the cgroup is not there. */
+int loadavgs_render(struct loadavgs *l, const char *group, const char *host, gboolean own_ns, GString **ret);
 
 /* The group's runnable (R) and uninterruptible (D) threads as last
  * sampled (tracked from now on, as by a read). FALSE: no such cgroup. */

@@ -64,19 +64,9 @@ void nsinits_free(struct nsinits *n)
  * (one per level) more than one, the last 1? */
 static gboolean is_ns_init(int proc_fd, pid_t pid)
 {
-	char path[32];
-	g_autofree char *status = NULL;
-	snprintf(path, sizeof(path), "%d/status", (int)pid);
-	if (procfile_read_text_at(proc_fd, path, &status) < 0)
-		return FALSE;
-	const char *line = strstr(status, "\nNSpid:");
-	if (!line)
-		return FALSE;
-	line += strlen("\nNSpid:");
-	g_autofree char *numbers = g_strndup(line, strcspn(line, "\n"));
-	g_auto(GStrv) levels = g_strsplit_set(g_strstrip(numbers), " \t", -1);
-	guint n = g_strv_length(levels);
-	return n > 1 && strcmp(levels[n - 1], "1") == 0;
+	guint levels;
+	pid_t inner;
+	return procfile_nspid(proc_fd, pid, &levels, &inner) == 0 && levels > 1 && inner == 1;
 }
 
 struct search {

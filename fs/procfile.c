@@ -115,3 +115,26 @@ int procfile_pid_stat(int proc_fd, pid_t pid, struct pid_stat *ret)
 	const char *data = g_bytes_get_data(text, &len);
 	return procfile_parse_pid_stat(data, len, ret);
 }
+
+int procfile_nspid(int proc_fd, pid_t pid, guint *ret_levels, pid_t *ret_innermost)
+{
+	char path[32];
+	g_autofree char *status = NULL;
+	snprintf(path, sizeof(path), "%d/status", (int)pid);
+	int r = procfile_read_text_at(proc_fd, path, &status);
+	if (r < 0)
+		return r;
+	const char *line = strstr(status, "\nNSpid:");
+	if (!line)
+		return -EINVAL;
+	line += strlen("\nNSpid:");
+	g_autofree char *numbers = g_strndup(line, strcspn(line, "\n"));
+	g_auto(GStrv) levels = g_strsplit_set(g_strstrip(numbers), " \t", -1);
+	guint n = g_strv_length(levels);
+	guint64 inner;
+	if (n == 0 || !g_ascii_string_to_unsigned(levels[n - 1], 10, 1, G_MAXINT32, &inner, NULL))
+		return -EINVAL;
+	*ret_levels = n;
+	*ret_innermost = (pid_t)inner;
+	return 0;
+}

@@ -41,3 +41,8 @@ int procfile_parse_pid_stat(const char *text, size_t len, struct pid_stat *ret);
 
 /* Read and parse proc_fd/<pid>/stat. 0, -ENOENT for a pid that is gone, or -errno. */
 int procfile_pid_stat(int proc_fd, pid_t pid, struct pid_stat *ret);
+
+/* pid's numbers in its pid namespaces (NSpid in proc_fd/<pid>/status):
+ * how many levels there are, and its number in the innermost. 0, -ENOENT
+ * for a pid that is gone, or -EINVAL. */
+int procfile_nspid(int proc_fd, pid_t pid, guint *ret_levels, pid_t *ret_innermost);

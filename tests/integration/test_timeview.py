@@ -178,6 +178,20 @@ def make_tests(d):
             check(got["idle"][what] <= 5, "%s says %s %% in the idle cgroup" % (what, got["idle"][what]))
             check(got["after"][what] <= 5, "%s says %s %% once the loop ended" % (what, got["after"][what]))
 
+    @test("/proc/loadavg's last field, read in a pid namespace of its own in a cgroup, is the newest process "
+          "there as that namespace numbers it")
+    def _():
+        group = quota_groups(("lastpid",))["lastpid"]
+        try:
+            res = cgtest.run(cgtest.in_cgroups(group, ["unshare", "--pid", "--fork", "sh", "-c",
+                                                       "sleep 0.1; sh -c 'echo $$; exec cat /proc/loadavg'"],
+                                               cgtest.BIND_PROC), env=dict(os.environ, CG_MNT=d.mnt))
+        finally:
+            remove_quota_groups()
+        out = cgtest.check_ran(res, "cat in a new pid namespace").splitlines()
+        check(len(out) == 2 and len(out[1].split()) == 5, "what the reader printed", out)
+        check(out[1].split()[4] == out[0], "the last pid is not cat's own number %s" % out[0], out[1])
+
     @test("/proc/stat's counters never go back for a reader in a pid namespace of its own: not when its quota "
           "falls from 2 CPUs to one or rises again, not across a SIGKILL of the daemon and a restart, nor a --replace")
     def _():

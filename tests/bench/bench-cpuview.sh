@@ -6,8 +6,9 @@
 #
 # Starts, each on a fresh temporary mountpoint,
 #   the daemon from BUILD_DIR   (MNT),
-#   lxcfs --enable-cfs -p PIDFILE   (LXMNT; LXCFS virtualizes the CPU count
-#                                    from CFS quotas only with --enable-cfs),
+#   lxcfs --enable-cfs -l -p PIDFILE   (LXMNT; LXCFS virtualizes the CPU
+#                                    count from CFS quotas only with
+#                                    --enable-cfs, and loadavg only with -l),
 # and creates a temporary cgroup (cgroup v1) with a CFS quota of
 # 50000 µs every 100000 µs, i.e. one CPU. Then, from a process inside that
 # cgroup:
@@ -51,13 +52,14 @@ CGROUP_ROOT=/sys/fs/cgroup
 AIM_VS_LXCFS=0.25
 AIM_VS_REAL=4
 # The rows: name, path under / (real), under MNT (view) and LXMNT (lxcfs).
-FILES=(cpuinfo stat online meminfo uptime)
+FILES=(cpuinfo stat online meminfo uptime loadavg)
 declare -A FILE_PATH=(
 	[cpuinfo]=proc/cpuinfo
 	[stat]=proc/stat
 	[online]=sys/devices/system/cpu/online
 	[meminfo]=proc/meminfo
 	[uptime]=proc/uptime
+	[loadavg]=proc/loadavg
 )
 
 # shellcheck source=lib.sh
@@ -187,7 +189,7 @@ mkdir "$MNT" "$LXMNT"
 daemon_pid=$!
 # lxcfs stays in the foreground by default, so $! is lxcfs (checked below
 # against its pidfile). No -f: lxcfs refuses -f together with -d.
-"$LXCFS" --enable-cfs -p "$LXCFS_PIDFILE" "${LXCFS_ARGS[@]}" "$LXMNT" >"$LXCFS_LOG" 2>&1 &
+"$LXCFS" --enable-cfs -l -p "$LXCFS_PIDFILE" "${LXCFS_ARGS[@]}" "$LXMNT" >"$LXCFS_LOG" 2>&1 &
 lxcfs_pid=$!
 for _ in $(seq 100); do
 	[[ -e $MNT/proc/cpuinfo && -e $MNT/sys/devices/system/cpu/online && -e $LXMNT/proc/cpuinfo ]] && break
@@ -204,7 +206,7 @@ done
 host_cpus=$(nproc --all)
 echo "cgprocfs CPU view benchmark: $(nproc) CPUs online ($host_cpus configured), kernel $(uname -r)"
 echo "cgprocfs: $DAEMON${DAEMON_ARGS[*]:+ ${DAEMON_ARGS[*]}}"
-echo "lxcfs:    $LXCFS $("$LXCFS" --version 2>&1 | tr -d '"') --enable-cfs${LXCFS_ARGS[*]:+ ${LXCFS_ARGS[*]}}"
+echo "lxcfs:    $LXCFS $("$LXCFS" --version 2>&1 | tr -d '"') --enable-cfs -l${LXCFS_ARGS[*]:+ ${LXCFS_ARGS[*]}}"
 echo "caller:   in cgroup $CG_NAME, CFS quota $QUOTA_US µs per $PERIOD_US µs, memory limit $((MEMORY_LIMIT >> 20)) MiB"
 in_cgroup cat /proc/self/cgroup | grep -F ":/$CG_NAME" | sed 's/^/          /' ||
 	die "a process could not join cgroup $CG_NAME"
@@ -225,6 +227,8 @@ cpus_shown() {
 		awk '$1 == "MemTotal:" { print int($2 / 1024) }' <<<"$content" ;;
 	uptime) # not CPUs: minutes up (the caller is of the host's pid namespace)
 		awk '{ print int($1 / 60) }' <<<"$content" ;;
+	loadavg) # not CPUs: the threads counted (the cgroup's: the reader alone)
+		awk '{ split($4, t, "/"); print t[2] }' <<<"$content" ;;
 	esac
 }
 # What the quota allows: ceil(quota / period), at most the online CPUs.
@@ -233,7 +237,7 @@ expected=$(((QUOTA_US + PERIOD_US - 1) / PERIOD_US))
 ((expected <= real_online)) || expected=$real_online
 
 echo "== CPUs shown to a process in the cgroup (the quota allows $expected; meminfo: MemTotal in MiB," \
-	"the limit is $((MEMORY_LIMIT >> 20)); uptime: minutes, the host's) =="
+	"the limit is $((MEMORY_LIMIT >> 20)); uptime: minutes, the host's; loadavg: threads, the cgroup's) =="
 printf '  %-8s %6s %6s %6s\n' file real view lxcfs
 view_wrong='' lxcfs_differs=''
 for f in "${FILES[@]}"; do
@@ -243,6 +247,8 @@ for f in "${FILES[@]}"; do
 	printf '  %-8s %6s %6s %6s\n' "$f" "$real" "$view" "$lx"
 	if [[ $f == uptime ]]; then
 		[[ $view == "$real" ]] || view_wrong+=" $f ($view min)"
+	elif [[ $f == loadavg ]]; then
+		((view < real)) || view_wrong+=" $f ($view threads)"
 	elif [[ $f == meminfo ]]; then
 		[[ $view == $((MEMORY_LIMIT >> 20)) ]] || view_wrong+=" $f ($view MiB)"
 	else
@@ -271,7 +277,8 @@ read -r throttled_n0 throttled_ns0 < <(throttled)
 
 echo "== open + read to EOF + close, from a process in the cgroup (µs) =="
 echo "   real:X = /..., view:X = MNT/..., lxcfs:X = LXMNT/... (X: cpuinfo = proc/cpuinfo,"
-echo "   stat = proc/stat, online = sys/devices/system/cpu/online, meminfo = proc/meminfo, uptime = proc/uptime)"
+echo "   stat = proc/stat, online = sys/devices/system/cpu/online, meminfo = proc/meminfo, uptime = proc/uptime,"
+echo "   loadavg = proc/loadavg)"
 # In the background and waited for, so that a signal stops it at once
 # (the trap runs during wait, and cleanup ends it by its pid).
 in_cgroup "$LATENCY" --iterations "$ITERATIONS" --warmup "$WARMUP" --vs lxcfs "${paths[@]}" \

@@ -27,6 +27,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -34,6 +35,7 @@ import cgtest  # noqa: E402
 from cgtest import check, check_equal, describe, diag  # noqa: E402
 import test_memview  # noqa: E402
 import test_served  # noqa: E402
+import test_timeview  # noqa: E402
 from test_psutil_suite import MODULES as PSUTIL_MODULES, SuiteRun, view_only  # noqa: E402
 
 BUSYBOX = "/bin/busybox"
@@ -1007,27 +1009,52 @@ def make_tests(d, lab):
         test_memview.check_probe("runc", json.loads(out.strip().splitlines()[-1]), test_memview.LIMIT,
                                  test_memview.SWAP if memsw else None, test_memview.host_meminfo())
 
-    @test("runc: under a 0.5 CPU quota, psutil.cpu_percent in a container running a busy loop says 50 % ± 15; an "
-          "idle container says ≤ 5 % while the host outside it spins")
+    @test("runc: two containers under a 0.5 CPU quota at once, one spinning two threads for 60 s, the other idle "
+          "while the host outside them spins too: psutil.cpu_percent, top and vmstat say 50 %% ± 15 in the busy one, "
+          "≤ 5 %% in the idle one, ≤ 5 %% in the busy one once its loops ended; the busy one's 1-minute load, "
+          "from below 0.2 when its loops began, is ≥ 0.6 after 60 s, the idle one's ≤ 0.2")
     def _():
-        probe = "import psutil; print(psutil.cpu_percent(interval=2))"
-        busy_script = "sh -c 'while :; do :; done' & exec %s -c %s" % (cgtest.PYTHON, shlex.quote(probe))
-        with Container(lab, busy_script, edit=host_python) as c:
-            rc, out, err = c.run(timeout=60)
-        check_equal(rc, 0, "the busy container: %s" % err[-1000:])
-        busy = float(out.split()[-1])
+        probe = "%s -c %s" % (cgtest.PYTHON, shlex.quote(test_timeview.CPU_PROBE))
+        until_60 = 'while [ $(( $(date +%s) - start )) -lt 60 ]; do sleep 1; done\n'
+        busy_script = ("start=$(date +%s)\necho @@load0; cat /proc/loadavg\n"
+                       "sh -c 'while :; do :; done' & a=$!\nsh -c 'while :; do :; done' & b=$!\n"
+                       "sleep 3\necho @@cpu; " + probe + "\n" + until_60 +
+                       "echo @@load60; cat /proc/loadavg\nkill $a $b\nsleep 3\necho @@after; " + probe + "\n")
+        idle_script = ("start=$(date +%s)\nsleep 3\necho @@cpu; " + probe + "\n" + until_60 +
+                       "echo @@load60; cat /proc/loadavg\n")
+        results = {}
+
+        def run(name, script):
+            with Container(lab, script, edit=host_python) as c:
+                results[name] = c.run(timeout=120)
+
         outside = subprocess.Popen(["sh", "-c", "while :; do :; done"])
         try:
-            with Container(lab, "exec %s -c %s" % (cgtest.PYTHON, shlex.quote(probe)), edit=host_python) as c:
-                rc, out, err = c.run(timeout=60)
+            threads = [threading.Thread(target=run, args=args) for args in (("busy", busy_script),
+                                                                          ("idle", idle_script))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
         finally:
             outside.kill()
             outside.wait()
-        check_equal(rc, 0, "the idle container: %s" % err[-1000:])
-        idle = float(out.split()[-1])
-        diag("cpu_percent: busy container %.1f %%, idle container %.1f %%" % (busy, idle))
-        check(35 <= busy <= 65, "the busy container says %.1f %%" % busy)
-        check(idle <= 5, "the idle container says %.1f %% while the host spins" % idle)
+        secs = {}
+        for name in ("busy", "idle"):
+            check(name in results, "the %s container did not run" % name)
+            cgtest.check_ran(results[name], "the %s container" % name)
+            secs[name] = sections(results[name][1])
+        got = {"busy": json.loads(section(secs["busy"], "cpu", results["busy"])),
+               "idle": json.loads(section(secs["idle"], "cpu", results["idle"])),
+               "after": json.loads(section(secs["busy"], "after", results["busy"]))}
+        loads = {"load0": float(section(secs["busy"], "load0").split()[0]),
+                 "busy60": float(section(secs["busy"], "load60").split()[0]),
+                 "idle60": float(section(secs["idle"], "load60").split()[0])}
+        diag("cpu %%: %s; 1-minute loads: %s" % (got, loads))
+        test_timeview.check_cpu_percent(got)
+        check(loads["load0"] <= 0.2, "the busy container's load before its loops: %.2f" % loads["load0"])
+        check(loads["busy60"] >= 0.6, "the busy container's load after 60 s of two loops: %.2f" % loads["busy60"])
+        check(loads["idle60"] <= 0.2, "the idle container's load: %.2f" % loads["idle60"])
 
     @test("runc: /proc/uptime in a container started a moment ago is the container's, under 10 s")
     def _():

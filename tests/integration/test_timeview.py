@@ -43,9 +43,10 @@ unshare --mount --propagation private sh -c '
 CGROUP = "/sys/fs/cgroup"
 TOP = "cgprocfs-timetest-%d" % os.getpid()
 
-# In the cgroups given (one line of paths), through the view bound over
-# /proc: psutil.cpu_percent over 2 s, and top's %Cpu(s) over its second
-# sample, as JSON.
+# Through the view bound over /proc (a container's, or in_cgroups'): the
+# loadavg first read, psutil.cpu_percent over 2 s, top's %Cpu(s) (us + sy)
+# over its second sample, vmstat's us + sy over 2 s, procs_running, as
+# JSON.
 CPU_PROBE = r'''
 import json, re, subprocess, psutil
 # What uptime and top show; psutil.getloadavg() is glibc's getloadavg(),
@@ -54,9 +55,12 @@ first_load = [float(x) for x in open("/proc/loadavg").read().split()[:3]]
 pct = psutil.cpu_percent(interval=2)
 top = subprocess.run(["top", "-bn2", "-d1"], stdout=subprocess.PIPE, text=True).stdout
 us = [float(m.group(1)) + float(m.group(2)) for m in re.finditer(r"%Cpu\(s\):\s*([0-9.]+) us,\s*([0-9.]+) sy", top)]
+vm = subprocess.run(["vmstat", "2", "2"], stdout=subprocess.PIPE, text=True).stdout.splitlines()
+head, last = vm[1].split(), vm[-1].split()
 running = [int(l.split()[1]) for l in open("/proc/stat") if l.startswith("procs_running ")]
-print(json.dumps({"psutil": pct, "top": us[-1] if us else None, "load": first_load, "running": running[0],
-                  "loadavg": open("/proc/loadavg").read()}))
+print(json.dumps({"psutil": pct, "top": us[-1] if us else None,
+                  "vmstat": int(last[head.index("us")]) + int(last[head.index("sy")]),
+                  "load": first_load, "running": running[0], "loadavg": open("/proc/loadavg").read()}))
 '''
 
 
@@ -111,6 +115,16 @@ def remove_quota_groups():
             cgtest.remove_cgroups([p for p, _, _ in os.walk(top, topdown=False)], os.path.join(CGROUP, h))
 
 
+def check_cpu_percent(got):
+    """CPU_PROBE's figures of a busy caller (half a CPU, spinning), an idle
+    one, and the busy one after it stopped: psutil, top and vmstat say 50 %
+    ± 15, ≤ 5 %, ≤ 5 %."""
+    for what in ("psutil", "top", "vmstat"):
+        check(35 <= got["busy"][what] <= 65, "%s says %s %% in the busy cgroup" % (what, got["busy"][what]))
+        check(got["idle"][what] <= 5, "%s says %s %% in the idle cgroup" % (what, got["idle"][what]))
+        check(got["after"][what] <= 5, "%s says %s %% once the loop ended" % (what, got["after"][what]))
+
+
 def make_tests(d):
     t, test = cgtest.test_registry()
 
@@ -138,7 +152,7 @@ def make_tests(d):
         check(" up 0 min," in out[2], "procps uptime does not say 0 min", out[2])
 
     @test("a caller under half a CPU sees its cgroup's CPU time in /proc/stat and load in /proc/loadavg: "
-          "psutil.cpu_percent and top say 50 % ± 15 while two busy loops run in its cgroup, ≤ 5 % in an idle "
+          "psutil.cpu_percent, top and vmstat say 50 % ± 15 while two busy loops run in its cgroup, ≤ 5 % in an idle "
           "cgroup at the same time, and ≤ 5 % once the loops ended; a 1-minute load ≥ 0.6 there, ≤ 0.2 in the idle one")
     def _():
         groups = quota_groups()
@@ -173,10 +187,7 @@ def make_tests(d):
         # stat's procs_running: the cgroup's runnable threads (the probe's own at most, when idle)
         check(got["busy"]["running"] >= 2, "procs_running in the busy cgroup: %d" % got["busy"]["running"])
         check(got["idle"]["running"] <= 1, "procs_running in the idle cgroup: %d" % got["idle"]["running"])
-        for what in ("psutil", "top"):
-            check(35 <= got["busy"][what] <= 65, "%s says %s %% in the busy cgroup" % (what, got["busy"][what]))
-            check(got["idle"][what] <= 5, "%s says %s %% in the idle cgroup" % (what, got["idle"][what]))
-            check(got["after"][what] <= 5, "%s says %s %% once the loop ended" % (what, got["after"][what]))
+        check_cpu_percent(got)
 
     @test("/proc/loadavg's last field, read in a pid namespace of its own in a cgroup, is the newest process "
           "there as that namespace numbers it")

@@ -22,6 +22,7 @@ struct cpu_counters {
 	GMutex lock;
 	GHashTable *states; /* "epoch group" -> struct state */
 	char *path;         /* where they are kept, or NULL */
+	gboolean dirty;     /* changed since they were last kept */
 	gboolean told;      /* that they could not be */
 };
 
@@ -108,6 +109,7 @@ static void keep(struct cpu_counters *c, struct state *s)
 /* Under c->lock. */
 static void save(struct cpu_counters *c)
 {
+	c->dirty = FALSE;
 	if (!c->path)
 		return;
 	g_autoptr(GString) out = g_string_new(NULL);
@@ -188,13 +190,13 @@ void cpu_counters_follow(struct cpu_counters *c, const char *group, gint64 epoch
 	g_autofree char *key = key_of(group, epoch);
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&c->lock);
 	struct state *s = g_hash_table_lookup(c->states, key);
-	gboolean changed = !s;
+	gboolean n_changed = s && s->n != n;
 	if (!s) {
 		s = state_new(group, epoch, n);
 		keep(c, s);
-	} else if (s->n != n) {
+		c->dirty = TRUE;
+	} else if (n_changed) {
 		change_n(s, user, system, elapsed, n, rows);
-		changed = TRUE;
 	}
 	for (unsigned r = 0; r <= n; r++)
 		for (int f = 0; f < CPU_TICKS_FIELDS; f++) {
@@ -203,14 +205,24 @@ void cpu_counters_follow(struct cpu_counters *c, const char *group, gint64 epoch
 				/* usage outran the time elapsed: held where it was */
 				s->off[r].f[f] += (int64_t)(s->last[r].f[f] - out);
 				out = s->last[r].f[f];
-				changed = TRUE;
+				c->dirty = TRUE;
 			}
 			rows[r].f[f] = out;
 		}
 	if (!s->last)
 		s->last = g_new(cpu_ticks, n + 1);
 	memcpy(s->last, rows, (n + 1) * sizeof(rows[0]));
-	if (changed)
+	/* A new n is kept at once: a daemon after this one must go on from
+	 * it. The rest (a new group, a tick of rounding held) waits for the
+	 * background thread. */
+	if (n_changed)
+		save(c);
+}
+
+void cpu_counters_flush(struct cpu_counters *c)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&c->lock);
+	if (c->dirty)
 		save(c);
 }
 
@@ -220,15 +232,14 @@ void cpu_counters_sweep(struct cpu_counters *c, gboolean (*gone)(const char *gro
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&c->lock);
 	GHashTableIter it;
 	gpointer value;
-	gboolean changed = FALSE;
 	g_hash_table_iter_init(&it, c->states);
 	while (g_hash_table_iter_next(&it, NULL, &value)) {
 		const struct state *s = value;
 		if (gone(s->group, s->epoch, data)) {
 			g_hash_table_iter_remove(&it);
-			changed = TRUE;
+			c->dirty = TRUE;
 		}
 	}
-	if (changed)
+	if (c->dirty)
 		save(c);
 }

@@ -25,7 +25,7 @@ void cpu_ticks_spread(uint64_t user, uint64_t system, uint64_t elapsed, unsigned
 struct cpu_counters;
 
 /* path: the file that keeps the offsets over a restart (read now, written
- * when they change), or NULL for none. */
+ * when they change: cpu_counters_flush), or NULL for none. */
 struct cpu_counters *cpu_counters_new(const char *path);
 void cpu_counters_free(struct cpu_counters *c);
 
@@ -38,6 +38,11 @@ void cpu_counters_free(struct cpu_counters *c);
  * rows: n + 1. */
 void cpu_counters_follow(struct cpu_counters *c, const char *group, gint64 epoch, uint64_t user, uint64_t system,
 			 uint64_t elapsed, unsigned n, cpu_ticks *rows);
+
+/* Write what changed since the file was last written, if anything: a
+ * new count of CPUs is written at once, the rest (a new group, offsets
+ * that hold a counter) by this, from the background thread. */
+void cpu_counters_flush(struct cpu_counters *c);
 
 /* Forget the groups that are gone: gone(group, epoch, data) TRUE. (Kept
  * until then, read or not: a reader may come back after any time.) */

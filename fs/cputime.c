@@ -170,6 +170,7 @@ static gboolean group_gone(const char *group, gint64 epoch, void *data)
 void cputimes_sample_due(struct cputimes *t, gint64 *ret_wait_us)
 {
 	gint64 now = g_get_monotonic_time();
+	cpu_counters_flush(t->counters);
 	if (now - t->swept_at >= SWEEP_US) {
 		cpu_counters_sweep(t->counters, group_gone, t);
 		t->swept_at = now;

@@ -190,3 +190,22 @@ Test(cpucounters, groups_gone_are_forgotten)
 	cpu_counters_free(c);
 	remove_temp(path);
 }
+
+Test(cpucounters, a_new_group_is_kept_by_the_flush_a_new_n_at_once)
+{
+	g_autofree char *path = temp_path();
+	struct cpu_counters *c = cpu_counters_new(path);
+	cpu_ticks rows[3];
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 10, 1, rows);
+	cr_assert_not(g_file_test(path, G_FILE_TEST_EXISTS), "written on a reader's request");
+	cpu_counters_flush(c);
+	g_autofree char *flushed = NULL;
+	cr_assert(g_file_get_contents(path, &flushed, NULL, NULL));
+	cr_assert(g_str_has_prefix(flushed, "100 1 "), "%s", flushed);
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 20, 2, rows);
+	g_autofree char *now = NULL;
+	cr_assert(g_file_get_contents(path, &now, NULL, NULL));
+	cr_assert(g_str_has_prefix(now, "100 2 "), "a new n is written before the reader gets it: %s", now);
+	cpu_counters_free(c);
+	remove_temp(path);
+}

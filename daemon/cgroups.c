@@ -1,5 +1,6 @@
-/* Finding the cgroup hierarchies that hold the cpu, cpuset, memory and cpuacct controllers:
- * v1 per-controller mounts, the v2 unified mount, or both (hybrid). */
+/* Finding the cgroup hierarchies that hold the cpu, cpuset, memory, cpuacct and blkio/io
+ * controllers: v1 per-controller mounts, the v2 unified mount, or both (hybrid); and the
+ * unified mount itself, for its pressure files. */
 #include "daemon.h"
 #include "mountinfo.h"
 
@@ -40,14 +41,16 @@ void cgroups_discover(struct daemon_cgroups *out)
 	out->roots = g_ptr_array_new_with_free_func(g_free);
 	out->fds = g_array_new(FALSE, FALSE, sizeof(int));
 	const struct cgroup_hierarchy none = { CGROUP_NONE, -1, NULL };
-	out->config = (struct cgroup_config){ none, none, none, none };
+	out->config = (struct cgroup_config){ none, none, none, none, none, none };
 	const struct {
-		const char *name;
+		const char *name;    /* on v1 */
+		const char *v2_name; /* on v2 */
 		struct cgroup_hierarchy *h;
-	} controllers[] = { { "cpu", &out->config.cpu },
-			    { "cpuset", &out->config.cpuset },
-			    { "memory", &out->config.memory },
-			    { "cpuacct", &out->config.cpuacct } };
+	} controllers[] = { { "cpu", "cpu", &out->config.cpu },
+			    { "cpuset", "cpuset", &out->config.cpuset },
+			    { "memory", "memory", &out->config.memory },
+			    { "cpuacct", "cpuacct", &out->config.cpuacct },
+			    { "blkio", "io", &out->config.io } };
 	for (guint i = 0; i < mounts->len; i++) {
 		const struct mount_entry *e = g_ptr_array_index(mounts, i);
 		if (strcmp(e->fstype, "cgroup2") == 0 && !v2)
@@ -62,10 +65,12 @@ void cgroups_discover(struct daemon_cgroups *out)
 	/* A controller not mounted on v1 may be on the unified hierarchy. */
 	int fd = v2 ? open(v2->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	for (size_t c = 0; fd >= 0 && c < G_N_ELEMENTS(controllers); c++)
-		if (controllers[c].h->version == CGROUP_NONE && v2_offers(fd, controllers[c].name))
+		if (controllers[c].h->version == CGROUP_NONE && v2_offers(fd, controllers[c].v2_name))
 			take(controllers[c].h, CGROUP_V2, v2, out);
-	if (fd >= 0)
+	if (fd >= 0) {
+		take(&out->config.unified, CGROUP_V2, v2, out);
 		close(fd);
+	}
 }
 
 static const char *describe(const struct cgroup_hierarchy *h)
@@ -75,8 +80,8 @@ static const char *describe(const struct cgroup_hierarchy *h)
 
 void cgroups_log(const struct daemon_cgroups *c)
 {
-	g_message("CPU limits from: cpuset %s, quota %s; memory from %s", describe(&c->config.cpuset),
-		  describe(&c->config.cpu), describe(&c->config.memory));
+	g_message("CPU limits from: cpuset %s, quota %s; memory from %s; I/O from %s", describe(&c->config.cpuset),
+		  describe(&c->config.cpu), describe(&c->config.memory), describe(&c->config.io));
 }
 
 void cgroups_clear(struct daemon_cgroups *c)

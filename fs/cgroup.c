@@ -8,6 +8,8 @@
 
 void cgroup_paths_clear(struct cgroup_paths *p)
 {
+	g_free(p->io);
+	g_free(p->unified);
 	g_clear_pointer(&p->cpu, g_free);
 	g_clear_pointer(&p->cpuset, g_free);
 	g_clear_pointer(&p->memory, g_free);
@@ -43,7 +45,9 @@ int cgroup_parse_membership(const char *text, const struct cgroup_config *cfg,
 		} wants[] = { { &cfg->cpu, "cpu", &p.cpu },
 			      { &cfg->cpuset, "cpuset", &p.cpuset },
 			      { &cfg->memory, "memory", &p.memory },
-			      { &cfg->cpuacct, "cpuacct", &p.cpuacct } };
+			      { &cfg->cpuacct, "cpuacct", &p.cpuacct },
+			      { &cfg->io, "blkio", &p.io }, /* v2: "io", on the 0:: line as all */
+			      { &cfg->unified, "", &p.unified } };
 		for (size_t i = 0; i < G_N_ELEMENTS(wants); i++) {
 			gboolean match = wants[i].h->version == CGROUP_V2 ? v2
 				       : wants[i].h->version == CGROUP_V1 && !v2 &&
@@ -514,5 +518,108 @@ int cgroup_read_cpu_usage(const struct cgroup_config *cfg, const struct cgroup_p
 		return r;
 	}
 	*ret = u;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- I/O -- */
+
+static gboolean parse_device(const char *text, unsigned *major, unsigned *minor)
+{
+	guint64 a, b;
+	g_auto(GStrv) f = g_strsplit(text, ":", -1);
+	if (g_strv_length(f) != 2 || !g_ascii_string_to_unsigned(f[0], 10, 0, G_MAXUINT32, &a, NULL) ||
+	    !g_ascii_string_to_unsigned(f[1], 10, 0, G_MAXUINT32, &b, NULL))
+		return FALSE;
+	*major = (unsigned)a;
+	*minor = (unsigned)b;
+	return TRUE;
+}
+
+/* ret's entry for major:minor, added if new. */
+static struct cgroup_io_device *device_in(GArray *ret, unsigned major, unsigned minor)
+{
+	for (guint i = 0; i < ret->len; i++) {
+		struct cgroup_io_device *d = &g_array_index(ret, struct cgroup_io_device, i);
+		if (d->major == major && d->minor == minor)
+			return d;
+	}
+	const struct cgroup_io_device d = { major, minor, { 0 }, { 0 } };
+	g_array_append_val(ret, d);
+	return &g_array_index(ret, struct cgroup_io_device, ret->len - 1);
+}
+
+int cgroup_parse_io_stat(const char *text, GArray *ret)
+{
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	for (char **line = lines; *line; line++) {
+		if (!**line)
+			continue;
+		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
+		unsigned major, minor;
+		if (!parse_device(f[0], &major, &minor))
+			return -EINVAL;
+		struct cgroup_io_device *d = device_in(ret, major, minor);
+		const struct {
+			const char *key;
+			uint64_t *value;
+		} keys[] = { { "rbytes", &d->bytes[CGROUP_IO_READ] },	 { "wbytes", &d->bytes[CGROUP_IO_WRITE] },
+			     { "dbytes", &d->bytes[CGROUP_IO_DISCARD] }, { "rios", &d->ios[CGROUP_IO_READ] },
+			     { "wios", &d->ios[CGROUP_IO_WRITE] },	 { "dios", &d->ios[CGROUP_IO_DISCARD] } };
+		for (char **kv = f + 1; *kv; kv++) {
+			const char *eq = strchr(*kv, '=');
+			if (!eq)
+				return -EINVAL;
+			for (size_t k = 0; k < G_N_ELEMENTS(keys); k++)
+				if ((size_t)(eq - *kv) == strlen(keys[k].key) && strncmp(*kv, keys[k].key, eq - *kv) == 0 &&
+				    !parse_u64(eq + 1, keys[k].value))
+					return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* One of the v1 files: per device, its "Read", "Write" and "Discard"
+ * counts into requests (ios) or bytes (!ios). */
+static int parse_blkio_file(const char *text, GArray *ret, gboolean ios)
+{
+	static const char *const dirs[CGROUP_IO_DIRS] = { "Read", "Write", "Discard" };
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	for (char **line = lines; *line; line++) {
+		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
+		guint n = g_strv_length(f);
+		uint64_t value;
+		unsigned major, minor;
+		if (!**line || (n == 2 && strcmp(f[0], "Total") == 0 && parse_u64(f[1], &value)))
+			continue; /* the sum over devices */
+		if (n != 3 || !parse_device(f[0], &major, &minor) || !parse_u64(f[2], &value))
+			return -EINVAL;
+		for (int d = 0; d < CGROUP_IO_DIRS; d++)
+			if (strcmp(f[1], dirs[d]) == 0) {
+				struct cgroup_io_device *dev = device_in(ret, major, minor);
+				(ios ? dev->ios : dev->bytes)[d] = value;
+			}
+	}
+	return 0;
+}
+
+int cgroup_parse_blkio(const char *serviced, const char *bytes, GArray *ret)
+{
+	int r = parse_blkio_file(serviced, ret, TRUE);
+	return r < 0 ? r : parse_blkio_file(bytes, ret, FALSE);
+}
+
+int cgroup_read_io(const struct cgroup_hierarchy *h, const char *dir, GArray *ret, char **ret_culprit)
+{
+	const char *serviced = "blkio.throttle.io_serviced_recursive";
+	const char *bytes = "blkio.throttle.io_service_bytes_recursive";
+	g_autofree char *a = NULL, *b = NULL;
+	int r = read_text(h, dir, h->version == CGROUP_V2 ? "io.stat" : serviced, &a);
+	if (r == 0 && h->version == CGROUP_V1)
+		r = read_text(h, dir, bytes, &b);
+	if (r < 0)
+		return r == -EINVAL ? bad(dir, b || h->version == CGROUP_V2 ? "io.stat" : serviced, ret_culprit) : r;
+	r = h->version == CGROUP_V2 ? cgroup_parse_io_stat(a, ret) : cgroup_parse_blkio(a, b, ret);
+	if (r < 0)
+		return bad(dir, h->version == CGROUP_V2 ? "io.stat" : serviced, ret_culprit);
 	return 0;
 }

@@ -30,6 +30,8 @@ struct cgroup_config {
 	struct cgroup_hierarchy cpuset; /* v1 cpuset.*cpus, v2 cpuset.cpus.effective */
 	struct cgroup_hierarchy memory; /* v1 memory.*, v2 memory.* */
 	struct cgroup_hierarchy cpuacct; /* v1 cpuacct.usage_all (v2: the cpu hierarchy's cpu.stat) */
+	struct cgroup_hierarchy io;      /* v1 blkio.throttle.*, v2 io.stat */
+	struct cgroup_hierarchy unified; /* the v2 hierarchy, whatever it holds: *.pressure */
 };
 
 /* A process's cgroup in each hierarchy, as /proc/<pid>/cgroup names it. */
@@ -38,6 +40,8 @@ struct cgroup_paths {
 	char *cpuset;
 	char *memory;
 	char *cpuacct;
+	char *io;
+	char *unified;
 };
 
 void cgroup_paths_clear(struct cgroup_paths *p);
@@ -94,3 +98,27 @@ void cgroup_cpu_usage_clear(struct cgroup_cpu_usage *u);
  * -EINVAL for garbage (then *ret_culprit names the file). */
 int cgroup_read_cpu_usage(const struct cgroup_config *cfg, const struct cgroup_paths *p,
 			  struct cgroup_cpu_usage *ret, char **ret_culprit);
+
+/* One device's I/O as a cgroup counted it: requests and their bytes, by
+ * direction. */
+enum { CGROUP_IO_READ, CGROUP_IO_WRITE, CGROUP_IO_DISCARD, CGROUP_IO_DIRS };
+struct cgroup_io_device {
+	unsigned major, minor;
+	uint64_t ios[CGROUP_IO_DIRS];
+	uint64_t bytes[CGROUP_IO_DIRS];
+};
+
+/* Parse v2 io.stat ("MAJ:MIN rbytes=N wbytes=N rios=N wios=N dbytes=N
+ * dios=N ...", other keys ignored) into ret (struct cgroup_io_device). 0
+ * or -EINVAL. */
+int cgroup_parse_io_stat(const char *text, GArray *ret);
+/* Parse v1 blkio.throttle.io_serviced_recursive and
+ * io_service_bytes_recursive ("MAJ:MIN Read N", Write, Sync, Async,
+ * Discard, Total; a last "Total N") into ret. 0 or -EINVAL. */
+int cgroup_parse_blkio(const char *serviced, const char *bytes, GArray *ret);
+
+/* The I/O the cgroup at dir (cgroup_relative_dir's) of h counted, per
+ * device: v2 io.stat, v1 the throttle files above. 0, -ENOENT (gone, or
+ * no such file: no I/O accounting), or -EINVAL (then *ret_culprit names
+ * the file). */
+int cgroup_read_io(const struct cgroup_hierarchy *h, const char *dir, GArray *ret, char **ret_culprit);

@@ -121,7 +121,7 @@ static void read_limits(enum cgroup_version cpu, enum cgroup_version cpuset, con
 		.cpu = { cpu, root_fd, mount_root },
 		.cpuset = { cpuset, root_fd, mount_root },
 	};
-	struct cgroup_paths paths = { (char *)path, (char *)path, NULL, NULL };
+	struct cgroup_paths paths = { .cpu = (char *)path, .cpuset = (char *)path };
 	struct cgroup_limits l;
 	char *culprit = NULL;
 	int r = cgroup_read_limits(&cfg, &paths, &l, &culprit);

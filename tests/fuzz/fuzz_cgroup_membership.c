@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				.cpu = { versions[i], -1, "/" },
 				.cpuset = { versions[j], -1, "/" },
 			};
-			struct cgroup_paths p = { (char *)"untouched", (char *)"untouched", NULL, NULL };
+			struct cgroup_paths p = { .cpu = (char *)"untouched", .cpuset = (char *)"untouched" };
 			int r = cgroup_parse_membership(text, &cfg, &p);
 			FUZZ_CHECK(r == 0 || r == -EINVAL);
 			if (r < 0) {

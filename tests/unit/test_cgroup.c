@@ -34,8 +34,8 @@ static const struct cgroup_hierarchy none = { CGROUP_NONE, -1, NULL };
 static int limits(struct cgroup_hierarchy cpu, const char *cpu_path, struct cgroup_hierarchy cpuset,
 		  const char *cpuset_path, struct cgroup_limits *ret, char **culprit)
 {
-	const struct cgroup_config cfg = { cpu, cpuset, none, none };
-	struct cgroup_paths p = { (char *)cpu_path, (char *)cpuset_path, NULL, NULL };
+	const struct cgroup_config cfg = { .cpu = cpu, .cpuset = cpuset, .memory = none, .cpuacct = none };
+	struct cgroup_paths p = { .cpu = (char *)cpu_path, .cpuset = (char *)cpuset_path };
 	return cgroup_read_limits(&cfg, &p, ret, culprit);
 }
 
@@ -194,25 +194,29 @@ Test(cgroup, a_mounted_subtree_strips_its_root)
 Test(cgroup, membership_lines_pick_each_controllers_hierarchy)
 {
 	const struct cgroup_config cfg = { { CGROUP_V1, 3, "/" }, { CGROUP_V1, 4, "/" }, { CGROUP_V1, 5, "/" },
-					   { CGROUP_V1, 6, "/" } };
-	const char *text = "12:pids:/x\n6:cpuacct:/acct\n5:memory:/m\n4:cpuset:/holes\n3:cpu,cpuacct:/a/b\n1:name=systemd:/\n0::/unified\n";
+					   { CGROUP_V1, 6, "/" }, { CGROUP_V1, 7, "/" }, { CGROUP_V2, 8, "/" } };
+	const char *text = "12:pids:/x\n7:blkio:/disk\n6:cpuacct:/acct\n5:memory:/m\n4:cpuset:/holes\n3:cpu,cpuacct:/a/b\n"
+			   "1:name=systemd:/\n0::/unified\n";
 	struct cgroup_paths p;
 	cr_assert_eq(cgroup_parse_membership(text, &cfg, &p), 0);
 	cr_assert_str_eq(p.cpu, "/a/b");
 	cr_assert_str_eq(p.cpuset, "/holes");
 	cr_assert_str_eq(p.memory, "/m");
 	cr_assert_str_eq(p.cpuacct, "/acct");
+	cr_assert_str_eq(p.io, "/disk", "v1's blkio");
+	cr_assert_str_eq(p.unified, "/unified", "a hybrid's v2 hierarchy");
 	cgroup_paths_clear(&p);
 
 	const struct cgroup_config unified = { { CGROUP_V2, 3, "/" }, { CGROUP_V2, 3, "/" }, { CGROUP_V2, 3, "/" },
-					       { CGROUP_NONE, -1, NULL } };
+					       { CGROUP_NONE, -1, NULL }, { CGROUP_V2, 3, "/" }, { CGROUP_V2, 3, "/" } };
 	cr_assert_eq(cgroup_parse_membership("0::/system.slice/x:y.scope\n", &unified, &p), 0);
 	cr_assert_str_eq(p.cpu, "/system.slice/x:y.scope", "paths may hold ':'");
 	cr_assert_str_eq(p.cpuset, "/system.slice/x:y.scope");
 	cr_assert_str_eq(p.memory, "/system.slice/x:y.scope");
+	cr_assert_str_eq(p.io, "/system.slice/x:y.scope");
 	cgroup_paths_clear(&p);
 
-	const struct cgroup_config neither = { none, none, none, none };
+	const struct cgroup_config neither = { none, none, none, none, none, none };
 	cr_assert_eq(cgroup_parse_membership(text, &neither, &p), 0);
 	cr_assert_null(p.cpu);
 	cr_assert_eq(cgroup_parse_membership("garbage\n", &cfg, &p), -EINVAL);

@@ -222,9 +222,9 @@ static int cpu_usage(enum cgroup_version version, const char *path, struct cgrou
 {
 	const struct cgroup_hierarchy h = { version, tree_fd, "/" };
 	const struct cgroup_hierarchy none = { CGROUP_NONE, -1, NULL };
-	const struct cgroup_config cfg = { version == CGROUP_V2 ? h : none, none, none,
-					   version == CGROUP_V1 ? h : none };
-	struct cgroup_paths p = { (char *)path, NULL, NULL, (char *)path };
+	const struct cgroup_config cfg = { .cpu = version == CGROUP_V2 ? h : none, .cpuset = none, .memory = none,
+					   .cpuacct = version == CGROUP_V1 ? h : none, .io = none, .unified = none };
+	struct cgroup_paths p = { .cpu = (char *)path, .cpuacct = (char *)path };
 	return cgroup_read_cpu_usage(&cfg, &p, u, culprit);
 }
 
@@ -272,4 +272,80 @@ Test(cgroup_files, cpu_time_garbage_is_einval_and_a_vanished_cgroup_enoent)
 	struct cgroup_cpu_usage u;
 	cr_assert_eq(cpu_usage(CGROUP_V2, "/gone", &u, NULL), -ENOENT);
 	cr_assert_eq(cpu_usage(CGROUP_V1, "/gone", &u, NULL), -ENOENT);
+}
+
+/* ------------------------------------------------------------------ I/O -- */
+
+static int read_io(enum cgroup_version version, const char *dir, GArray **devs, char **culprit)
+{
+	const struct cgroup_hierarchy h = { version, tree_fd, "/" };
+	*devs = g_array_new(FALSE, TRUE, sizeof(struct cgroup_io_device));
+	return cgroup_read_io(&h, dir, *devs, culprit);
+}
+
+static const struct cgroup_io_device *dev(GArray *devs, unsigned major, unsigned minor)
+{
+	for (guint i = 0; i < devs->len; i++) {
+		const struct cgroup_io_device *d = &g_array_index(devs, struct cgroup_io_device, i);
+		if (d->major == major && d->minor == minor)
+			return d;
+	}
+	cr_assert_fail("no device %u:%u", major, minor);
+	return NULL;
+}
+
+Test(cgroup_files, v2_io_stat_counts_every_device_and_ignores_other_keys)
+{
+	put("c/io.stat", "8:0 rbytes=4096 wbytes=8388608 rios=1 wios=64 dbytes=0 dios=0\n"
+			 "259:0 rbytes=512 wbytes=0 rios=1 wios=0 dbytes=1048576 dios=2 cost.vrate=100.00\n"
+			 "253:7 rbytes=0 wbytes=0 rios=0 wios=0 dbytes=0 dios=0\n");
+	g_autoptr(GArray) devs = NULL;
+	cr_assert_eq(read_io(CGROUP_V2, "c", &devs, NULL), 0);
+	cr_assert_eq(devs->len, 3);
+	const struct cgroup_io_device *sda = dev(devs, 8, 0), *nvme = dev(devs, 259, 0);
+	cr_assert_eq(sda->ios[CGROUP_IO_WRITE], 64);
+	cr_assert_eq(sda->bytes[CGROUP_IO_WRITE], 8388608);
+	cr_assert_eq(sda->bytes[CGROUP_IO_READ], 4096);
+	cr_assert_eq(nvme->ios[CGROUP_IO_DISCARD], 2);
+	cr_assert_eq(nvme->bytes[CGROUP_IO_DISCARD], 1048576, "a key after the six is ignored");
+}
+
+Test(cgroup_files, v1_throttle_files_count_requests_and_bytes_and_skip_the_total)
+{
+	put("c/blkio.throttle.io_serviced_recursive", "7:0 Read 8\n7:0 Write 4\n7:0 Sync 12\n7:0 Async 0\n"
+						      "7:0 Discard 1\n7:0 Total 13\n8:16 Read 2\n8:16 Write 0\n"
+						      "Total 15\n");
+	put("c/blkio.throttle.io_service_bytes_recursive", "7:0 Read 4194304\n7:0 Write 2097152\n7:0 Discard 512\n"
+							   "7:0 Total 6291968\n8:16 Read 8192\nTotal 6300160\n");
+	g_autoptr(GArray) devs = NULL;
+	cr_assert_eq(read_io(CGROUP_V1, "c", &devs, NULL), 0);
+	cr_assert_eq(devs->len, 2);
+	const struct cgroup_io_device *loop = dev(devs, 7, 0);
+	cr_assert_eq(loop->ios[CGROUP_IO_READ], 8);
+	cr_assert_eq(loop->ios[CGROUP_IO_WRITE], 4);
+	cr_assert_eq(loop->ios[CGROUP_IO_DISCARD], 1);
+	cr_assert_eq(loop->bytes[CGROUP_IO_READ], 4194304);
+	cr_assert_eq(loop->bytes[CGROUP_IO_WRITE], 2097152);
+	cr_assert_eq(dev(devs, 8, 16)->bytes[CGROUP_IO_READ], 8192);
+}
+
+Test(cgroup_files, io_garbage_is_einval_naming_the_file_and_missing_is_enoent)
+{
+	g_autoptr(GArray) a = NULL, b = NULL, c = NULL, d = NULL;
+	g_autofree char *culprit = NULL, *culprit_v1 = NULL;
+	put("g/io.stat", "8:0 rbytes=lots\n");
+	cr_assert_eq(read_io(CGROUP_V2, "g", &a, &culprit), -EINVAL);
+	cr_assert_str_eq(culprit, "g/io.stat");
+	put("h/blkio.throttle.io_serviced_recursive", "sda Read 1\n");
+	put("h/blkio.throttle.io_service_bytes_recursive", "");
+	cr_assert_eq(read_io(CGROUP_V1, "h", &b, &culprit_v1), -EINVAL);
+	cr_assert_str_eq(culprit_v1, "h/blkio.throttle.io_serviced_recursive");
+	cr_assert_eq(read_io(CGROUP_V2, "gone", &c, NULL), -ENOENT);
+	put("noacct/cgroup.procs", "");
+	cr_assert_eq(read_io(CGROUP_V2, "noacct", &d, NULL), -ENOENT, "no io controller: no io.stat");
+	GArray *e = g_array_new(FALSE, TRUE, sizeof(struct cgroup_io_device));
+	cr_assert_eq(cgroup_parse_io_stat("8:0\n", e), 0, "a device with no keys");
+	cr_assert_eq(cgroup_parse_io_stat("8:0 rbytes\n", e), -EINVAL);
+	cr_assert_eq(cgroup_parse_blkio("7:0 Read\n", "", e), -EINVAL);
+	g_array_unref(e);
 }

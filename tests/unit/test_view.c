@@ -28,7 +28,7 @@ static struct cpuview *host_cpuview(int sys)
 		.proc_fd = -1,
 		.sys_cpu_fd = sys,
 		.cgroups = { { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL },
-			     { CGROUP_NONE, -1, NULL } },
+			     { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL } },
 	};
 	cr_assert_eq(cpuview_new(&cfg, &ret), 0);
 	return ret;

@@ -1,0 +1,129 @@
+#include "diskview.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* The fields of a diskstats line after the name that the cgroup counts,
+ * counted from 1 as in the kernel's documentation (iostats.rst). */
+enum {
+	FIELD_READS = 1,
+	FIELD_SECTORS_READ = 3,
+	FIELD_WRITES = 5,
+	FIELD_SECTORS_WRITTEN = 7,
+	FIELD_DISCARDS = 12,
+	FIELD_SECTORS_DISCARDED = 14,
+};
+/* The fewest fields after the name a kernel writes (before 4.18). */
+#define MIN_FIELDS 11
+
+struct line {
+	unsigned major, minor;
+	const char *name;
+	guint fields; /* after the name */
+};
+
+static gboolean parse_line(char **words, struct line *ret)
+{
+	guint64 major, minor, value;
+	guint n = g_strv_length(words);
+	if (n < 3 + MIN_FIELDS || !g_ascii_string_to_unsigned(words[0], 10, 0, G_MAXUINT32, &major, NULL) ||
+	    !g_ascii_string_to_unsigned(words[1], 10, 0, G_MAXUINT32, &minor, NULL))
+		return FALSE;
+	for (guint i = 3; i < n; i++)
+		if (!g_ascii_string_to_unsigned(words[i], 10, 0, G_MAXUINT64, &value, NULL))
+			return FALSE;
+	*ret = (struct line){ (unsigned)major, (unsigned)minor, words[2], n - 3 };
+	return TRUE;
+}
+
+/* Is name a partition of disk: disk's name, then digits ('p' and digits
+ * if disk's name ends in a digit)? */
+static gboolean partition_of(const char *name, const char *disk)
+{
+	size_t n = strlen(disk);
+	if (n == 0 || strncmp(name, disk, n) != 0)
+		return FALSE;
+	const char *rest = name + n;
+	if (g_ascii_isdigit(disk[n - 1]) && *rest++ != 'p')
+		return FALSE;
+	if (!*rest)
+		return FALSE;
+	for (; *rest; rest++)
+		if (!g_ascii_isdigit(*rest))
+			return FALSE;
+	return TRUE;
+}
+
+static const struct cgroup_io_device *find(const GArray *devs, unsigned major, unsigned minor)
+{
+	for (guint i = 0; i < devs->len; i++) {
+		const struct cgroup_io_device *d = &g_array_index(devs, struct cgroup_io_device, i);
+		if (d->major == major && d->minor == minor)
+			return d;
+	}
+	return NULL;
+}
+
+static void append_own(GString *out, const struct line *l, const struct cgroup_io_device *d)
+{
+	const struct {
+		guint field;
+		uint64_t value;
+	} counted[] = {
+		{ FIELD_READS, d->ios[CGROUP_IO_READ] },
+		{ FIELD_SECTORS_READ, d->bytes[CGROUP_IO_READ] / 512 },
+		{ FIELD_WRITES, d->ios[CGROUP_IO_WRITE] },
+		{ FIELD_SECTORS_WRITTEN, d->bytes[CGROUP_IO_WRITE] / 512 },
+		{ FIELD_DISCARDS, d->ios[CGROUP_IO_DISCARD] },
+		{ FIELD_SECTORS_DISCARDED, d->bytes[CGROUP_IO_DISCARD] / 512 },
+	};
+	g_string_append_printf(out, "%4u %7u %s", l->major, l->minor, l->name);
+	for (guint f = 1; f <= l->fields; f++) {
+		uint64_t value = 0;
+		for (size_t c = 0; c < G_N_ELEMENTS(counted); c++)
+			if (counted[c].field == f)
+				value = counted[c].value;
+		g_string_append_printf(out, " %" G_GUINT64_FORMAT, value);
+	}
+	g_string_append_c(out, '\n');
+}
+
+int diskview_render(const char *host, const GArray *devs, gboolean keep_others, GString **ret)
+{
+	g_auto(GStrv) lines = g_strsplit(host, "\n", -1);
+	g_autoptr(GString) out = g_string_new(NULL);
+	g_autofree char *disk = NULL; /* the last whole disk's name */
+	gboolean disk_own = FALSE;    /* its line is the cgroup's */
+	for (char **text = lines; *text; text++) {
+		if (!**text)
+			continue;
+		g_autofree char *copy = g_strstrip(g_strdup(*text));
+		g_auto(GStrv) words = g_strsplit_set(copy, " \t", -1);
+		/* several blanks between the numbers: drop the empty words */
+		char **w = words, **to = words;
+		for (; *w; w++)
+			if (**w)
+				*to++ = *w;
+			else
+				g_free(*w);
+		*to = NULL;
+		struct line l;
+		if (!parse_line(words, &l))
+			return -EINVAL;
+		if (disk && partition_of(l.name, disk)) {
+			if (!disk_own && keep_others)
+				g_string_append_printf(out, "%s\n", *text);
+			continue;
+		}
+		g_free(disk);
+		disk = g_strdup(l.name);
+		const struct cgroup_io_device *d = find(devs, l.major, l.minor);
+		disk_own = d != NULL;
+		if (d)
+			append_own(out, &l, d);
+		else if (keep_others)
+			g_string_append_printf(out, "%s\n", *text);
+	}
+	*ret = g_steal_pointer(&out);
+	return 0;
+}

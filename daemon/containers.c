@@ -156,6 +156,7 @@ static int ns_view_new(struct containers *cs, int ns_fd, uint64_t ns, struct ns_
 		.cpuview = cs->cfg.cpuview,
 		.memgroups = cs->cfg.memgroups,
 		.cputimes = cs->cfg.cputimes,
+		.iogroups = cs->cfg.iogroups,
 		.smaps = cs->cfg.smaps,
 		.pid_ns_fd = own_ns_fd,
 		.pid_ns = ns,

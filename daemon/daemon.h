@@ -20,6 +20,7 @@ struct daemon_config {
 	gboolean memory_view;      /* not --no-memory-view */
 	gboolean swap_view;        /* not --no-swap-view */
 	gboolean loadavg;          /* not --no-loadavg */
+	gboolean io_view;          /* not --no-io-view */
 	struct memo_config smaps;  /* --smaps-max-age, --refresh-budget, ... */
 	const char *control_socket; /* --control-socket */
 	gboolean replace;          /* --replace: take over from the running daemon */
@@ -39,6 +40,7 @@ struct containers_config {
 	struct cpuview *cpuview;
 	struct memgroups *memgroups; /* NULL: no memory view */
 	struct cputimes *cputimes;
+	struct iogroups *iogroups; /* NULL: no I/O view */
 	struct smaps *smaps;
 	struct pidwatch *watch;
 	struct server *server;

@@ -39,6 +39,7 @@ struct daemon {
 	struct memgroups *memgroups; /* NULL: --no-memory-view */
 	struct nsinits *nsinits;
 	struct cputimes *cputimes;
+	struct iogroups *iogroups; /* NULL: --no-io-view */
 	struct smaps *smaps;
 	struct view *view;
 	struct pidwatch *watch;
@@ -138,19 +139,11 @@ static gboolean hides_processes(const char *opts)
 	return FALSE;
 }
 
+/* data: what callers in that cgroup get of the host's instead. */
 static void report_bad_cgroup(void *data, const char *file, int err)
 {
-	g_warning("cannot use %s (%s): callers in that cgroup see the host's CPUs", file, g_strerror(err));
-}
-
-static void report_bad_cputime_cgroup(void *data, const char *file, int err)
-{
-	g_warning("cannot use %s (%s): callers in that cgroup see the host's CPU time", file, g_strerror(err));
-}
-
-static void report_bad_memory_cgroup(void *data, const char *file, int err)
-{
-	g_warning("cannot use %s (%s): callers in that cgroup see the host's memory files", file, g_strerror(err));
+	g_warning("cannot use %s (%s): callers in that cgroup see the host's %s", file, g_strerror(err),
+		  (const char *)data);
 }
 
 static int wait_for_stop_signal(void)
@@ -223,6 +216,7 @@ static gboolean make_views(struct daemon *d, GError **error)
 		.cgroups = d->cgroups.config,
 		.use_quota = d->cfg->cpu_quota,
 		.report = report_bad_cgroup,
+		.report_data = (void *)"CPUs",
 	};
 	r = cpuview_new(&ccfg, &d->cpuview);
 	if (r < 0)
@@ -231,10 +225,23 @@ static gboolean make_views(struct daemon *d, GError **error)
 		.proc_fd = d->proc_fd,
 		.memory = d->cgroups.config.memory,
 		.swap_view = d->cfg->swap_view,
-		.report = report_bad_memory_cgroup,
+		.report = report_bad_cgroup,
+		.report_data = (void *)"memory files",
 	};
 	if (d->cfg->memory_view)
 		d->memgroups = memgroups_new(&mcfg);
+	/* Pressure files are v2's: the io hierarchy's on v2, the unified one's
+	 * on a hybrid host. */
+	const struct cgroup_config *cg = &d->cgroups.config;
+	const struct iogroups_config icfg = {
+		.proc_fd = d->proc_fd,
+		.io = cg->io,
+		.pressure = cg->io.version == CGROUP_V2 ? cg->io : cg->unified,
+		.report = report_bad_cgroup,
+		.report_data = (void *)"I/O files",
+	};
+	if (d->cfg->io_view)
+		d->iogroups = iogroups_new(&icfg);
 	d->nsinits = nsinits_new(d->proc_fd);
 	/* beside the control socket, as the keeper's is: one per mountpoint */
 	d->counters_path = g_strconcat(d->cfg->control_socket, ".cputime", NULL);
@@ -245,7 +252,8 @@ static gboolean make_views(struct daemon *d, GError **error)
 		.nsinits = d->nsinits,
 		.loadavg = d->cfg->loadavg,
 		.counters_path = d->counters_path,
-		.report = report_bad_cputime_cgroup,
+		.report = report_bad_cgroup,
+		.report_data = (void *)"CPU time",
 	};
 	d->cputimes = cputimes_new(&tcfg);
 	struct stat pidns;
@@ -261,6 +269,7 @@ static gboolean make_views(struct daemon *d, GError **error)
 		.proc_fd = d->proc_fd, .sys_cpu_fd = d->sys_cpu_fd, .cpuview = d->cpuview, .smaps = d->smaps,
 		.memgroups = d->memgroups,
 		.cputimes = d->cputimes,
+		.iogroups = d->iogroups,
 		.pid_ns_fd = -1,
 		.pid_ns = scfg.ns,
 		.hidepid = hides_processes(d->real_opts),
@@ -354,6 +363,7 @@ static gboolean start_serving(struct daemon *d, GError **error)
 		.cpuview = d->cpuview,
 		.memgroups = d->memgroups,
 		.cputimes = d->cputimes,
+		.iogroups = d->iogroups,
 		.smaps = d->smaps,
 		.watch = d->watch,
 		.server = d->server,
@@ -436,6 +446,7 @@ static void free_daemon(struct daemon *d, gboolean containers_live)
 	smaps_free(d->smaps);
 	cpuview_free(d->cpuview);
 	memgroups_free(d->memgroups);
+	iogroups_free(d->iogroups);
 	cputimes_free(d->cputimes);
 	nsinits_free(d->nsinits);
 	cgroups_clear(&d->cgroups);

@@ -20,7 +20,8 @@ static char *socket_for(const char *mountpoint)
 
 /* What the command line says. */
 struct options {
-	gboolean debug_enabled, version, foreground, replace, no_memory_view, no_swap_view, no_loadavg;
+	gboolean debug_enabled, version, foreground, replace, no_memory_view, no_swap_view, no_loadavg,
+		no_io_view;
 	int keeper_wait;
 	char *cpu_limit;
 	double max_age, max_age_idle, budget_percent;
@@ -56,6 +57,8 @@ static gboolean parse_options(int *argc, char ***argv, struct options *o, GError
 		  "Keep the host's swap figures in the memory view", NULL },
 		{ "no-loadavg", 0, 0, G_OPTION_ARG_NONE, &o->no_loadavg,
 		  "Serve the host's loadavg to every caller (no per-cgroup sampling)", NULL },
+		{ "no-io-view", 0, 0, G_OPTION_ARG_NONE, &o->no_io_view,
+		  "Serve the host's diskstats and pressure files to every caller", NULL },
 		{ "smaps-max-age", 0, 0, G_OPTION_ARG_DOUBLE, &o->max_age,
 		  "Keep smaps_rollup entries that are read at most this old (default 5)", "SECONDS" },
 		{ "smaps-max-age-idle", 0, 0, G_OPTION_ARG_DOUBLE, &o->max_age_idle,
@@ -174,6 +177,7 @@ static int serve(const struct options *o)
 		.memory_view = !o->no_memory_view,
 		.swap_view = !o->no_swap_view,
 		.loadavg = !o->no_loadavg,
+		.io_view = !o->no_io_view,
 		.smaps = {
 			.max_age_us = (gint64)(o->max_age * G_USEC_PER_SEC),
 			.max_age_idle_us = (gint64)(o->max_age_idle * G_USEC_PER_SEC),

@@ -3,6 +3,7 @@
 #include "procfile.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -262,6 +263,28 @@ unsigned cgroup_quota_cpus(uint64_t quota_us, uint64_t period_us)
 char *cgroup_relative_dir(const struct cgroup_hierarchy *h, const char *path)
 {
 	return relative_dir(h, path);
+}
+
+char *cgroup_thread_dir(int proc_fd, pid_t tid, const struct cgroup_config *only)
+{
+	char path[32];
+	g_autofree char *text = NULL;
+	struct cgroup_paths p = { 0 };
+	char *dir = NULL;
+
+	snprintf(path, sizeof(path), "%d/cgroup", (int)tid);
+	if (procfile_read_text_at(proc_fd, path, &text) < 0 || cgroup_parse_membership(text, only, &p) < 0)
+		return NULL;
+	const struct {
+		const struct cgroup_hierarchy *h;
+		const char *path;
+	} each[] = { { &only->cpu, p.cpu },	    { &only->cpuset, p.cpuset }, { &only->memory, p.memory },
+		     { &only->cpuacct, p.cpuacct }, { &only->io, p.io },	 { &only->unified, p.unified } };
+	for (size_t i = 0; i < G_N_ELEMENTS(each) && !dir; i++)
+		if (each[i].h->version != CGROUP_NONE && each[i].path)
+			dir = relative_dir(each[i].h, each[i].path);
+	cgroup_paths_clear(&p);
+	return dir;
 }
 
 /* A v1 limit at or above this is "none": the kernel writes its page
@@ -610,16 +633,17 @@ int cgroup_parse_blkio(const char *serviced, const char *bytes, GArray *ret)
 
 int cgroup_read_io(const struct cgroup_hierarchy *h, const char *dir, GArray *ret, char **ret_culprit)
 {
-	const char *serviced = "blkio.throttle.io_serviced_recursive";
-	const char *bytes = "blkio.throttle.io_service_bytes_recursive";
+	gboolean v2 = h->version == CGROUP_V2;
+	const char *files[] = { v2 ? "io.stat" : "blkio.throttle.io_serviced_recursive",
+				v2 ? NULL : "blkio.throttle.io_service_bytes_recursive" };
 	g_autofree char *a = NULL, *b = NULL;
-	int r = read_text(h, dir, h->version == CGROUP_V2 ? "io.stat" : serviced, &a);
-	if (r == 0 && h->version == CGROUP_V1)
-		r = read_text(h, dir, bytes, &b);
-	if (r < 0)
-		return r == -EINVAL ? bad(dir, b || h->version == CGROUP_V2 ? "io.stat" : serviced, ret_culprit) : r;
-	r = h->version == CGROUP_V2 ? cgroup_parse_io_stat(a, ret) : cgroup_parse_blkio(a, b, ret);
-	if (r < 0)
-		return bad(dir, h->version == CGROUP_V2 ? "io.stat" : serviced, ret_culprit);
+	char **texts[] = { &a, &b };
+	for (size_t i = 0; i < G_N_ELEMENTS(files) && files[i]; i++) {
+		int r = read_text(h, dir, files[i], texts[i]);
+		if (r < 0)
+			return r == -EINVAL ? bad(dir, files[i], ret_culprit) : r;
+	}
+	if ((v2 ? cgroup_parse_io_stat(a, ret) : cgroup_parse_blkio(a, b, ret)) < 0)
+		return bad(dir, files[0], ret_culprit);
 	return 0;
 }

@@ -19,6 +19,8 @@ enum class_source {
 	CLASS_UPTIME,  /* the caller's pid namespace and CPU time (fs/cputime): a struct cputime_key */
 	CLASS_CPUTIME, /* its CPUs and CPU time (fs/cputime): a struct cputime_key */
 	CLASS_LOADAVG, /* its cgroup's threads (fs/cputime): a struct cputime_key */
+	CLASS_DISKS,   /* its I/O cgroup (fs/iogroups): a string */
+	CLASS_PRESSURE, /* its v2 cgroup (fs/iogroups): a string */
 };
 
 /* Renders the file called name for what decides its text (of the row's
@@ -31,6 +33,8 @@ static int render_cpu_set(struct view *v, gconstpointer map, const char *name, G
 static int render_memory(struct view *v, gconstpointer group, const char *name, GBytes **ret);
 static int render_uptime(struct view *v, gconstpointer key, const char *name, GBytes **ret);
 static int render_loadavg(struct view *v, gconstpointer key, const char *name, GBytes **ret);
+static int render_diskstats(struct view *v, gconstpointer group, const char *name, GBytes **ret);
+static int render_pressure(struct view *v, gconstpointer group, const char *name, GBytes **ret);
 static int render_stats(struct view *v, gconstpointer none, const char *name, GBytes **ret);
 static int render_control(struct view *v, gconstpointer none, const char *name, GBytes **ret);
 
@@ -80,6 +84,19 @@ static const struct row_def {
 			      CLASS_UPTIME },
 	[ROW_PROC_LOADAVG] = { "loadavg", ROW_PROC, NODE_HOST_FILE, FALSE, render_loadavg, SERVED_FRESH_PER_CLASS,
 			       CLASS_LOADAVG },
+	[ROW_PROC_DISKSTATS] = { "diskstats", ROW_PROC, NODE_HOST_FILE, FALSE, render_diskstats, SERVED_FRESH_PER_CLASS,
+				 CLASS_DISKS },
+	/* Served where the host has pressure files, each file where the host
+	 * has it. */
+	[ROW_PROC_PRESSURE] = { "pressure", ROW_PROC, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_PRESSURE },
+	[ROW_PRESSURE_CPU] = { "cpu", ROW_PROC_PRESSURE, NODE_HOST_FILE, FALSE, render_pressure, SERVED_FRESH_PER_CLASS,
+			       CLASS_PRESSURE },
+	[ROW_PRESSURE_MEMORY] = { "memory", ROW_PROC_PRESSURE, NODE_HOST_FILE, FALSE, render_pressure,
+				  SERVED_FRESH_PER_CLASS, CLASS_PRESSURE },
+	[ROW_PRESSURE_IO] = { "io", ROW_PROC_PRESSURE, NODE_HOST_FILE, FALSE, render_pressure, SERVED_FRESH_PER_CLASS,
+			      CLASS_PRESSURE },
+	[ROW_PRESSURE_IRQ] = { "irq", ROW_PROC_PRESSURE, NODE_HOST_FILE, FALSE, render_pressure, SERVED_FRESH_PER_CLASS,
+			       CLASS_PRESSURE },
 	[ROW_META] = { ".cgprocfs", ROW_ROOT, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
 	/* The daemon's own files: exact at every read, never cached. */
 	[ROW_META_STATS] = { "stats", ROW_META, NODE_HOST_FILE, FALSE, render_stats, SERVED_PER_OPEN, CLASS_NONE },
@@ -119,6 +136,7 @@ static gboolean row_finder(const struct view *v, const struct row_def *row, stru
 {
 	struct memgroups *m = v->cfg.memgroups;
 	struct cputimes *t = v->cfg.cputimes;
+	struct iogroups *g = v->cfg.iogroups;
 	switch (row->source) {
 	case CLASS_MEMORY:
 		*ret = (struct finder){ m ? memgroups_deciders(m) : NULL, memgroups_class };
@@ -133,6 +151,15 @@ static gboolean row_finder(const struct view *v, const struct row_def *row, stru
 		*ret = (struct finder){ t && cputimes_serves_loadavg(t) ? cputimes_deciders(t) : NULL,
 					cputime_loadavg_class };
 		break;
+	case CLASS_DISKS:
+		*ret = (struct finder){ g ? iogroups_disk_deciders(g) : NULL, iogroups_disk_class };
+		break;
+	case CLASS_PRESSURE: /* the directory: where any file is */
+		*ret = (struct finder){ g && iogroups_has_pressure(g, row->kind == NODE_STATIC_DIR ? NULL : row->name)
+						? iogroups_pressure_deciders(g)
+						: NULL,
+					iogroups_pressure_class };
+		break;
 	case CLASS_NONE:
 	case CLASS_CPU:
 		*ret = (struct finder){ NULL, NULL };
@@ -141,7 +168,8 @@ static gboolean row_finder(const struct view *v, const struct row_def *row, stru
 	return ret->deciders != NULL;
 }
 
-/* The rows of the memory view and CPU time exist only where they are on. */
+/* The rows of the memory, CPU time and I/O views exist only where they
+ * are on. */
 static gboolean row_served(const struct view *v, enum row r)
 {
 	struct finder f;
@@ -465,6 +493,16 @@ static int render_uptime(struct view *v, gconstpointer key, const char *name, GB
 static int render_loadavg(struct view *v, gconstpointer key, const char *name, GBytes **ret)
 {
 	return cputimes_render_loadavg(v->cfg.cputimes, key, ret);
+}
+
+static int render_diskstats(struct view *v, gconstpointer group, const char *name, GBytes **ret)
+{
+	return iogroups_render_diskstats(v->cfg.iogroups, group, ret);
+}
+
+static int render_pressure(struct view *v, gconstpointer group, const char *name, GBytes **ret)
+{
+	return iogroups_render_pressure(v->cfg.iogroups, group, name, ret);
 }
 
 static int render_stats(struct view *v, gconstpointer none, const char *name, GBytes **ret)

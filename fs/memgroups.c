@@ -53,17 +53,8 @@ uint64_t memgroups_class(gconstpointer group)
 static gpointer find_group(void *data, pid_t tid)
 {
 	struct memgroups *m = data;
-	char path[32];
-	g_autofree char *text = NULL;
-	struct cgroup_config only = { .memory = m->cfg.memory };
-	struct cgroup_paths paths = { 0 };
-	char *group = NULL;
-
-	snprintf(path, sizeof(path), "%d/cgroup", (int)tid);
-	if (m->cfg.memory.version != CGROUP_NONE && procfile_read_text_at(m->cfg.proc_fd, path, &text) == 0 &&
-	    cgroup_parse_membership(text, &only, &paths) == 0 && paths.memory)
-		group = cgroup_relative_dir(&m->cfg.memory, paths.memory);
-	cgroup_paths_clear(&paths);
+	const struct cgroup_config only = { .memory = m->cfg.memory };
+	char *group = m->cfg.memory.version != CGROUP_NONE ? cgroup_thread_dir(m->cfg.proc_fd, tid, &only) : NULL;
 	return group ? group : g_strdup("");
 }
 

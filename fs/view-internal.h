@@ -120,6 +120,12 @@ enum row {
 	ROW_PROC_VMSTAT,
 	ROW_PROC_UPTIME,
 	ROW_PROC_LOADAVG,
+	ROW_PROC_DISKSTATS,
+	ROW_PROC_PRESSURE,
+	ROW_PRESSURE_CPU,
+	ROW_PRESSURE_MEMORY,
+	ROW_PRESSURE_IO,
+	ROW_PRESSURE_IRQ,
 	ROW_COUNT
 };
 extern const struct kind_ops files_static_dir_ops, files_real_dir_ops, files_served_ops;

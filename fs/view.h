@@ -14,6 +14,8 @@
  *   proc/meminfo, swaps, vmstat  the caller's memory cgroup (fs/memgroups)
  *   proc/uptime           the caller's pid namespace and CPU time (fs/cputime)
  *   proc/loadavg          the caller's cgroup's threads (fs/loadavg)
+ *   proc/diskstats        the caller's I/O cgroup's counters (fs/iogroups)
+ *   proc/pressure/<name>  its v2 cgroup's <name>.pressure (fs/iogroups)
  *   proc/<pid>/           one per process
  *   proc/<pid>/<entry>    -> ../.real/<pid>/<entry> (delegated)
  *   proc/<pid>/exe|cwd|root  symlinks carrying the real link's text
@@ -28,6 +30,7 @@
 
 #include "caller.h"
 #include "cpuview.h"
+#include "iogroups.h"
 #include "memgroups.h"
 #include "cputime.h"
 #include "smaps.h"
@@ -47,6 +50,9 @@ struct view_config {
 	struct memgroups *memgroups;
 	/* Whose uptime, stat and loadavg each caller sees; NULL: the host's, delegated. */
 	struct cputimes *cputimes;
+	/* Whose diskstats and pressure files; NULL: the host's, delegated
+	 * (--no-io-view). */
+	struct iogroups *iogroups;
 	/* proc_fd's pid namespace: -1 for the daemon's own, else an fd of it
 	 * (a container's view). Pid directories are watched with pidfds and
 	 * cached until their process exits; where pidfds cannot be had (a

@@ -1,0 +1,44 @@
+/* Which cgroup a caller's I/O files come from, and their texts: diskstats
+ * from the cgroup's I/O counters (fs/diskview renders it), pressure/<name>
+ * from its <name>.pressure. A caller in the root cgroup, or whose cgroup
+ * cannot be told or has no such files, gets the host's files. */
+#pragma once
+
+#include "cgroup.h"
+#include "deciders.h"
+#include "reports.h"
+
+#include <glib.h>
+#include <stdint.h>
+
+struct iogroups_config {
+	int proc_fd; /* where callers' /proc/<tid>/cgroup and the host's files are read */
+	struct cgroup_hierarchy io; /* diskstats: v1 blkio, v2 io */
+	/* pressure: the v2 hierarchy (the unified one of a hybrid host);
+	 * CGROUP_NONE: the host's pressure files for all */
+	struct cgroup_hierarchy pressure;
+	/* Called once per cgroup file that could not be used (the caller then
+	 * gets the host's file). */
+	reports_fn report;
+	void *report_data;
+};
+
+struct iogroups;
+
+struct iogroups *iogroups_new(const struct iogroups_config *cfg);
+void iogroups_free(struct iogroups *g);
+
+/* Callers' cgroups (strings: the directory in the hierarchy, "" for the
+ * host's files), for diskstats and for the pressure files, and the classes
+ * of those files' texts. */
+struct deciders *iogroups_disk_deciders(struct iogroups *g);
+struct deciders *iogroups_pressure_deciders(struct iogroups *g);
+uint64_t iogroups_disk_class(gconstpointer group);
+uint64_t iogroups_pressure_class(gconstpointer group);
+
+/* Does the host have /proc/pressure/<name> (name NULL: any of them)? */
+gboolean iogroups_has_pressure(const struct iogroups *g, const char *name);
+
+/* The text of proc/diskstats, proc/pressure/<name> for group. */
+int iogroups_render_diskstats(struct iogroups *g, const char *group, GBytes **ret);
+int iogroups_render_pressure(struct iogroups *g, const char *group, const char *name, GBytes **ret);

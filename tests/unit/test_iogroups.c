@@ -1,0 +1,232 @@
+/* The I/O view's state (fs/iogroups) on a fake procfs and cgroup trees in
+ * a temporary directory: which group a caller is in, its diskstats from
+ * v2 io.stat and v1 throttle files, its pressure files; a garbled,
+ * missing or vanished cgroup file gives the host's file (one report for
+ * a garbled one). */
+#include "iogroups.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <unistd.h>
+
+static char *dir;
+static int proc_fd = -1, v2_fd = -1, blkio_fd = -1;
+static GPtrArray *reports;
+
+static void put(const char *path, const char *text)
+{
+	g_autofree char *full = g_build_filename(dir, path, NULL);
+	g_autofree char *parent = g_path_get_dirname(full);
+	cr_assert_eq(g_mkdir_with_parents(parent, 0755), 0);
+	cr_assert(g_file_set_contents(full, text, -1, NULL), "%s", full);
+}
+
+static int open_dir(const char *name)
+{
+	g_autofree char *path = g_build_filename(dir, name, NULL);
+	cr_assert_eq(g_mkdir_with_parents(path, 0755), 0);
+	int fd = open(path, O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(fd, 0);
+	return fd;
+}
+
+static const char host_diskstats[] =
+	"   7       1 loop1 10 0 80 5 20 0 160 9 0 14 14 0 0 0 0 0 0\n"
+	"   8       0 sda 900 10 72000 300 800 20 64000 400 0 700 700 5 0 40 1 0 0\n"
+	"   8       1 sda1 800 10 64000 250 700 20 56000 350 0 600 600 5 0 40 1 0 0\n";
+static const char host_cpu_pressure[] = "some avg10=1.00 avg60=2.00 avg300=3.00 total=123456\n"
+					"full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+static const char box_cpu_pressure[] = "some avg10=9.00 avg60=8.00 avg300=7.00 total=42\n"
+				       "full avg10=0.50 avg60=0.40 avg300=0.30 total=21\n";
+
+static void setup(void)
+{
+	dir = g_dir_make_tmp("cgprocfs-iogroups-XXXXXX", NULL);
+	cr_assert_not_null(dir);
+	proc_fd = open_dir("proc");
+	v2_fd = open_dir("v2");
+	blkio_fd = open_dir("blkio");
+	reports = g_ptr_array_new_with_free_func(g_free);
+	put("proc/diskstats", host_diskstats);
+	put("proc/pressure/cpu", host_cpu_pressure);
+	put("proc/pressure/memory", host_cpu_pressure);
+	put("proc/pressure/io", host_cpu_pressure);
+	put("proc/100/cgroup", "0::/box\n");
+	put("proc/200/cgroup", "0::/\n");
+	put("proc/300/cgroup", "0::/garbled\n");
+	put("proc/400/cgroup", "0::/plain\n");
+	put("proc/500/cgroup", "0::/gone\n");
+	/* 253:0 is not in the host's diskstats (a device since removed) */
+	put("v2/box/io.stat", "8:0 rbytes=4096 wbytes=8388608 rios=1 wios=64 dbytes=0 dios=0\n"
+			      "253:0 rbytes=512 wbytes=512 rios=1 wios=1 dbytes=0 dios=0\n");
+	put("v2/box/cpu.pressure", box_cpu_pressure);
+	put("v2/garbled/io.stat", "8:0 rbytes=lots\n");
+	put("v2/garbled/cpu.pressure", "nothing to see\n");
+	put("v2/plain/cgroup.procs", ""); /* no I/O accounting, no PSI */
+	/* v1: the root counts 7:1 (it had a throttle rule) but not 8:0 */
+	put("blkio/blkio.throttle.io_serviced_recursive",
+	    "7:1 Read 3\n7:1 Write 4\n7:1 Sync 7\n7:1 Async 0\n7:1 Discard 0\n7:1 Total 7\n"
+	    "8:0 Read 0\n8:0 Write 0\n8:0 Sync 0\n8:0 Async 0\n8:0 Discard 0\n8:0 Total 0\nTotal 7\n");
+	put("blkio/blkio.throttle.io_service_bytes_recursive",
+	    "7:1 Read 12288\n7:1 Write 16384\n7:1 Sync 28672\n7:1 Async 0\n7:1 Discard 0\n7:1 Total 28672\n"
+	    "8:0 Read 0\n8:0 Write 0\n8:0 Sync 0\n8:0 Async 0\n8:0 Discard 0\n8:0 Total 0\nTotal 28672\n");
+	put("blkio/box/blkio.throttle.io_serviced_recursive",
+	    "7:1 Read 1\n7:1 Write 2\n7:1 Sync 3\n7:1 Async 0\n7:1 Discard 0\n7:1 Total 3\n"
+	    "8:0 Read 0\n8:0 Write 0\n8:0 Sync 0\n8:0 Async 0\n8:0 Discard 0\n8:0 Total 0\nTotal 3\n");
+	put("blkio/box/blkio.throttle.io_service_bytes_recursive",
+	    "7:1 Read 4096\n7:1 Write 8192\n7:1 Sync 12288\n7:1 Async 0\n7:1 Discard 0\n7:1 Total 12288\n"
+	    "8:0 Read 0\n8:0 Write 0\n8:0 Sync 0\n8:0 Async 0\n8:0 Discard 0\n8:0 Total 0\nTotal 12288\n");
+	put("blkio/idle/blkio.throttle.io_serviced_recursive", "Total 0\n");
+	put("blkio/idle/blkio.throttle.io_service_bytes_recursive", "Total 0\n");
+}
+
+static void teardown(void)
+{
+	close(proc_fd);
+	close(v2_fd);
+	close(blkio_fd);
+	g_ptr_array_unref(reports);
+	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+	g_free(dir);
+}
+
+TestSuite(iogroups, .init = setup, .fini = teardown);
+
+static void report(void *data, const char *file, int err)
+{
+	g_ptr_array_add(reports, g_strdup_printf("%s %d", file, err));
+}
+
+static struct iogroups *make(enum cgroup_version io)
+{
+	const struct iogroups_config cfg = {
+		.proc_fd = proc_fd,
+		.io = { io, io == CGROUP_V2 ? v2_fd : blkio_fd, "/" },
+		.pressure = { CGROUP_V2, v2_fd, "/" },
+		.report = report,
+	};
+	return iogroups_new(&cfg);
+}
+
+static char *text_of(GBytes *b)
+{
+	char *s = g_strndup(g_bytes_get_data(b, NULL), g_bytes_get_size(b));
+	g_bytes_unref(b);
+	return s;
+}
+
+static char *diskstats(struct iogroups *g, pid_t tid)
+{
+	g_autofree char *group = deciders_of(iogroups_disk_deciders(g), tid, FALSE);
+	GBytes *text = NULL;
+	cr_assert_eq(iogroups_render_diskstats(g, group, &text), 0);
+	return text_of(text);
+}
+
+static char *pressure(struct iogroups *g, pid_t tid, const char *name)
+{
+	g_autofree char *group = deciders_of(iogroups_pressure_deciders(g), tid, FALSE);
+	GBytes *text = NULL;
+	cr_assert_eq(iogroups_render_pressure(g, group, name, &text), 0);
+	return text_of(text);
+}
+
+Test(iogroups, v2_a_caller_sees_the_devices_its_cgroup_used_with_its_counts)
+{
+	struct iogroups *g = make(CGROUP_V2);
+	g_autofree char *box = diskstats(g, 100);
+	cr_assert_str_eq(box, "   8       0 sda 1 0 8 0 64 0 16384 0 0 0 0 0 0 0 0 0 0\n",
+			 "sda's requests and sectors; loop1 unused, 253:0 has no name on the host");
+	g_autofree char *root = diskstats(g, 200);
+	cr_assert_str_eq(root, host_diskstats, "the root cgroup: the host's, byte for byte");
+	g_autofree char *plain = diskstats(g, 400);
+	cr_assert_str_eq(plain, host_diskstats, "no io.stat: the host's");
+	g_autofree char *gone = diskstats(g, 500);
+	cr_assert_str_eq(gone, host_diskstats, "a vanished cgroup: the host's");
+	g_autofree char *unknown = diskstats(g, 999);
+	cr_assert_str_eq(unknown, host_diskstats, "a caller whose cgroup cannot be told: the host's");
+	cr_assert_eq(reports->len, 0, "%u reports", reports->len);
+	iogroups_free(g);
+}
+
+Test(iogroups, v1_counted_devices_are_the_cgroups_the_others_the_hosts)
+{
+	struct iogroups *g = make(CGROUP_V1);
+	put("proc/100/cgroup", "7:blkio:/box\n");
+	put("proc/600/cgroup", "7:blkio:/idle\n");
+	g_autofree char *box = diskstats(g, 100);
+	cr_assert_str_eq(box,
+			 "   7       1 loop1 1 0 8 0 2 0 16 0 0 0 0 0 0 0 0 0 0\n"
+			 "   8       0 sda 900 10 72000 300 800 20 64000 400 0 700 700 5 0 40 1 0 0\n"
+			 "   8       1 sda1 800 10 64000 250 700 20 56000 350 0 600 600 5 0 40 1 0 0\n");
+	g_autofree char *idle = diskstats(g, 600);
+	cr_assert(g_str_has_prefix(idle, "   7       1 loop1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+					 "   8       0 sda 900 "),
+		  "a counted device the cgroup never used: 0s; %s", idle);
+	iogroups_free(g);
+}
+
+Test(iogroups, garbled_io_stat_gives_the_hosts_file_and_one_report)
+{
+	struct iogroups *g = make(CGROUP_V2);
+	for (int i = 0; i < 3; i++) {
+		g_autofree char *text = diskstats(g, 300);
+		cr_assert_str_eq(text, host_diskstats);
+	}
+	cr_assert_eq(reports->len, 1, "one report, not one per read");
+	g_autofree char *want = g_strdup_printf("garbled/io.stat %d", EINVAL);
+	cr_assert_str_eq(g_ptr_array_index(reports, 0), want);
+	iogroups_free(g);
+}
+
+Test(iogroups, pressure_is_the_cgroups_file_where_it_has_one)
+{
+	struct iogroups *g = make(CGROUP_V2);
+	g_autofree char *box = pressure(g, 100, "cpu");
+	cr_assert_str_eq(box, box_cpu_pressure);
+	g_autofree char *missing = pressure(g, 100, "memory");
+	cr_assert_str_eq(missing, host_cpu_pressure, "no memory.pressure: the host's");
+	g_autofree char *root = pressure(g, 200, "cpu");
+	cr_assert_str_eq(root, host_cpu_pressure);
+	cr_assert_eq(reports->len, 0);
+	for (int i = 0; i < 2; i++) {
+		g_autofree char *garbled = pressure(g, 300, "cpu");
+		cr_assert_str_eq(garbled, host_cpu_pressure);
+	}
+	cr_assert_eq(reports->len, 1);
+	g_autofree char *want = g_strdup_printf("garbled/cpu.pressure %d", EINVAL);
+	cr_assert_str_eq(g_ptr_array_index(reports, 0), want);
+	iogroups_free(g);
+}
+
+Test(iogroups, the_pressure_files_are_those_of_the_host)
+{
+	struct iogroups *g = make(CGROUP_V2);
+	cr_assert(iogroups_has_pressure(g, NULL));
+	cr_assert(iogroups_has_pressure(g, "cpu") && iogroups_has_pressure(g, "io"));
+	cr_assert_not(iogroups_has_pressure(g, "irq"), "the host has no pressure/irq");
+	iogroups_free(g);
+	cr_assert_eq(unlinkat(proc_fd, "pressure/cpu", 0) + unlinkat(proc_fd, "pressure/memory", 0) +
+			     unlinkat(proc_fd, "pressure/io", 0),
+		     0);
+	g = make(CGROUP_V2);
+	cr_assert_not(iogroups_has_pressure(g, NULL), "no PSI on the host: no pressure directory");
+	iogroups_free(g);
+}
+
+Test(iogroups, classes_tell_groups_and_files_apart)
+{
+	struct iogroups *g = make(CGROUP_V2);
+	g_autofree char *a = deciders_of(iogroups_disk_deciders(g), 100, FALSE);
+	g_autofree char *b = deciders_of(iogroups_pressure_deciders(g), 100, FALSE);
+	cr_assert_str_eq(a, "box");
+	cr_assert_str_eq(b, "box");
+	cr_assert_neq(iogroups_disk_class(a), iogroups_pressure_class(b));
+	cr_assert_neq(iogroups_disk_class(a), iogroups_disk_class(""));
+	g_autofree char *known = deciders_of_class(iogroups_disk_deciders(g), iogroups_disk_class("box"));
+	cr_assert_str_eq(known, "box");
+	iogroups_free(g);
+}

@@ -11,6 +11,7 @@ Standard library only; run with /usr/bin/python3.
 
 import contextlib
 import errno
+import fcntl
 import os
 import shlex
 import shutil
@@ -535,3 +536,41 @@ def test_registry():
             return fn
         return register
     return tests, test
+
+
+class LoopDevice:
+    """A new loop device on a sparse file of size bytes in a temporary
+    directory: .path (/dev/loopN), .name, .major, .minor. Closed: detached
+    and removed (LOOP_CTL_REMOVE), so that the next test's device is a new
+    queue: on cgroup v1 a queue that ever had a throttle rule counts I/O
+    for every cgroup from then on."""
+
+    LOOP_CTL_REMOVE = 0x4C81
+
+    def __init__(self, size=64 << 20):
+        self._dir = tempfile.mkdtemp(prefix="cgprocfs-loop-")
+        image = os.path.join(self._dir, "image")
+        with open(image, "wb") as f:
+            f.truncate(size)
+        self.path = check_ran(run(["losetup", "--find", "--show", image]), "losetup").strip()
+        self.name = os.path.basename(self.path)
+        st = os.stat(self.path)
+        self.major, self.minor = os.major(st.st_rdev), os.minor(st.st_rdev)
+
+    def close(self):
+        run(["losetup", "--detach", self.path])
+        try:
+            fd = os.open("/dev/loop-control", os.O_RDWR)
+            try:
+                fcntl.ioctl(fd, self.LOOP_CTL_REMOVE, self.minor)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass  # still busy: left to the next losetup
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

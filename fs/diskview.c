@@ -88,7 +88,7 @@ static void append_own(GString *out, const struct line *l, const struct cgroup_i
 	g_string_append_c(out, '\n');
 }
 
-int diskview_render(const char *host, const GArray *devs, gboolean keep_others, GString **ret)
+int diskview_render(const char *host, const GArray *devs, enum diskview_others others, GString **ret)
 {
 	g_auto(GStrv) lines = g_strsplit(host, "\n", -1);
 	g_autoptr(GString) out = g_string_new(NULL);
@@ -111,17 +111,20 @@ int diskview_render(const char *host, const GArray *devs, gboolean keep_others, 
 		if (!parse_line(words, &l))
 			return -EINVAL;
 		if (disk && partition_of(l.name, disk)) {
-			if (!disk_own && keep_others)
+			if (!disk_own)
 				g_string_append_printf(out, "%s\n", *text);
 			continue;
 		}
 		g_free(disk);
 		disk = g_strdup(l.name);
+		static const struct cgroup_io_device unused;
 		const struct cgroup_io_device *d = find(devs, l.major, l.minor);
+		if (!d && others == DISKVIEW_OTHERS_ZERO)
+			d = &unused;
 		disk_own = d != NULL;
 		if (d)
 			append_own(out, &l, d);
-		else if (keep_others)
+		else
 			g_string_append_printf(out, "%s\n", *text);
 	}
 	*ret = g_steal_pointer(&out);

@@ -160,7 +160,7 @@ static GString *render_disks(struct iogroups *g, const char *dir, const char *ho
 		reports_once(&g->reports, culprit, EINVAL);
 	else if (r < 0 && r != -ENOENT)
 		reports_once(&g->reports, dir, -r);
-	if (r == 0 && diskview_render(host, devs, v1, &out) == -EINVAL)
+	if (r == 0 && diskview_render(host, devs, v1 ? DISKVIEW_OTHERS_HOST : DISKVIEW_OTHERS_ZERO, &out) == -EINVAL)
 		reports_once(&g->reports, "diskstats", EINVAL); /* the host's text, not understood */
 	return out;
 }

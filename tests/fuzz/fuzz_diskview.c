@@ -30,9 +30,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const struct cgroup_io_device some = { (unsigned)fuzz_take(&t, 1), (unsigned)fuzz_take(&t, 1),
 					       { fuzz_take(&t, 8), 1, 2 }, { fuzz_take(&t, 8), 512, 0 } };
 	g_array_append_val(devs, some);
-	for (int keep = 0; keep < 2; keep++) {
+	for (int others = DISKVIEW_OTHERS_HOST; others <= DISKVIEW_OTHERS_ZERO; others++) {
 		GString *out = NULL;
-		r = diskview_render(text, devs, keep, &out);
+		r = diskview_render(text, devs, (enum diskview_others)others, &out);
 		FUZZ_CHECK(r == 0 || r == -EINVAL);
 		FUZZ_CHECK((r == 0) == (out != NULL));
 		if (!out)

@@ -10,6 +10,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
+import test_ioview  # noqa: E402
 import test_memview  # noqa: E402
 import test_served  # noqa: E402
 from cgtest import check, check_equal  # noqa: E402
@@ -20,7 +21,7 @@ UML_RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "uml", 
 # sleeping process; then READ_WAYS as a caller in that cgroup.
 GUEST = r"""
 import json, os, subprocess, sys, time
-exe, read_ways, mem_probe = sys.argv[1], sys.argv[2], sys.argv[3]
+exe, read_ways, mem_probe, io_probe = sys.argv[1:5]
 mnt = "/tmp/mnt"
 os.mkdir(mnt)
 log = open("/tmp/daemon.log", "w")
@@ -87,9 +88,21 @@ spin.wait()
 # uptime: of a pid namespace made a second ago
 new_ns = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", "sleep 1; cat " + mnt + "/proc/uptime"],
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+# I/O: a cgroup writes 8 MiB to the scratch disk, another one looks.
+io = {}
+for name, write in (("io-writer", "1"), ("io-other", "0")):
+    group = "/sys/fs/cgroup/" + name
+    os.mkdir(group)
+    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                        'mount --rbind "$0/proc" /proc && exec "$@"', mnt, sys.executable, "-c", io_probe, "ubdb"],
+                       preexec_fn=joiner(group), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       env=dict(os.environ, CG_WRITE=write))
+    io[name] = {"rc": p.returncode, "err": p.stderr[-2000:], "out": p.stdout, "io.stat": open(group + "/io.stat").read()}
+io["host"] = open("/proc/diskstats").read()
+io["pressure_dir"] = os.path.exists(mnt + "/proc/pressure")
 daemon.terminate()
 daemon.wait()
-print(json.dumps({"cpu_percent": cpu, "new_ns_uptime": new_ns.stdout, "new_ns_err": new_ns.stderr,"kernel": os.uname().release, "rc": out.returncode, "err": out.stderr[-2000:],
+print(json.dumps({"io": io, "cpu_percent": cpu, "new_ns_uptime": new_ns.stdout, "new_ns_err": new_ns.stderr,"kernel": os.uname().release, "rc": out.returncode, "err": out.stderr[-2000:],
                   "reads": json.loads(out.stdout) if out.returncode == 0 else None,
                   "swapon": swapon.returncode, "swapon_err": swapon.stderr, "meminfo": meminfo, "probes": probes,
                   "log": open("/tmp/daemon.log").read()[-2000:]}))
@@ -121,7 +134,7 @@ def run(exe):
           "its files")
     def _():
         res = cgtest.run([UML_RUN, "--", "/usr/bin/python3", "-c", GUEST, exe, test_served.READ_WAYS,
-                          test_memview.PROBE], timeout=600)
+                          test_memview.PROBE, test_ioview.PROBE], timeout=600)
         out = cgtest.check_ran(res, "the guest")
         got = json.loads(out.strip().splitlines()[-1])
         check_equal(got["rc"], 0, "the reader in the guest (stderr: %s; daemon log: %s)" % (got["err"], got["log"]))
@@ -173,6 +186,31 @@ def run(exe):
         fields = guest["new_ns_uptime"].split()
         check(len(fields) == 2, "no uptime from the new namespace: %s" % guest["new_ns_err"], guest["new_ns_uptime"])
         check(0.9 <= float(fields[0]) < 10, "uptime of a pid namespace 1 s old: %s s" % fields[0])
+
+    @test("in the guest, a cgroup that writes 8 MiB to the scratch disk sees them in diskstats and psutil (its "
+          "io.stat), another cgroup sees 0 for every disk; the guest has no PSI: no pressure directory")
+    def _():
+        check(guest, "the guest gave nothing")
+        io = guest["io"]
+        for name in ("io-writer", "io-other"):
+            check_equal(io[name]["rc"], 0, "the probe in %s (stderr: %s; daemon log: %s)"
+                        % (name, io[name]["err"], guest["log"]))
+        writer, other = json.loads(io["io-writer"]["out"]), json.loads(io["io-other"]["out"])
+        wbytes = int(dict(kv.split("=") for kv in io["io-writer"]["io.stat"].split()[1:])["wbytes"])
+        check(wbytes >= 8 << 20, "io.stat of the writer: %r" % io["io-writer"]["io.stat"])
+        check_equal(writer["before"]["lines"].get("ubdb"), [0] * len(writer["after"]["lines"]["ubdb"]),
+                    "the line of a disk the cgroup had not used yet")
+        line = writer["after"]["lines"].get("ubdb")
+        check(line is not None, "no ubdb line after the writes", writer["after"]["lines"])
+        check_equal(line[test_ioview.SECTORS_WRITTEN], wbytes // 512, "sectors written (io.stat's wbytes / 512)")
+        check_equal(writer["after"]["psutil"]["ubdb"]["write_bytes"], wbytes, "psutil's write_bytes")
+        check_equal(set(map(tuple, other["after"]["lines"].values())), {(0,) * len(line)},
+                    "the lines another cgroup sees (it did no I/O: every disk, at 0)")
+        check_equal(other["after"]["psutil"]["ubdb"]["write_bytes"], 0, "psutil's write_bytes in the other cgroup")
+        host = {l.split()[2]: l.split()[3:] for l in io["host"].splitlines()}
+        check(int(host["ubdb"][test_ioview.SECTORS_WRITTEN]) >= (8 << 20) // 512, "the guest's own diskstats",
+              host["ubdb"])
+        check_equal(io["pressure_dir"], False, "a pressure directory on a kernel without PSI")
 
     cgtest.run_tests(t)
 

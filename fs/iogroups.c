@@ -109,18 +109,11 @@ gboolean iogroups_has_pressure(const struct iogroups *g, const char *name)
 	return FALSE;
 }
 
-static gboolean counts(const struct cgroup_io_device *d)
-{
-	for (int i = 0; i < CGROUP_IO_DIRS; i++)
-		if (d->ios[i])
-			return TRUE;
-	return FALSE;
-}
-
-/* On v1 the throttle files count a device's I/O only once a throttle rule
- * was set on it (in any cgroup; it stays so after the rule is gone): then
- * the root's recursive counters for it are not 0. devs becomes one entry
- * per device so counted, the group's counters or 0s. */
+/* On v1 the throttle files of recent kernels count a device's I/O only
+ * once a throttle rule was set on it, in any cgroup, and it stays so after
+ * the rule is gone: the devices the top cgroup's files list (at 0 until
+ * I/O). devs becomes one entry per device so counted, the group's counters
+ * or 0s. */
 static int v1_counted(struct iogroups *g, GArray *devs, char **ret_culprit)
 {
 	g_autoptr(GArray) all = g_array_new(FALSE, TRUE, sizeof(struct cgroup_io_device));
@@ -131,8 +124,6 @@ static int v1_counted(struct iogroups *g, GArray *devs, char **ret_culprit)
 	g_array_set_size(devs, 0);
 	for (guint i = 0; i < all->len; i++) {
 		struct cgroup_io_device d = g_array_index(all, struct cgroup_io_device, i);
-		if (!counts(&d))
-			continue;
 		struct cgroup_io_device mine = { .major = d.major, .minor = d.minor };
 		for (guint j = 0; j < own->len; j++) {
 			const struct cgroup_io_device *o = &g_array_index(own, struct cgroup_io_device, j);

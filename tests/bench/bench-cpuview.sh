@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Latency of the CPU and memory views for a quota- and memory-limited
+# Latency of the CPU, memory, time and I/O views for a quota- and memory-limited
 # caller: cgprocfs against the real files and against LXCFS, in one run.
 #
 #   tests/bench/bench-cpuview.sh [BUILD_DIR]   (default: build; needs root)
@@ -52,7 +52,7 @@ CGROUP_ROOT=/sys/fs/cgroup
 AIM_VS_LXCFS=0.25
 AIM_VS_REAL=4
 # The rows: name, path under / (real), under MNT (view) and LXMNT (lxcfs).
-FILES=(cpuinfo stat online meminfo uptime loadavg)
+FILES=(cpuinfo stat online meminfo uptime loadavg diskstats)
 declare -A FILE_PATH=(
 	[cpuinfo]=proc/cpuinfo
 	[stat]=proc/stat
@@ -60,6 +60,7 @@ declare -A FILE_PATH=(
 	[meminfo]=proc/meminfo
 	[uptime]=proc/uptime
 	[loadavg]=proc/loadavg
+	[diskstats]=proc/diskstats
 )
 
 # shellcheck source=lib.sh
@@ -84,7 +85,7 @@ if ! is_v1 "$CGROUP_ROOT/cpu" || [[ ! -f $CGROUP_ROOT/cpu/cpu.cfs_quota_us ]]; t
 	die "needs the cgroup v1 cpu controller (with CFS quotas) at $CGROUP_ROOT/cpu"
 fi
 HIERARCHIES=()
-for controller in cpu cpuacct cpuset memory; do
+for controller in cpu cpuacct cpuset memory blkio; do
 	is_v1 "$CGROUP_ROOT/$controller" || continue
 	dir=$(realpath -e "$CGROUP_ROOT/$controller")
 	[[ " ${HIERARCHIES[*]} " == *" $dir "* ]] || HIERARCHIES+=("$dir")
@@ -229,6 +230,8 @@ cpus_shown() {
 		awk '{ print int($1 / 60) }' <<<"$content" ;;
 	loadavg) # not CPUs: the threads counted (the cgroup's: the reader alone)
 		awk '{ split($4, t, "/"); print t[2] }' <<<"$content" ;;
+	diskstats) # not CPUs: the disks listed
+		grep -c . <<<"$content" || true ;;
 	esac
 }
 # What the quota allows: ceil(quota / period), at most the online CPUs.
@@ -237,7 +240,8 @@ expected=$(((QUOTA_US + PERIOD_US - 1) / PERIOD_US))
 ((expected <= real_online)) || expected=$real_online
 
 echo "== CPUs shown to a process in the cgroup (the quota allows $expected; meminfo: MemTotal in MiB," \
-	"the limit is $((MEMORY_LIMIT >> 20)); uptime: minutes, the host's; loadavg: threads, the cgroup's) =="
+	"the limit is $((MEMORY_LIMIT >> 20)); uptime: minutes, the host's; loadavg: threads, the cgroup's;" \
+	"diskstats: disks listed) =="
 printf '  %-8s %6s %6s %6s\n' file real view lxcfs
 view_wrong='' lxcfs_differs=''
 for f in "${FILES[@]}"; do
@@ -249,6 +253,8 @@ for f in "${FILES[@]}"; do
 		[[ $view == "$real" ]] || view_wrong+=" $f ($view min)"
 	elif [[ $f == loadavg ]]; then
 		((view < real)) || view_wrong+=" $f ($view threads)"
+	elif [[ $f == diskstats ]]; then
+		((view > 0)) || view_wrong+=" $f (no disk)"
 	elif [[ $f == meminfo ]]; then
 		[[ $view == $((MEMORY_LIMIT >> 20)) ]] || view_wrong+=" $f ($view MiB)"
 	else
@@ -278,7 +284,7 @@ read -r throttled_n0 throttled_ns0 < <(throttled)
 echo "== open + read to EOF + close, from a process in the cgroup (µs) =="
 echo "   real:X = /..., view:X = MNT/..., lxcfs:X = LXMNT/... (X: cpuinfo = proc/cpuinfo,"
 echo "   stat = proc/stat, online = sys/devices/system/cpu/online, meminfo = proc/meminfo, uptime = proc/uptime,"
-echo "   loadavg = proc/loadavg)"
+echo "   loadavg = proc/loadavg, diskstats = proc/diskstats)"
 # In the background and waited for, so that a signal stops it at once
 # (the trap runs during wait, and cleanup ends it by its pid).
 in_cgroup "$LATENCY" --iterations "$ITERATIONS" --warmup "$WARMUP" --vs lxcfs "${paths[@]}" \

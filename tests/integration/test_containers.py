@@ -33,6 +33,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
 from cgtest import check, check_equal, describe, diag  # noqa: E402
+import test_ioview  # noqa: E402
 import test_memview  # noqa: E402
 import test_served  # noqa: E402
 import test_timeview  # noqa: E402
@@ -1008,6 +1009,36 @@ def make_tests(d, lab):
         check_equal(rc, 0, "the probe in the container: %s" % err[-2000:])
         test_memview.check_probe("runc", json.loads(out.strip().splitlines()[-1]), test_memview.LIMIT,
                                  test_memview.SWAP if memsw else None, test_memview.host_meminfo())
+
+    @test("runc: a container given a loop device with a write_bps_device rule writes 8 MiB to it: diskstats and "
+          "psutil inside count its 8 MiB and not the 4 MiB the host wrote before")
+    def _():
+        with cgtest.LoopDevice() as dev:
+            cgtest.check_ran(cgtest.run(["dd", "if=/dev/zero", "of=" + dev.path, "bs=1M", "count=4", "oflag=direct"]),
+                             "dd on the host")
+
+            def given(config):
+                host_python(config)
+                ids = {"major": dev.major, "minor": dev.minor}
+                config["linux"].setdefault("devices", []).append(
+                    dict(ids, path=dev.path, type="b", fileMode=0o660, uid=0, gid=0))
+                resources = config["linux"]["resources"]
+                resources.setdefault("devices", []).append(dict(ids, allow=True, type="b", access="rw"))
+                resources["blockIO"] = {"throttleWriteBpsDevice": [dict(ids, rate=1 << 30)]}
+                config["process"]["env"].append("CG_WRITE=1")
+            probe = "exec %s -c %s %s" % (cgtest.PYTHON, shlex.quote(test_ioview.PROBE), dev.name)
+            with Container(lab, probe, edit=given) as c:
+                rc, out, err = c.run(timeout=120)
+            check_equal(rc, 0, "the probe in the container: %s" % err[-2000:])
+            got = json.loads(out.strip().splitlines()[-1])
+            host = test_ioview.host_lines()[dev.name]
+        before, after = got["before"]["lines"][dev.name], got["after"]["lines"][dev.name]
+        check(host[test_ioview.SECTORS_WRITTEN] >= 3 * test_ioview.SECTORS_8MIB // 2,
+              "the host did not count its 4 MiB and the container's 8 MiB", host)
+        check_equal(before[test_ioview.SECTORS_WRITTEN], 0, "sectors written seen in the container before it wrote")
+        check_equal(after[test_ioview.SECTORS_WRITTEN], test_ioview.SECTORS_8MIB, "sectors written seen after")
+        check_equal(after[test_ioview.SECTORS_READ], 0, "sectors read seen after (dd read nothing from it)")
+        check_equal(got["after"]["psutil"][dev.name]["write_bytes"], 8 << 20, "psutil's write_bytes in the container")
 
     @test("runc: two containers under a 0.5 CPU quota at once, one spinning two threads for 60 s, the other idle "
           "while the host outside them spins too: psutil.cpu_percent, top and vmstat say 50 %% ± 15 in the busy one, "

@@ -73,14 +73,10 @@ def host_lines():
 
 
 def root_counts(dev):
-    """Does the root blkio cgroup count I/O to dev (a throttle rule was set
-    on its queue at some time)?"""
+    """Does the top blkio cgroup list dev (the kernel counts its I/O per
+    cgroup: a throttle rule was set on its queue at some time)?"""
     with open(os.path.join(BLKIO, "blkio.throttle.io_serviced_recursive")) as f:
-        for line in f:
-            f = line.split()
-            if f[0] == "%d:%d" % (dev.major, dev.minor) and f[1] == "Total":
-                return int(f[2]) > 0
-    return False
+        return any(line.split()[0] == "%d:%d" % (dev.major, dev.minor) for line in f)
 
 
 def own_bytes_written(group, dev):

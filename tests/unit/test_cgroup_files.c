@@ -4,41 +4,29 @@
  * v1's total_* names) and CPU time (cgroup_read_cpu_usage). */
 #include "cgroup.h"
 
+#include "tmptree.h"
+
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
 #include <unistd.h>
 
-static char *tree;
 static int tree_fd = -1;
 
 static void make_tree(void)
 {
-	tree = g_dir_make_tmp("cgprocfs-memtest-XXXXXX", NULL);
-	cr_assert_not_null(tree);
-	tree_fd = open(tree, O_RDONLY | O_DIRECTORY);
-	cr_assert_geq(tree_fd, 0);
+	tmptree_make();
+	tree_fd = tmptree_open_dir(".");
 }
 
 static void remove_tree(void)
 {
 	close(tree_fd);
-	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", tree);
-	cr_assert_eq(system(cmd), 0);
-	g_free(tree);
+	tmptree_remove();
 }
 
 TestSuite(cgroup_files, .init = make_tree, .fini = remove_tree);
-
-/* Write text to the tree's file path, making its directories. */
-static void put(const char *path, const char *text)
-{
-	g_autofree char *full = g_build_filename(tree, path, NULL);
-	g_autofree char *dir = g_path_get_dirname(full);
-	cr_assert_eq(g_mkdir_with_parents(dir, 0755), 0);
-	cr_assert(g_file_set_contents(full, text, -1, NULL), "%s", full);
-}
 
 static int read_memory(enum cgroup_version version, const char *dir, struct mem_figures *f, gboolean *limited,
 		       char **culprit)
@@ -59,13 +47,13 @@ static uint64_t stat_of(const struct mem_figures *f, const char *key)
 /* A v2 cgroup a/b: a limits memory, b limits swap. */
 static void v2_tree(void)
 {
-	put("a/memory.max", "536870912\n");
-	put("a/memory.swap.max", "max\n");
-	put("a/b/memory.max", "max\n");
-	put("a/b/memory.current", "104857600\n");
-	put("a/b/memory.swap.max", "67108864\n");
-	put("a/b/memory.swap.current", "10485760\n");
-	put("a/b/memory.stat", "anon 1000\nfile 2000\nfile_mapped 300\nslab_reclaimable 40\npgfault 7\n");
+	tmptree_put("a/memory.max", "536870912\n");
+	tmptree_put("a/memory.swap.max", "max\n");
+	tmptree_put("a/b/memory.max", "max\n");
+	tmptree_put("a/b/memory.current", "104857600\n");
+	tmptree_put("a/b/memory.swap.max", "67108864\n");
+	tmptree_put("a/b/memory.swap.current", "10485760\n");
+	tmptree_put("a/b/memory.stat", "anon 1000\nfile 2000\nfile_mapped 300\nslab_reclaimable 40\npgfault 7\n");
 }
 
 Test(cgroup_files, v2_limits_are_the_smallest_over_ancestors)
@@ -90,9 +78,9 @@ Test(cgroup_files, v2_limits_are_the_smallest_over_ancestors)
 
 Test(cgroup_files, v2_without_a_limit_anywhere_or_at_the_root_is_not_limited)
 {
-	put("free/memory.max", "max\n");
-	put("free/memory.current", "1\n");
-	put("free/memory.stat", "anon 1\n");
+	tmptree_put("free/memory.max", "max\n");
+	tmptree_put("free/memory.current", "1\n");
+	tmptree_put("free/memory.stat", "anon 1\n");
 	struct mem_figures f = { 0 };
 	gboolean limited = TRUE;
 	cr_assert_eq(read_memory(CGROUP_V2, "free", &f, &limited, NULL), 0);
@@ -105,9 +93,9 @@ Test(cgroup_files, v2_without_a_limit_anywhere_or_at_the_root_is_not_limited)
 
 Test(cgroup_files, v2_without_swap_files_does_not_account_swap)
 {
-	put("noswap/memory.max", "268435456\n");
-	put("noswap/memory.current", "0\n");
-	put("noswap/memory.stat", "anon 0\n");
+	tmptree_put("noswap/memory.max", "268435456\n");
+	tmptree_put("noswap/memory.current", "0\n");
+	tmptree_put("noswap/memory.stat", "anon 0\n");
 	struct mem_figures f = { 0 };
 	gboolean limited;
 	cr_assert_eq(read_memory(CGROUP_V2, "noswap", &f, &limited, NULL), 0);
@@ -129,7 +117,7 @@ Test(cgroup_files, garbage_is_einval_and_names_the_file)
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
 		v2_tree();
-		put(cases[i][0], cases[i][1]);
+		tmptree_put(cases[i][0], cases[i][1]);
 		struct mem_figures f = { 0 };
 		gboolean limited = TRUE;
 		g_autofree char *culprit = NULL;
@@ -152,13 +140,13 @@ Test(cgroup_files, a_vanished_cgroup_is_enoent)
 /* v1: c limited to 256 MiB with 64 MiB of swap, usage above the limit. */
 static void v1_tree(void)
 {
-	put("memory.limit_in_bytes", "9223372036854771712\n");
-	put("memory.memsw.limit_in_bytes", "9223372036854771712\n");
-	put("c/memory.limit_in_bytes", "268435456\n");
-	put("c/memory.usage_in_bytes", "314572800\n");
-	put("c/memory.memsw.limit_in_bytes", "335544320\n");
-	put("c/memory.memsw.usage_in_bytes", "419430400\n");
-	put("c/memory.stat", "rss 99\ncache 98\ntotal_rss 5\ntotal_rss_huge 7\ntotal_cache 9\n"
+	tmptree_put("memory.limit_in_bytes", "9223372036854771712\n");
+	tmptree_put("memory.memsw.limit_in_bytes", "9223372036854771712\n");
+	tmptree_put("c/memory.limit_in_bytes", "268435456\n");
+	tmptree_put("c/memory.usage_in_bytes", "314572800\n");
+	tmptree_put("c/memory.memsw.limit_in_bytes", "335544320\n");
+	tmptree_put("c/memory.memsw.usage_in_bytes", "419430400\n");
+	tmptree_put("c/memory.stat", "rss 99\ncache 98\ntotal_rss 5\ntotal_rss_huge 7\ntotal_cache 9\n"
 			     "total_mapped_file 11\ntotal_pgfault 13\nhierarchical_memory_limit 268435456\n");
 }
 
@@ -188,7 +176,7 @@ Test(cgroup_files, v1_figures_come_in_v2_names_from_the_totals)
 Test(cgroup_files, v1_swap_unlimited_or_not_accounted)
 {
 	v1_tree();
-	put("c/memory.memsw.limit_in_bytes", "9223372036854771712\n");
+	tmptree_put("c/memory.memsw.limit_in_bytes", "9223372036854771712\n");
 	struct mem_figures f = { 0 };
 	gboolean limited;
 	cr_assert_eq(read_memory(CGROUP_V1, "c", &f, &limited, NULL), 0);
@@ -197,9 +185,9 @@ Test(cgroup_files, v1_swap_unlimited_or_not_accounted)
 	mem_figures_clear(&f);
 
 	/* d has no memsw files: the kernel does not count its swap */
-	put("d/memory.limit_in_bytes", "0\n");
-	put("d/memory.usage_in_bytes", "4096\n");
-	put("d/memory.stat", "total_rss 4096\n");
+	tmptree_put("d/memory.limit_in_bytes", "0\n");
+	tmptree_put("d/memory.usage_in_bytes", "4096\n");
+	tmptree_put("d/memory.stat", "total_rss 4096\n");
 	cr_assert_eq(read_memory(CGROUP_V1, "d", &f, &limited, NULL), 0);
 	cr_assert(limited, "a limit of 0 is a limit");
 	cr_assert_eq(f.limit, 0);
@@ -230,7 +218,7 @@ static int cpu_usage(enum cgroup_version version, const char *path, struct cgrou
 
 Test(cgroup_files, v1_cpu_time_is_per_cpu_and_summed)
 {
-	put("c/cpuacct.usage_all", "cpu user system\n0 100 10\n1 200 20\n2 0 0\n");
+	tmptree_put("c/cpuacct.usage_all", "cpu user system\n0 100 10\n1 200 20\n2 0 0\n");
 	struct cgroup_cpu_usage u;
 	cr_assert_eq(cpu_usage(CGROUP_V1, "/c", &u, NULL), 0);
 	cr_assert_eq(u.total.user_ns, 300);
@@ -242,7 +230,7 @@ Test(cgroup_files, v1_cpu_time_is_per_cpu_and_summed)
 
 Test(cgroup_files, v2_cpu_time_has_no_per_cpu_split)
 {
-	put("c/cpu.stat", "usage_usec 330\nuser_usec 300\nsystem_usec 30\nnr_periods 0\n");
+	tmptree_put("c/cpu.stat", "usage_usec 330\nuser_usec 300\nsystem_usec 30\nnr_periods 0\n");
 	struct cgroup_cpu_usage u;
 	cr_assert_eq(cpu_usage(CGROUP_V2, "/c", &u, NULL), 0);
 	cr_assert_eq(u.total.user_ns, 300000);
@@ -262,7 +250,7 @@ Test(cgroup_files, cpu_time_garbage_is_einval_and_a_vanished_cgroup_enoent)
 	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
 		g_autofree char *path = g_strdup_printf("b%zu/%s", i, bad[i][1]);
 		g_autofree char *dir = g_strdup_printf("/b%zu", i);
-		put(path, bad[i][2]);
+		tmptree_put(path, bad[i][2]);
 		struct cgroup_cpu_usage u;
 		g_autofree char *culprit = NULL;
 		cr_assert_eq(cpu_usage(bad[i][0][0] == '1' ? CGROUP_V1 : CGROUP_V2, dir, &u, &culprit), -EINVAL, "%s",
@@ -296,7 +284,7 @@ static const struct cgroup_io_device *dev(GArray *devs, unsigned major, unsigned
 
 Test(cgroup_files, v2_io_stat_counts_every_device_and_ignores_other_keys)
 {
-	put("c/io.stat", "8:0 rbytes=4096 wbytes=8388608 rios=1 wios=64 dbytes=0 dios=0\n"
+	tmptree_put("c/io.stat", "8:0 rbytes=4096 wbytes=8388608 rios=1 wios=64 dbytes=0 dios=0\n"
 			 "259:0 rbytes=512 wbytes=0 rios=1 wios=0 dbytes=1048576 dios=2 cost.vrate=100.00\n"
 			 "253:7 rbytes=0 wbytes=0 rios=0 wios=0 dbytes=0 dios=0\n");
 	g_autoptr(GArray) devs = NULL;
@@ -312,10 +300,10 @@ Test(cgroup_files, v2_io_stat_counts_every_device_and_ignores_other_keys)
 
 Test(cgroup_files, v1_throttle_files_count_requests_and_bytes_and_skip_the_total)
 {
-	put("c/blkio.throttle.io_serviced_recursive", "7:0 Read 8\n7:0 Write 4\n7:0 Sync 12\n7:0 Async 0\n"
+	tmptree_put("c/blkio.throttle.io_serviced_recursive", "7:0 Read 8\n7:0 Write 4\n7:0 Sync 12\n7:0 Async 0\n"
 						      "7:0 Discard 1\n7:0 Total 13\n8:16 Read 2\n8:16 Write 0\n"
 						      "Total 15\n");
-	put("c/blkio.throttle.io_service_bytes_recursive", "7:0 Read 4194304\n7:0 Write 2097152\n7:0 Discard 512\n"
+	tmptree_put("c/blkio.throttle.io_service_bytes_recursive", "7:0 Read 4194304\n7:0 Write 2097152\n7:0 Discard 512\n"
 							   "7:0 Total 6291968\n8:16 Read 8192\nTotal 6300160\n");
 	g_autoptr(GArray) devs = NULL;
 	cr_assert_eq(read_io(CGROUP_V1, "c", &devs, NULL), 0);
@@ -333,15 +321,15 @@ Test(cgroup_files, io_garbage_is_einval_naming_the_file_and_missing_is_enoent)
 {
 	g_autoptr(GArray) a = NULL, b = NULL, c = NULL, d = NULL;
 	g_autofree char *culprit = NULL, *culprit_v1 = NULL;
-	put("g/io.stat", "8:0 rbytes=lots\n");
+	tmptree_put("g/io.stat", "8:0 rbytes=lots\n");
 	cr_assert_eq(read_io(CGROUP_V2, "g", &a, &culprit), -EINVAL);
 	cr_assert_str_eq(culprit, "g/io.stat");
-	put("h/blkio.throttle.io_serviced_recursive", "sda Read 1\n");
-	put("h/blkio.throttle.io_service_bytes_recursive", "");
+	tmptree_put("h/blkio.throttle.io_serviced_recursive", "sda Read 1\n");
+	tmptree_put("h/blkio.throttle.io_service_bytes_recursive", "");
 	cr_assert_eq(read_io(CGROUP_V1, "h", &b, &culprit_v1), -EINVAL);
 	cr_assert_str_eq(culprit_v1, "h/blkio.throttle.io_serviced_recursive");
 	cr_assert_eq(read_io(CGROUP_V2, "gone", &c, NULL), -ENOENT);
-	put("noacct/cgroup.procs", "");
+	tmptree_put("noacct/cgroup.procs", "");
 	cr_assert_eq(read_io(CGROUP_V2, "noacct", &d, NULL), -ENOENT, "no io controller: no io.stat");
 	GArray *e = g_array_new(FALSE, TRUE, sizeof(struct cgroup_io_device));
 	cr_assert_eq(cgroup_parse_io_stat("8:0\n", e), 0, "a device with no keys");

@@ -5,32 +5,14 @@
  * a garbled one). */
 #include "iogroups.h"
 
+#include "tmptree.h"
+
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <glib/gstdio.h>
 #include <unistd.h>
 
-static char *dir;
 static int proc_fd = -1, v2_fd = -1, blkio_fd = -1;
 static GPtrArray *reports;
-
-static void put(const char *path, const char *text)
-{
-	g_autofree char *full = g_build_filename(dir, path, NULL);
-	g_autofree char *parent = g_path_get_dirname(full);
-	cr_assert_eq(g_mkdir_with_parents(parent, 0755), 0);
-	cr_assert(g_file_set_contents(full, text, -1, NULL), "%s", full);
-}
-
-static int open_dir(const char *name)
-{
-	g_autofree char *path = g_build_filename(dir, name, NULL);
-	cr_assert_eq(g_mkdir_with_parents(path, 0755), 0);
-	int fd = open(path, O_RDONLY | O_DIRECTORY);
-	cr_assert_geq(fd, 0);
-	return fd;
-}
 
 static const char host_diskstats[] =
 	"   7       1 loop1 10 0 80 5 20 0 160 9 0 14 14 0 0 0 0 0 0\n"
@@ -43,42 +25,41 @@ static const char box_cpu_pressure[] = "some avg10=9.00 avg60=8.00 avg300=7.00 t
 
 static void setup(void)
 {
-	dir = g_dir_make_tmp("cgprocfs-iogroups-XXXXXX", NULL);
-	cr_assert_not_null(dir);
-	proc_fd = open_dir("proc");
-	v2_fd = open_dir("v2");
-	blkio_fd = open_dir("blkio");
+	tmptree_make();
+	proc_fd = tmptree_open_dir("proc");
+	v2_fd = tmptree_open_dir("v2");
+	blkio_fd = tmptree_open_dir("blkio");
 	reports = g_ptr_array_new_with_free_func(g_free);
-	put("proc/diskstats", host_diskstats);
-	put("proc/pressure/cpu", host_cpu_pressure);
-	put("proc/pressure/memory", host_cpu_pressure);
-	put("proc/pressure/io", host_cpu_pressure);
-	put("proc/100/cgroup", "0::/box\n");
-	put("proc/200/cgroup", "0::/\n");
-	put("proc/300/cgroup", "0::/garbled\n");
-	put("proc/400/cgroup", "0::/plain\n");
-	put("proc/500/cgroup", "0::/gone\n");
+	tmptree_put("proc/diskstats", host_diskstats);
+	tmptree_put("proc/pressure/cpu", host_cpu_pressure);
+	tmptree_put("proc/pressure/memory", host_cpu_pressure);
+	tmptree_put("proc/pressure/io", host_cpu_pressure);
+	tmptree_put("proc/100/cgroup", "0::/box\n");
+	tmptree_put("proc/200/cgroup", "0::/\n");
+	tmptree_put("proc/300/cgroup", "0::/garbled\n");
+	tmptree_put("proc/400/cgroup", "0::/plain\n");
+	tmptree_put("proc/500/cgroup", "0::/gone\n");
 	/* 253:0 is not in the host's diskstats (a device since removed) */
-	put("v2/box/io.stat", "8:0 rbytes=4096 wbytes=8388608 rios=1 wios=64 dbytes=0 dios=0\n"
+	tmptree_put("v2/box/io.stat", "8:0 rbytes=4096 wbytes=8388608 rios=1 wios=64 dbytes=0 dios=0\n"
 			      "253:0 rbytes=512 wbytes=512 rios=1 wios=1 dbytes=0 dios=0\n");
-	put("v2/box/cpu.pressure", box_cpu_pressure);
-	put("v2/garbled/io.stat", "8:0 rbytes=lots\n");
-	put("v2/garbled/cpu.pressure", "nothing to see\n");
-	put("v2/plain/cgroup.procs", ""); /* no I/O accounting, no PSI */
+	tmptree_put("v2/box/cpu.pressure", box_cpu_pressure);
+	tmptree_put("v2/garbled/io.stat", "8:0 rbytes=lots\n");
+	tmptree_put("v2/garbled/cpu.pressure", "nothing to see\n");
+	tmptree_put("v2/plain/cgroup.procs", ""); /* no I/O accounting, no PSI */
 	/* v1: the top lists 7:1 (it had a throttle rule; no I/O since) but
 	 * not 8:0 */
-	put("blkio/blkio.throttle.io_serviced_recursive",
+	tmptree_put("blkio/blkio.throttle.io_serviced_recursive",
 	    "7:1 Read 0\n7:1 Write 0\n7:1 Sync 0\n7:1 Async 0\n7:1 Discard 0\n7:1 Total 0\nTotal 0\n");
-	put("blkio/blkio.throttle.io_service_bytes_recursive",
+	tmptree_put("blkio/blkio.throttle.io_service_bytes_recursive",
 	    "7:1 Read 0\n7:1 Write 0\n7:1 Sync 0\n7:1 Async 0\n7:1 Discard 0\n7:1 Total 0\nTotal 0\n");
-	put("blkio/box/blkio.throttle.io_serviced_recursive",
+	tmptree_put("blkio/box/blkio.throttle.io_serviced_recursive",
 	    "7:1 Read 1\n7:1 Write 2\n7:1 Sync 3\n7:1 Async 0\n7:1 Discard 0\n7:1 Total 3\n"
 	    "8:0 Read 0\n8:0 Write 0\n8:0 Sync 0\n8:0 Async 0\n8:0 Discard 0\n8:0 Total 0\nTotal 3\n");
-	put("blkio/box/blkio.throttle.io_service_bytes_recursive",
+	tmptree_put("blkio/box/blkio.throttle.io_service_bytes_recursive",
 	    "7:1 Read 4096\n7:1 Write 8192\n7:1 Sync 12288\n7:1 Async 0\n7:1 Discard 0\n7:1 Total 12288\n"
 	    "8:0 Read 0\n8:0 Write 0\n8:0 Sync 0\n8:0 Async 0\n8:0 Discard 0\n8:0 Total 0\nTotal 12288\n");
-	put("blkio/idle/blkio.throttle.io_serviced_recursive", "Total 0\n");
-	put("blkio/idle/blkio.throttle.io_service_bytes_recursive", "Total 0\n");
+	tmptree_put("blkio/idle/blkio.throttle.io_serviced_recursive", "Total 0\n");
+	tmptree_put("blkio/idle/blkio.throttle.io_service_bytes_recursive", "Total 0\n");
 }
 
 static void teardown(void)
@@ -87,9 +68,7 @@ static void teardown(void)
 	close(v2_fd);
 	close(blkio_fd);
 	g_ptr_array_unref(reports);
-	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
-	g_free(dir);
+	tmptree_remove();
 }
 
 TestSuite(iogroups, .init = setup, .fini = teardown);
@@ -156,8 +135,8 @@ Test(iogroups, v2_a_caller_sees_the_devices_its_cgroup_used_with_its_counts)
 Test(iogroups, v1_counted_devices_are_the_cgroups_the_others_the_hosts)
 {
 	struct iogroups *g = make(CGROUP_V1);
-	put("proc/100/cgroup", "7:blkio:/box\n");
-	put("proc/600/cgroup", "7:blkio:/idle\n");
+	tmptree_put("proc/100/cgroup", "7:blkio:/box\n");
+	tmptree_put("proc/600/cgroup", "7:blkio:/idle\n");
 	g_autofree char *box = diskstats(g, 100);
 	cr_assert_str_eq(box,
 			 "   7       1 loop1 1 0 8 0 2 0 16 0 0 0 0 0 0 0 0 0 0\n"

@@ -5,6 +5,7 @@
 #include "memgroups.h"
 
 #include "deciders.h"
+#include "tmptree.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -12,26 +13,8 @@
 #include <glib/gstdio.h>
 #include <unistd.h>
 
-static char *dir;
 static int proc_fd = -1, memory_fd = -1;
 static GPtrArray *reports;
-
-static void put(const char *path, const char *text)
-{
-	g_autofree char *full = g_build_filename(dir, path, NULL);
-	g_autofree char *parent = g_path_get_dirname(full);
-	cr_assert_eq(g_mkdir_with_parents(parent, 0755), 0);
-	cr_assert(g_file_set_contents(full, text, -1, NULL), "%s", full);
-}
-
-static int open_dir(const char *name)
-{
-	g_autofree char *path = g_build_filename(dir, name, NULL);
-	cr_assert_eq(g_mkdir_with_parents(path, 0755), 0);
-	int fd = open(path, O_RDONLY | O_DIRECTORY);
-	cr_assert_geq(fd, 0);
-	return fd;
-}
 
 static const char host_meminfo[] = "MemTotal:       16384000 kB\nMemFree:         8192000 kB\n"
 				   "MemAvailable:   12000000 kB\nSwapTotal:             0 kB\n"
@@ -39,19 +22,18 @@ static const char host_meminfo[] = "MemTotal:       16384000 kB\nMemFree:       
 
 static void setup(void)
 {
-	dir = g_dir_make_tmp("cgprocfs-memgroups-XXXXXX", NULL);
-	cr_assert_not_null(dir);
-	proc_fd = open_dir("proc");
-	memory_fd = open_dir("memory");
+	tmptree_make();
+	proc_fd = tmptree_open_dir("proc");
+	memory_fd = tmptree_open_dir("memory");
 	reports = g_ptr_array_new_with_free_func(g_free);
-	put("proc/meminfo", host_meminfo);
-	put("proc/100/cgroup", "0::/box\n");
-	put("proc/200/cgroup", "0::/free\n");
-	put("proc/300/cgroup", "0::/gone\n");
-	put("memory/box/memory.max", "268435456\n");
-	put("memory/box/memory.current", "67108864\n");
-	put("memory/box/memory.stat", "anon 1048576\nfile 2097152\n");
-	put("memory/free/memory.max", "max\n");
+	tmptree_put("proc/meminfo", host_meminfo);
+	tmptree_put("proc/100/cgroup", "0::/box\n");
+	tmptree_put("proc/200/cgroup", "0::/free\n");
+	tmptree_put("proc/300/cgroup", "0::/gone\n");
+	tmptree_put("memory/box/memory.max", "268435456\n");
+	tmptree_put("memory/box/memory.current", "67108864\n");
+	tmptree_put("memory/box/memory.stat", "anon 1048576\nfile 2097152\n");
+	tmptree_put("memory/free/memory.max", "max\n");
 }
 
 static void teardown(void)
@@ -59,9 +41,7 @@ static void teardown(void)
 	close(proc_fd);
 	close(memory_fd);
 	g_ptr_array_unref(reports);
-	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
-	g_free(dir);
+	tmptree_remove();
 }
 
 TestSuite(memgroups, .init = setup, .fini = teardown);
@@ -138,7 +118,7 @@ Test(memgroups, a_vanished_or_garbled_cgroup_gives_the_hosts_file_and_one_report
 	g_autofree char *gone = g_strdup_printf("gone %d", ENOENT);
 	cr_assert_str_eq(g_ptr_array_index(reports, 0), gone);
 
-	put("memory/box/memory.current", "lots\n");
+	tmptree_put("memory/box/memory.current", "lots\n");
 	for (int i = 0; i < 3; i++) {
 		g_autofree char *text = render(m, 100, "meminfo");
 		cr_assert_str_eq(text, host_meminfo, "garbled");

@@ -40,8 +40,9 @@ struct ns_view {
 	unsigned sessions;
 };
 
-/* Freed never while the daemon runs: container sessions may outlive
- * containers_stop (they end with the process). */
+/* Freed once stopped with no container view left (containers_free):
+ * container sessions may outlive containers_stop (they end with the
+ * process). */
 struct containers {
 	struct containers_config cfg;
 	int listen_fd;
@@ -482,6 +483,17 @@ gboolean containers_stop(struct containers *cs)
 		unlink(cs->cfg.socket_path);
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
 	return g_hash_table_size(cs->by_ns) > 0;
+}
+
+void containers_free(struct containers *cs)
+{
+	if (!cs)
+		return;
+	g_hash_table_unref(cs->by_ns);
+	g_ptr_array_unref(cs->served);
+	g_mutex_clear(&cs->lock);
+	g_free((char *)cs->cfg.socket_path);
+	g_free(cs);
 }
 
 void containers_render_stats(struct containers *cs, GString *out)

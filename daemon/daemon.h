@@ -64,6 +64,8 @@ void containers_render_stats(struct containers *cs, GString *out);
 /* Stop taking new containers. TRUE if containers' views are still served:
  * what they use (the CPU view, the memo, the watch) must then stay. */
 gboolean containers_stop(struct containers *cs);
+/* Free what containers_stop left, once it said no view is served. */
+void containers_free(struct containers *cs);
 
 /* The background refresher of the smaps_rollup memo. */
 struct refresher;

@@ -438,6 +438,7 @@ static void free_daemon(struct daemon *d, gboolean containers_live)
 	handover_clear(&d->ho);
 	if (containers_live)
 		return;
+	containers_free(d->containers);
 	keeper_free(d->keeper);
 	refresher_free(d->refresher);
 	session_free(d->host);

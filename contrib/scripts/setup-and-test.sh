@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fresh Debian 12 to a passing test suite: install, build with gcc (and
 # check that clang builds it clean too, with the fuzzers), run every test,
-# replay the fuzzers' seeds and past crash inputs, and run the concurrency
-# scenarios under ThreadSanitizer.
+# replay the fuzzers' seeds and past crash inputs, run the concurrency
+# scenarios under ThreadSanitizer, and the unit and mount tests again with
+# the daemon under AddressSanitizer and UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . contrib/scripts/deps.sh
@@ -28,6 +29,15 @@ if contrib/scripts/tsan.sh build-tsan >build-clang/tsan.log 2>&1; then
 	echo "tsan: concurrency scenarios clean"
 else
 	cat build-clang/tsan.log
+	status=1
+fi
+
+# The unit and mount tests again, the daemon built with ASan and UBSan.
+rm -rf build-asan
+if contrib/scripts/asan.sh build-asan >build-clang/asan.log 2>&1; then
+	echo "asan+ubsan: unit and mount tests clean"
+else
+	cat build-clang/asan.log
 	status=1
 fi
 

@@ -12,6 +12,7 @@ Standard library only; run with /usr/bin/python3.
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import shlex
 import shutil
@@ -574,3 +575,41 @@ class LoopDevice:
 
     def __exit__(self, *exc):
         self.close()
+
+
+# The root.path a bundle gives the OCI hook for a namespace of
+# namespace_with_view: the host's /, whose /proc in that namespace's mount
+# namespace is its own procfs.
+HOOK_BUNDLE_CONFIG = {"ociVersion": "1.0.2", "root": {"path": "/"}}
+# The hook ends in the namespace's mount namespace, whose /proc does not
+# show it: a hook built with AddressSanitizer cannot look for leaks there.
+HOOK_ENV = dict(os.environ, ASAN_OPTIONS=(os.environ.get("ASAN_OPTIONS", "") + " detect_leaks=0").strip())
+
+
+def _children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+
+
+@contextlib.contextmanager
+def namespace_with_view(mnt, bundle, name="cgprocfs-test"):
+    """The cheapest container: a process in new pid and mount namespaces
+    (with their own /proc), given the view at mnt by the OCI hook
+    ($CGPROCFS_OCI_HOOK) as a runtime's createContainer hook would; bundle
+    is a directory with HOOK_BUNDLE_CONFIG as config.json. Yields (the
+    process's host pid, the hook's (rc, out, err)); the namespace ends with
+    the block."""
+    ns = subprocess.Popen(["unshare", "--pid", "--fork", "--mount", "--propagation", "private", "--mount-proc",
+                           "sleep", "60"], stdin=subprocess.DEVNULL)
+    try:
+        check(wait_until(lambda: _children(ns.pid), timeout=5), "unshare made no process")
+        pid = _children(ns.pid)[0]
+        state = json.dumps({"ociVersion": "1.0.2", "id": name, "status": "creating", "pid": pid, "bundle": bundle})
+        yield pid, run([os.environ["CGPROCFS_OCI_HOOK"], "--mountpoint", mnt], input=state, env=HOOK_ENV)
+    finally:
+        for p in _children(ns.pid):  # the namespace's init: unshare does not end it
+            os.kill(p, signal.SIGKILL)
+        ns.wait()

@@ -9,8 +9,6 @@ exit status non-zero on any leak."""
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 
@@ -99,42 +97,17 @@ def read_cycles(d, groups, cycles):
     check(reads == cycles and empty == 0, "%d reads, %d empty" % (reads, empty))
 
 
-# The hook ends in the namespace's mount namespace, whose /proc does not
-# show it: a hook built with AddressSanitizer cannot look for leaks there.
-HOOK_ENV = dict(os.environ, ASAN_OPTIONS=(os.environ.get("ASAN_OPTIONS", "") + " detect_leaks=0").strip())
-
-
 def attach_cycles(d, bundle, count):
     """count pid namespaces, each given the view by the OCI hook, then ended."""
-    hook = os.environ.get("CGPROCFS_OCI_HOOK")
     for i in range(count):
-        ns = subprocess.Popen(["unshare", "--pid", "--fork", "--mount", "--propagation", "private", "--mount-proc",
-                               "sleep", "60"], stdin=subprocess.DEVNULL)
-        try:
-            check(cgtest.wait_until(lambda: children(ns.pid), timeout=5), "unshare made no process")
-            pid = children(ns.pid)[0]
-            state = json.dumps({"ociVersion": "1.0.2", "id": "leak-%d" % i, "status": "creating", "pid": pid,
-                                "bundle": bundle})
-            res = cgtest.run([hook, "--mountpoint", d.mnt], input=state, env=HOOK_ENV)
+        with cgtest.namespace_with_view(d.mnt, bundle, "leak-%d" % i) as (pid, res):
             check(res[0] == 0 and not res[2].strip(), "the hook, attach %d" % i, cgtest.describe(res))
             with open("/proc/%d/mountinfo" % pid) as f:
                 check("fuse.cgprocfs" in f.read(), "attach %d: no view over the namespace's /proc" % i)
-        finally:
-            for p in children(ns.pid):  # the namespace's init: unshare does not end it
-                os.kill(p, signal.SIGKILL)
-            ns.wait()
     # The sessions end as their namespaces go.
     check(cgtest.wait_until(lambda: cgtest.read_stats(d.mnt, "cgprocfs_").get("container_sessions") == 0,
                             timeout=10), "container sessions still served",
           cgtest.read_stats(d.mnt, "cgprocfs_"))
-
-
-def children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
 
 
 def make_tests(d):
@@ -149,7 +122,7 @@ def make_tests(d):
         state["groups"] = make_groups()
         state["bundle"] = tempfile.mkdtemp(prefix="cgprocfs-leak-bundle-")
         with open(os.path.join(state["bundle"], "config.json"), "w") as f:
-            json.dump({"ociVersion": "1.0.2", "root": {"path": "/"}}, f)
+            json.dump(cgtest.HOOK_BUNDLE_CONFIG, f)
         read_cycles(d, state["groups"], WARMUP_CYCLES)
         attach_cycles(d, state["bundle"], WARMUP_ATTACHES)
         state["before"] = holds(d.process.pid)

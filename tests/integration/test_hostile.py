@@ -1,0 +1,153 @@
+"""The control socket under garbage and floods, from root (the only peer
+it takes): every bad request gets a one-line "error: ..." and the
+connection closed, nothing is kept (the daemon's fds come back to what
+they were), and a container attaches right after, or during, the flood."""
+
+import array
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cgtest  # noqa: E402
+from cgtest import check  # noqa: E402
+
+FLOOD = 1000
+
+
+def socket_path(mnt):
+    with open(os.path.join(mnt, ".cgprocfs", "control")) as f:
+        return f.read().strip()
+
+
+def connect(path, timeout=10):
+    """A connection to the socket at path; while its listen backlog is full
+    (EAGAIN: a unix socket's connect does not wait), tried again."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(timeout)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            s.connect(path)
+            return s
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.001)
+
+
+def answer(s):
+    """The daemon's answer, and whether it then closed the connection."""
+    text = s.recv(65536)
+    closed = s.recv(65536) == b""
+    return text.decode(errors="replace"), closed
+
+
+def fd_count(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def make_tests(d):
+    t, test = cgtest.test_registry()
+    state = {}
+
+    def settled_fds():
+        """The daemon's fd count once it stops changing (connections being
+        closed)."""
+        last = None
+        for _ in range(50):
+            n = fd_count(d.process.pid)
+            if n == last:
+                return n
+            last = n
+            time.sleep(0.1)
+        return last
+
+    def attach_works(what):
+        with cgtest.namespace_with_view(d.mnt, state["bundle"], what) as (pid, res):
+            check(res[0] == 0 and not res[2].strip(), "the hook %s" % what, cgtest.describe(res))
+            with open("/proc/%d/mountinfo" % pid) as f:
+                check("fuse.cgprocfs" in f.read(), "%s: no view over the namespace's /proc" % what)
+
+    @test("garbage, a truncated word, an unknown word, a 200 KiB message, an attach with an fd it does not take: "
+          "each answered with a reason and closed")
+    def _():
+        if not os.environ.get("CGPROCFS_OCI_HOOK"):
+            raise cgtest.Skip("CGPROCFS_OCI_HOOK is not set (run through meson test)")
+        state["bundle"] = tempfile.mkdtemp(prefix="cgprocfs-hostile-bundle-")
+        with open(os.path.join(state["bundle"], "config.json"), "w") as f:
+            json.dump(cgtest.HOOK_BUNDLE_CONFIG, f)
+        path = state["path"] = socket_path(d.mnt)
+        state["fds"] = settled_fds()
+        for what, payload in (("garbage", b"\x00\xff\xfe garbage \x01"), ("a truncated word", b"atta"),
+                              ("an unknown word", b"detach 1"), ("a 200 KiB message", b"attach " + b"9" * 200000)):
+            with connect(path) as s:
+                s.send(payload)
+                text, closed = answer(s)
+            check(text.startswith("error: bad request"), "%s: answered %r" % (what, text[:200]))
+            check(closed, "%s: the connection stays open" % what)
+        with connect(path) as s, open("/dev/null") as extra:
+            s.sendmsg([b"attach %d" % os.getpid()],
+                      [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [extra.fileno()]))])
+            text, closed = answer(s)
+        check(text.startswith("error: bad request"), "an attach with an fd: answered %r" % text[:200])
+        check(settled_fds() == state["fds"], "the daemon's fds: %d before, %d after" % (state["fds"], settled_fds()))
+        attach_works("after the bad requests")
+
+    @test("a non-root process cannot connect to the control socket")
+    def _():
+        check("path" in state, "the first test did not run")
+        code = "import socket; s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(%r)" % state["path"]
+        res = cgtest.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", cgtest.PYTHON, "-c", code])
+        check(res[0] != 0 and "PermissionError" in res[2], "nobody's connect", cgtest.describe(res))
+
+    @test("%d connections at once that say nothing: a container attaches meanwhile, each of them gets a reason "
+          "and is closed, and the daemon's fds come back" % FLOOD)
+    def _():
+        check("path" in state, "the first test did not run")
+        idle = []
+        try:
+            for _ in range(FLOOD):
+                idle.append(connect(state["path"], timeout=5))
+            started = time.monotonic()
+            attach_works("during the flood")
+            took = time.monotonic() - started
+            cgtest.diag("an attach during the flood took %.2f s" % took)
+            check(took < 3, "an attach during the flood took %.1f s" % took)
+            reasons = {}
+            deadline = time.monotonic() + 30
+            for s in idle:
+                s.settimeout(max(0.1, deadline - time.monotonic()))
+                try:
+                    text = s.recv(65536).decode(errors="replace")
+                except (OSError, socket.timeout) as e:
+                    text = "(%s)" % type(e).__name__
+                reason = text.split(";")[0][:60]
+                reasons[reason] = reasons.get(reason, 0) + 1
+            cgtest.diag("what the %d idle connections got: %s" % (FLOOD, reasons))
+            bad = {r: n for r, n in reasons.items() if not r.startswith("error: ")}
+            check(not bad, "connections with no reason", bad)
+        finally:
+            for s in idle:
+                s.close()
+        check(settled_fds() == state["fds"], "the daemon's fds: %d before, %d after" % (state["fds"], settled_fds()))
+        attach_works("after the flood")
+
+    @test("nothing of the test is left")
+    def _():
+        if "bundle" in state:
+            os.unlink(os.path.join(state["bundle"], "config.json"))
+            os.rmdir(state.pop("bundle"))
+
+    return t
+
+
+def main():
+    cgtest.run_with_daemon(make_tests)
+
+
+if __name__ == "__main__":
+    main()

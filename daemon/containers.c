@@ -457,6 +457,10 @@ static gboolean take_connection(struct containers *cs, GArray *waiting)
 	int conn = control_accept(cs->listen_fd, "only root may attach containers");
 	if (conn == -EINTR || conn == -ECONNABORTED || conn == -EPERM || conn == -EAGAIN)
 		return TRUE;
+	if (conn == -EMFILE || conn == -ENFILE || conn == -ENOBUFS || conn == -ENOMEM) {
+		g_usleep(G_USEC_PER_SEC / 10); /* left in the backlog until fds are free */
+		return TRUE;
+	}
 	if (conn < 0)
 		return FALSE;
 	if (waiting->len >= WAITING_MAX) {

@@ -96,14 +96,23 @@ static gpointer pidwatch_thread(gpointer data)
 	return NULL;
 }
 
+/* Below it, the start says the limit of open files is low. */
+#define FD_LIMIT_ADVISED 4096
+
 /* One pidfd per cached process: allow as many fds as the system lets us. */
 static void raise_fd_limit(void)
 {
 	struct rlimit lim;
-	if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+	if (getrlimit(RLIMIT_NOFILE, &lim) < 0)
+		return;
+	if (lim.rlim_cur < lim.rlim_max) {
 		lim.rlim_cur = lim.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &lim);
 	}
+	if (lim.rlim_cur < FD_LIMIT_ADVISED)
+		g_warning("the open-files limit is %llu: with many processes or containers, requests will fail with "
+			  "EMFILE; raise it to %d or more (LimitNOFILE= in the unit, ulimit -n)",
+			  (unsigned long long)lim.rlim_cur, FD_LIMIT_ADVISED);
 }
 
 /* The options of the daemon's /proc that restrict what a reader sees

@@ -9,9 +9,9 @@
 
 static int open_dir(int dirfd, const char *path, DIR **ret)
 {
-	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = procfile_openat(dirfd, path, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
-		return procfile_errno();
+		return fd;
 	DIR *dir = fdopendir(fd);
 	if (!dir) {
 		int err = errno;

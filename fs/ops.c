@@ -23,8 +23,23 @@ static struct caller req_caller(fuse_req_t req)
 	};
 }
 
+/* Out of fds (EMFILE, ENFILE): said at most once a minute, with what to do. */
+static void tell_out_of_fds(int negative_errno)
+{
+	static gint told_minute = -1; /* of the monotonic clock */
+	gint minute = (gint)(g_get_monotonic_time() / (60 * G_USEC_PER_SEC));
+	gint last = g_atomic_int_get(&told_minute);
+	if (last == minute || !g_atomic_int_compare_and_exchange(&told_minute, last, minute))
+		return;
+	g_warning("out of file descriptors (%s): requests fail until some are free; raise the open-files limit "
+		  "(LimitNOFILE= in the unit, ulimit -n)",
+		  g_strerror(-negative_errno));
+}
+
 static void reply_err(fuse_req_t req, int negative_errno)
 {
+	if (negative_errno == -EMFILE || negative_errno == -ENFILE)
+		tell_out_of_fds(negative_errno);
 	fuse_reply_err(req, -negative_errno);
 }
 

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +33,42 @@ int procfile_read_fd(int fd, GBytes **ret_content)
 	return 0;
 }
 
+/* The fd kept for an open that finds the process out of fds: -1 while
+ * given up (taken again by the next open that can). */
+static int reserve = -1;
+static GMutex reserve_lock;
+
+static void take_reserve_locked(void)
+{
+	if (reserve < 0)
+		g_atomic_int_set(&reserve, open("/dev/null", O_RDONLY | O_CLOEXEC));
+}
+
+int procfile_openat(int dirfd, const char *path, int flags)
+{
+	if (G_UNLIKELY(g_atomic_int_get(&reserve) < 0)) {
+		G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&reserve_lock);
+		take_reserve_locked();
+	}
+	int fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOCTTY);
+	if (fd >= 0 || errno != EMFILE)
+		return fd < 0 ? procfile_errno() : fd;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&reserve_lock);
+	if (reserve >= 0) {
+		close(reserve);
+		g_atomic_int_set(&reserve, -1);
+	}
+	fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOCTTY);
+	int err = procfile_errno();
+	take_reserve_locked();
+	return fd < 0 ? err : fd;
+}
+
 int procfile_read_at(int dirfd, const char *path, GBytes **ret_content)
 {
-	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	_cleanup_close_ int fd = procfile_openat(dirfd, path, O_RDONLY);
 	if (fd < 0)
-		return procfile_errno();
+		return fd;
 	return procfile_read_fd(fd, ret_content);
 }
 

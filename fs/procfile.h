@@ -15,6 +15,12 @@ static inline int procfile_errno(void)
 	return errno == ESRCH ? -ENOENT : -errno;
 }
 
+/* openat(dirfd, path, flags | O_CLOEXEC | O_NOCTTY), or -errno. When the
+ * process is out of fds (EMFILE), one fd kept in reserve is given up for
+ * the retry, and taken again after: a render in progress gets its file
+ * rather than a fallback text, while fds run out elsewhere. */
+int procfile_openat(int dirfd, const char *path, int flags);
+
 /* Read all of the already open fd from its current position.
  * Returns 0 or -errno; *ret_content is untouched on failure. */
 int procfile_read_fd(int fd, GBytes **ret_content);

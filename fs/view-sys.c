@@ -105,9 +105,9 @@ static int vcpu_host_path(struct view *v, const struct caller *c, uint64_t ino, 
 static int read_as_caller(const struct caller *c, int dirfd, const char *path, GBytes **ret)
 {
 	struct stat st;
-	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int fd = procfile_openat(dirfd, path, O_RDONLY | O_NOFOLLOW);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (S_ISDIR(st.st_mode))

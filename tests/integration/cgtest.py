@@ -216,8 +216,9 @@ class Daemon:
     leaves anything mounted under the mountpoint, it is killed, the mounts
     are detached, and the block raises Failure."""
 
-    def __init__(self, mountpoint=None, args=(), ready_timeout=READY_TIMEOUT):
+    def __init__(self, mountpoint=None, args=(), ready_timeout=READY_TIMEOUT, prefix=()):
         self._own_dir = mountpoint is None
+        self.prefix = list(prefix)  # a command that execs the daemon (prlimit ...)
         self.mnt = mountpoint
         self.args = list(args)
         self.ready_timeout = ready_timeout
@@ -279,7 +280,7 @@ class Daemon:
         self.proc = os.path.join(self.mnt, "proc")
         self.cpu = os.path.join(self.mnt, "sys/devices/system/cpu")
         self._log = tempfile.NamedTemporaryFile(prefix="cgprocfs-log-", mode="w+")
-        self.process = subprocess.Popen([daemon_exe()] + self.args + [self.mnt], stdin=subprocess.DEVNULL,
+        self.process = subprocess.Popen(self.prefix + [daemon_exe()] + self.args + [self.mnt], stdin=subprocess.DEVNULL,
                                         stdout=self._log, stderr=self._log, start_new_session=True)
         ready = os.path.join(self.proc, ".real", "self")
         deadline = time.monotonic() + self.ready_timeout

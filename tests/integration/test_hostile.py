@@ -7,6 +7,7 @@ import array
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -16,6 +17,29 @@ import cgtest  # noqa: E402
 from cgtest import check  # noqa: E402
 
 FLOOD = 1000
+READERS = 8
+
+# Reads argv[1]'s cpuinfo and stat for argv[2] seconds, each read by a new
+# process (cat: a caller the daemon has not seen yet); prints as JSON how
+# many reads showed the one CPU of the caller's quota ("right"), how many
+# failed and how, and how many showed another count.
+COUNTING_READER = r'''
+import json, os, subprocess, sys, time
+mnt, seconds = sys.argv[1], float(sys.argv[2])
+counts = {}
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    for name, prefix, follows in (("cpuinfo", "processor", " \t"), ("stat", "cpu", "0123456789")):
+        p = subprocess.run(["cat", os.path.join(mnt, "proc", name)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        if p.returncode == 0:
+            n = sum(1 for l in p.stdout.splitlines() if l.startswith(prefix) and l[len(prefix):][:1] in follows)
+            key = "right" if n == 1 else "%s shows %d" % (name, n)
+        else:
+            key = "EMFILE" if "Too many open files" in p.stderr else p.stderr.strip()[-80:]
+        counts[key] = counts.get(key, 0) + 1
+print(json.dumps(counts))
+'''
 
 
 def socket_path(mnt):
@@ -135,6 +159,42 @@ def make_tests(d):
                 s.close()
         check(settled_fds() == state["fds"], "the daemon's fds: %d before, %d after" % (state["fds"], settled_fds()))
         attach_works("after the flood")
+
+    @test("a daemon with a limit of open files one above what it holds idle, read by %d callers at once under "
+          "a 1-CPU quota: every read is the caller's text or fails with EMFILE, never another text; the start "
+          "and the first EMFILE are logged with what to do; it serves on" % READERS)
+    def _():
+        limit = fd_count(d.process.pid) + 1
+        cpu = "/sys/fs/cgroup/cpu"
+        if not os.path.exists(os.path.join(cpu, "cpu.cfs_quota_us")):
+            raise cgtest.Skip("needs the cgroup v1 cpu controller at " + cpu)
+        group = os.path.join(cpu, "cgprocfs-hostile-%d" % os.getpid())
+        os.mkdir(group)
+        try:
+            for name, value in (("cpu.cfs_period_us", "100000"), ("cpu.cfs_quota_us", "100000")):
+                with open(os.path.join(group, name), "w") as f:
+                    f.write(value)
+            with cgtest.Daemon(prefix=["prlimit", "--nofile=%d:%d" % (limit, limit)]) as low:
+                readers = [subprocess.Popen(cgtest.in_cgroups([group], [cgtest.PYTHON, "-c", COUNTING_READER,
+                                                                        low.mnt, "3"]),
+                                            stdout=subprocess.PIPE, text=True) for _ in range(READERS)]
+                totals = {}
+                for p in readers:
+                    out, _ = p.communicate(timeout=60)
+                    check(p.returncode == 0, "a reader failed", out)
+                    for k, v in json.loads(out).items():
+                        totals[k] = totals.get(k, 0) + v
+                cgtest.diag("reads under the low limit: %s" % totals)
+                check(totals.get("right", 0) > 0, "no read succeeded", totals)
+                check(set(totals) <= {"right", "EMFILE"}, "reads that were neither right nor EMFILE", totals)
+                check("the open-files limit is %d" % limit in low.log(), "no warning of the low limit at start",
+                      low.log())
+                if totals.get("EMFILE"):
+                    check("out of file descriptors" in low.log(), "EMFILE was not logged", low.log())
+                with open(os.path.join(low.mnt, "proc/cpuinfo")) as f:
+                    check("processor" in f.read(), "cpuinfo after the readers")
+        finally:
+            cgtest.remove_cgroups([group], cpu)
 
     @test("nothing of the test is left")
     def _():

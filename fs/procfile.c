@@ -44,6 +44,9 @@ static void take_reserve_locked(void)
 		g_atomic_int_set(&reserve, open("/dev/null", O_RDONLY | O_CLOEXEC));
 }
 
+/* How long an open waits for a free fd before it fails with EMFILE. */
+#define EMFILE_WAIT_US G_USEC_PER_SEC
+
 int procfile_openat(int dirfd, const char *path, int flags)
 {
 	if (G_UNLIKELY(g_atomic_int_get(&reserve) < 0)) {
@@ -51,17 +54,27 @@ int procfile_openat(int dirfd, const char *path, int flags)
 		take_reserve_locked();
 	}
 	int fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOCTTY);
-	if (fd >= 0 || errno != EMFILE)
-		return fd < 0 ? procfile_errno() : fd;
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&reserve_lock);
-	if (reserve >= 0) {
-		close(reserve);
-		g_atomic_int_set(&reserve, -1);
+	gint64 until = 0;
+	while (fd < 0 && errno == EMFILE) {
+		/* Another thread may take the slot given up first: then wait
+		 * for one, as other requests close theirs. */
+		if (until && g_get_monotonic_time() > until)
+			return -EMFILE;
+		if (!until)
+			until = g_get_monotonic_time() + EMFILE_WAIT_US;
+		else
+			g_usleep(1000);
+		G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&reserve_lock);
+		if (reserve >= 0) {
+			close(reserve);
+			g_atomic_int_set(&reserve, -1);
+		}
+		fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOCTTY);
+		int err = errno;
+		take_reserve_locked();
+		errno = err;
 	}
-	fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOCTTY);
-	int err = procfile_errno();
-	take_reserve_locked();
-	return fd < 0 ? err : fd;
+	return fd < 0 ? procfile_errno() : fd;
 }
 
 int procfile_read_at(int dirfd, const char *path, GBytes **ret_content)

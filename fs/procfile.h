@@ -17,8 +17,10 @@ static inline int procfile_errno(void)
 
 /* openat(dirfd, path, flags | O_CLOEXEC | O_NOCTTY), or -errno. When the
  * process is out of fds (EMFILE), one fd kept in reserve is given up for
- * the retry, and taken again after: a render in progress gets its file
- * rather than a fallback text, while fds run out elsewhere. */
+ * a retry, and taken again after; if another thread took the slot, the
+ * open waits for one (a millisecond at a time, up to a second) before it
+ * fails with EMFILE: a caller's cgroup or text is read, not replaced by a
+ * fallback, while fds are short for a moment. */
 int procfile_openat(int dirfd, const char *path, int flags);
 
 /* Read all of the already open fd from its current position.

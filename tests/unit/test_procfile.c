@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 Test(procfile, parses_state_and_start_time)
@@ -69,4 +70,31 @@ Test(procfile, reads_files_larger_than_one_chunk)
 	unlink(path);
 	cr_assert_eq(g_bytes_get_size(got), 10000);
 	cr_assert(memcmp(g_bytes_get_data(got, NULL), big, 10000) == 0);
+}
+
+Test(procfile, an_open_out_of_fds_takes_the_reserves_slot_then_fails_with_emfile)
+{
+	int first = procfile_openat(AT_FDCWD, "/proc/self/stat", O_RDONLY); /* takes the reserve */
+	cr_assert_geq(first, 0);
+	close(first);
+	struct rlimit lim = { 64, 64 };
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	GArray *held = g_array_new(FALSE, FALSE, sizeof(int));
+	for (int fd; (fd = dup(0)) >= 0;)
+		g_array_append_val(held, fd);
+	cr_assert_eq(errno, EMFILE);
+	int fd = procfile_openat(AT_FDCWD, "/proc/self/stat", O_RDONLY);
+	cr_assert_geq(fd, 0, "the reserve's slot: %s", g_strerror(-fd));
+	close(fd);
+	/* The reserve could not be taken again (its slot was just used and
+	 * freed: taken back now) or not; with every slot held, fail. */
+	int again = dup(0);
+	if (again >= 0)
+		g_array_append_val(held, again);
+	gint64 started = g_get_monotonic_time();
+	cr_assert_eq(procfile_openat(AT_FDCWD, "/proc/self/stat", O_RDONLY), -EMFILE);
+	cr_assert_geq(g_get_monotonic_time() - started, G_USEC_PER_SEC / 2, "it waited for a free fd first");
+	for (guint i = 0; i < held->len; i++)
+		close(g_array_index(held, int, i));
+	g_array_unref(held);
 }

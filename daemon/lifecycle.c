@@ -15,12 +15,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 /* How long teardown waits for the host session's workers once the mount is gone. */
@@ -155,7 +157,33 @@ static void report_bad_cgroup(void *data, const char *file, int err)
 		  (const char *)data);
 }
 
-static int wait_for_stop_signal(void)
+/* How often the main thread checks that the real procfs is still mounted
+ * under the view. */
+#define REAL_CHECK_S 2
+
+static int mount_real(const struct daemon *d)
+{
+	return mount("proc", d->real_path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, d->real_opts) < 0 ? -errno : 0;
+}
+
+/* proc/.real unmounted under the view (by hand, or a tool that cleans up
+ * mounts): every delegated path fails with ENOENT until it is back. Mount
+ * it again, and say so. */
+static void keep_real_mounted(struct daemon *d)
+{
+	struct statfs sfs;
+	if (statfs(d->real_path, &sfs) < 0 || sfs.f_type == PROC_SUPER_MAGIC)
+		return;
+	int r = mount_real(d);
+	if (r < 0)
+		g_warning("the real procfs at %s was unmounted, and cannot be mounted again (%s): /proc/self and "
+			  "every delegated path fail with ENOENT; restart the daemon",
+			  d->real_path, g_strerror(-r));
+	else
+		g_warning("the real procfs at %s was unmounted: mounted it again", d->real_path);
+}
+
+static int wait_for_stop_signal(struct daemon *d)
 {
 	sigset_t set;
 	sigemptyset(&set);
@@ -164,7 +192,10 @@ static int wait_for_stop_signal(void)
 	sigaddset(&set, SIGHUP);
 	for (;;) {
 		siginfo_t info;
-		int sig = sigwaitinfo(&set, &info);
+		const struct timespec wait = { REAL_CHECK_S, 0 };
+		int sig = sigtimedwait(&set, &info, &wait);
+		if (sig < 0 && errno == EAGAIN && !g_atomic_int_get(&d->handed_over))
+			keep_real_mounted(d);
 		if (sig == SIGHUP) {
 			g_message("SIGHUP: nothing to reload");
 			continue;
@@ -353,6 +384,7 @@ static void resume_the_rest(struct daemon *d, gboolean resend)
 static gboolean start_serving(struct daemon *d, GError **error)
 {
 	const struct daemon_config *cfg = d->cfg;
+	int r;
 
 	if (taking_over(cfg))
 		session_adopt_watches(d->host, &d->ho, 0);
@@ -361,9 +393,8 @@ static gboolean start_serving(struct daemon *d, GError **error)
 	d->loop_th = g_thread_new("fuse", loop_thread, d);
 	/* The mount's own path walk is answered by the loop just started.
 	 * Taken over, it is there already. */
-	if (!taking_over(cfg) &&
-	    mount("proc", d->real_path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, d->real_opts) < 0)
-		return log_set_error(error, -errno, "cannot mount the real procfs at %s", d->real_path), FALSE;
+	if (!taking_over(cfg) && (r = mount_real(d)) < 0)
+		return log_set_error(error, r, "cannot mount the real procfs at %s", d->real_path), FALSE;
 	d->real_mounted = TRUE;
 	const struct containers_config ccfg = {
 		.socket_path = cfg->control_socket,
@@ -382,7 +413,7 @@ static gboolean start_serving(struct daemon *d, GError **error)
 		.keeper = d->keeper,
 	};
 	struct containers *cs = NULL;
-	int r = containers_start(&ccfg, &cs);
+	r = containers_start(&ccfg, &cs);
 	if (r < 0)
 		g_warning("cannot listen on %s (%s): containers cannot attach", cfg->control_socket, g_strerror(-r));
 	else
@@ -519,7 +550,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		sd_notify(0, "READY=1");
 #endif
 		announce(cfg->mountpoint);
-		int sig = wait_for_stop_signal();
+		int sig = wait_for_stop_signal(d);
 		if (g_atomic_int_get(&d->handed_over))
 			return exit_handed_over(d);
 		g_message("%s: unmounting %s", strsignal(sig), cfg->mountpoint);

@@ -196,6 +196,18 @@ def make_tests(d):
         finally:
             cgtest.remove_cgroups([group], cpu)
 
+    @test("proc/.real unmounted under the view: the daemon mounts it again within 3 s and says so; "
+          "proc/self and a process's status read through the view again")
+    def _():
+        real = os.path.join(d.mnt, "proc", ".real")
+        res = cgtest.run(["umount", real])
+        check(res[0] == 0, "umount of proc/.real", cgtest.describe(res))
+        back = cgtest.wait_until(lambda: os.path.exists(os.path.join(real, "self")), timeout=5)
+        check(back, "proc/.real is still not mounted after 5 s", d.log()[-2000:])
+        check("was unmounted: mounted it again" in d.log(), "not logged", d.log()[-2000:])
+        with open(os.path.join(d.mnt, "proc", "self", "status")) as f:
+            check("Pid:\t%d" % os.getpid() in f.read(), "proc/self/status through the view is not the reader's")
+
     @test("nothing of the test is left")
     def _():
         if "bundle" in state:

@@ -21,6 +21,8 @@ mount_tests=$(meson test -C "$dir" --no-rebuild --list --suite mount 2>/dev/null
 export ASAN_OPTIONS="detect_leaks=1 ${ASAN_OPTIONS:-}"
 export CGPROCFS_SANITIZED=1 # tests that bound RSS leave that to LeakSanitizer
 export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1 ${UBSAN_OPTIONS:-}"
-meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 --suite unit
+status=0
+meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 --suite unit || status=1
 # shellcheck disable=SC2086 # one test name per word
-meson test -C "$dir" --no-rebuild --print-errorlogs $mount_tests
+meson test -C "$dir" --no-rebuild --print-errorlogs $mount_tests || status=1
+exit $status

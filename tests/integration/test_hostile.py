@@ -6,6 +6,8 @@ they were), and a container attaches right after, or during, the flood."""
 import array
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +19,14 @@ import cgtest  # noqa: E402
 from cgtest import check  # noqa: E402
 
 FLOOD = 1000
+
+# For each line on stdin, the number of processors in argv[1]'s cpuinfo.
+CPU_COUNT_READER = r'''
+import os, sys
+for _ in sys.stdin:
+    with open(os.path.join(sys.argv[1], "proc", "cpuinfo")) as f:
+        print(sum(1 for l in f if l.startswith("processor")), flush=True)
+'''
 READERS = 8
 
 # Reads argv[1]'s cpuinfo and stat for argv[2] seconds, each read by a new
@@ -207,6 +217,55 @@ def make_tests(d):
         check("was unmounted: mounted it again" in d.log(), "not logged", d.log()[-2000:])
         with open(os.path.join(d.mnt, "proc", "self", "status")) as f:
             check("Pid:\t%d" % os.getpid() in f.read(), "proc/self/status through the view is not the reader's")
+
+    @test("a caller whose 1-CPU cgroup is removed while it reads (moved out first, as a runtime does) sees its "
+          "new cgroup's CPUs within a second; the daemon logs no error and serves on")
+    def _():
+        cpu = "/sys/fs/cgroup/cpu"
+        if not os.path.exists(os.path.join(cpu, "cpu.cfs_quota_us")):
+            raise cgtest.Skip("needs the cgroup v1 cpu controller at " + cpu)
+        group = os.path.join(cpu, "cgprocfs-hostile-gone-%d" % os.getpid())
+        os.mkdir(group)
+        try:
+            for name, value in (("cpu.cfs_period_us", "100000"), ("cpu.cfs_quota_us", "100000")):
+                with open(os.path.join(group, name), "w") as f:
+                    f.write(value)
+            reader = subprocess.Popen(cgtest.in_cgroups([group], [cgtest.PYTHON, "-c", CPU_COUNT_READER, d.mnt]),
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            try:
+                def count():
+                    reader.stdin.write("\n")
+                    reader.stdin.flush()
+                    return int(reader.stdout.readline())
+                check(count() == 1, "the reader in the 1-CPU cgroup does not see 1 CPU")
+                with open(os.path.join(group, "cgroup.procs")) as f:
+                    pids = f.read().split()
+                for pid in pids:  # out to the top, then the cgroup goes
+                    with open(os.path.join(cpu, "cgroup.procs"), "w") as f:
+                        f.write(pid)
+                os.rmdir(group)
+                host = os.cpu_count()
+                check(cgtest.wait_until(lambda: count() == host, timeout=1.5, step=0.05),
+                      "the reader does not see the host's %d CPUs 1.5 s after its cgroup went" % host)
+            finally:
+                reader.stdin.close()
+                reader.wait()
+        finally:
+            cgtest.remove_cgroups([group], cpu)
+        check(not re.search("error|critical", d.log(), re.I), "the daemon logged an error", d.log()[-2000:])
+
+    @test("the init of a pid namespace with a view dies: its view ends (the kernel ends the namespace), the "
+          "daemon says so and serves on")
+    def _():
+        check("bundle" in state, "the first test did not run")
+        with cgtest.namespace_with_view(d.mnt, state["bundle"], "init-dies") as (pid, res):
+            check(res[0] == 0, "the hook", cgtest.describe(res))
+            check(cgtest.read_stats(d.mnt, "cgprocfs_")["container_sessions"] == 1, "no container session")
+            os.kill(pid, signal.SIGKILL)
+        check(cgtest.wait_until(lambda: cgtest.read_stats(d.mnt, "cgprocfs_")["container_sessions"] == 0,
+                                timeout=5), "the view of a namespace whose init died is still served")
+        check("ended" in d.log(), "the end of the view is not logged", d.log()[-2000:])
+        attach_works("after an init died")
 
     @test("nothing of the test is left")
     def _():

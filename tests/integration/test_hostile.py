@@ -4,6 +4,7 @@ connection closed, nothing is kept (the daemon's fds come back to what
 they were), and a container attaches right after, or during, the flood."""
 
 import array
+import contextlib
 import json
 import os
 import re
@@ -78,6 +79,25 @@ def answer(s):
     text = s.recv(65536)
     closed = s.recv(65536) == b""
     return text.decode(errors="replace"), closed
+
+
+CPU = "/sys/fs/cgroup/cpu"
+
+
+@contextlib.contextmanager
+def one_cpu_group(name):
+    """A v1 cpu cgroup with a quota of one CPU, removed after the block."""
+    if not os.path.exists(os.path.join(CPU, "cpu.cfs_quota_us")):
+        raise cgtest.Skip("needs the cgroup v1 cpu controller at " + CPU)
+    group = os.path.join(CPU, "cgprocfs-hostile-%s-%d" % (name, os.getpid()))
+    os.mkdir(group)
+    try:
+        for file, value in (("cpu.cfs_period_us", "100000"), ("cpu.cfs_quota_us", "100000")):
+            with open(os.path.join(group, file), "w") as f:
+                f.write(value)
+        yield group
+    finally:
+        cgtest.remove_cgroups([group], CPU)
 
 
 def fd_count(pid):
@@ -175,15 +195,7 @@ def make_tests(d):
           "and the first EMFILE are logged with what to do; it serves on" % READERS)
     def _():
         limit = fd_count(d.process.pid) + 1
-        cpu = "/sys/fs/cgroup/cpu"
-        if not os.path.exists(os.path.join(cpu, "cpu.cfs_quota_us")):
-            raise cgtest.Skip("needs the cgroup v1 cpu controller at " + cpu)
-        group = os.path.join(cpu, "cgprocfs-hostile-%d" % os.getpid())
-        os.mkdir(group)
-        try:
-            for name, value in (("cpu.cfs_period_us", "100000"), ("cpu.cfs_quota_us", "100000")):
-                with open(os.path.join(group, name), "w") as f:
-                    f.write(value)
+        with one_cpu_group("low") as group:
             with cgtest.Daemon(prefix=["prlimit", "--nofile=%d:%d" % (limit, limit)]) as low:
                 readers = [subprocess.Popen(cgtest.in_cgroups([group], [cgtest.PYTHON, "-c", COUNTING_READER,
                                                                         low.mnt, "3"]),
@@ -203,8 +215,6 @@ def make_tests(d):
                     check("out of file descriptors" in low.log(), "EMFILE was not logged", low.log())
                 with open(os.path.join(low.mnt, "proc/cpuinfo")) as f:
                     check("processor" in f.read(), "cpuinfo after the readers")
-        finally:
-            cgtest.remove_cgroups([group], cpu)
 
     @test("proc/.real unmounted under the view: the daemon mounts it again within 3 s and says so; "
           "proc/self and a process's status read through the view again")
@@ -221,15 +231,7 @@ def make_tests(d):
     @test("a caller whose 1-CPU cgroup is removed while it reads (moved out first, as a runtime does) sees its "
           "new cgroup's CPUs within a second; the daemon logs no error and serves on")
     def _():
-        cpu = "/sys/fs/cgroup/cpu"
-        if not os.path.exists(os.path.join(cpu, "cpu.cfs_quota_us")):
-            raise cgtest.Skip("needs the cgroup v1 cpu controller at " + cpu)
-        group = os.path.join(cpu, "cgprocfs-hostile-gone-%d" % os.getpid())
-        os.mkdir(group)
-        try:
-            for name, value in (("cpu.cfs_period_us", "100000"), ("cpu.cfs_quota_us", "100000")):
-                with open(os.path.join(group, name), "w") as f:
-                    f.write(value)
+        with one_cpu_group("gone") as group:
             reader = subprocess.Popen(cgtest.in_cgroups([group], [cgtest.PYTHON, "-c", CPU_COUNT_READER, d.mnt]),
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             try:
@@ -241,7 +243,7 @@ def make_tests(d):
                 with open(os.path.join(group, "cgroup.procs")) as f:
                     pids = f.read().split()
                 for pid in pids:  # out to the top, then the cgroup goes
-                    with open(os.path.join(cpu, "cgroup.procs"), "w") as f:
+                    with open(os.path.join(CPU, "cgroup.procs"), "w") as f:
                         f.write(pid)
                 os.rmdir(group)
                 host = os.cpu_count()
@@ -250,8 +252,6 @@ def make_tests(d):
             finally:
                 reader.stdin.close()
                 reader.wait()
-        finally:
-            cgtest.remove_cgroups([group], cpu)
         check(not re.search("error|critical", d.log(), re.I), "the daemon logged an error", d.log()[-2000:])
 
     @test("the init of a pid namespace with a view dies: its view ends (the kernel ends the namespace), the "

@@ -23,17 +23,23 @@ static struct caller req_caller(fuse_req_t req)
 	};
 }
 
+/* TRUE at most once a minute for *told_minute (of the monotonic clock; -1
+ * at first): when a condition is to be logged. */
+static gboolean once_a_minute(gint *told_minute)
+{
+	gint minute = (gint)(g_get_monotonic_time() / (60 * G_USEC_PER_SEC));
+	gint last = g_atomic_int_get(told_minute);
+	return last != minute && g_atomic_int_compare_and_exchange(told_minute, last, minute);
+}
+
 /* Out of fds (EMFILE, ENFILE): said at most once a minute, with what to do. */
 static void tell_out_of_fds(int negative_errno)
 {
-	static gint told_minute = -1; /* of the monotonic clock */
-	gint minute = (gint)(g_get_monotonic_time() / (60 * G_USEC_PER_SEC));
-	gint last = g_atomic_int_get(&told_minute);
-	if (last == minute || !g_atomic_int_compare_and_exchange(&told_minute, last, minute))
-		return;
-	g_warning("out of file descriptors (%s): requests fail until some are free; raise the open-files limit "
-		  "(LimitNOFILE= in the unit, ulimit -n)",
-		  g_strerror(-negative_errno));
+	static gint told_minute = -1;
+	if (once_a_minute(&told_minute))
+		g_warning("out of file descriptors (%s): requests fail until some are free; raise the open-files limit "
+			  "(LimitNOFILE= in the unit, ulimit -n)",
+			  g_strerror(-negative_errno));
 }
 
 static void reply_err(fuse_req_t req, int negative_errno)
@@ -252,6 +258,10 @@ G_STATIC_ASSERT(sizeof(gpointer) >= sizeof(uint64_t));
 #define HANDLE_TAG_SHIFT 40
 #define HANDLE_DIR (UINT64_C(1) << (HANDLE_TAG_SHIFT - 1))
 #define HANDLE_SERIAL_MASK (HANDLE_DIR - 1)
+/* Open files and directories one session may hold: past it, an open gets
+ * ENFILE, so that one container's callers cannot make the daemon hold
+ * memory without bound (the others are other sessions). */
+#define HANDLES_MAX 65536
 
 struct served_file;
 static void served_file_free(struct served_file *f);
@@ -292,9 +302,26 @@ void ops_state_clear(struct ops_state *s)
 	g_mutex_clear(&s->cache_lock);
 }
 
+/* An open past HANDLES_MAX: ENFILE, said at most once a minute. */
+static void refuse_handle(fuse_req_t req)
+{
+	static gint told_minute = -1;
+	if (once_a_minute(&told_minute))
+		g_warning("a view's callers hold %d open files and directories: its opens fail with ENFILE until "
+			  "they close some",
+			  HANDLES_MAX);
+	fuse_reply_err(req, ENFILE);
+}
+
+/* A new handle of object, or 0 (object freed) if the session holds
+ * HANDLES_MAX. */
 static uint64_t handle_add(struct ops_state *s, gpointer object, uint64_t kind)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->handles_lock);
+	if (g_hash_table_size(s->handles) >= HANDLES_MAX) {
+		handle_object_free(kind, object);
+		return 0;
+	}
 	uint64_t fh = s->handle_tag | kind | (++s->handle_serial & HANDLE_SERIAL_MASK);
 	g_hash_table_insert(s->handles, (gpointer)(uintptr_t)fh, object);
 	return fh;
@@ -342,7 +369,9 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	fi->fh = handle_add(state(req), entries, HANDLE_DIR);
-	if (fuse_reply_open(req, fi) < 0)
+	if (!fi->fh)
+		refuse_handle(req);
+	else if (fuse_reply_open(req, fi) < 0)
 		handle_remove(state(req), fi->fh);
 }
 
@@ -459,7 +488,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->noflush = 1;
 	fi->fh = handle_add(state(req), f, 0);
-	if (fuse_reply_open(req, fi) < 0)
+	if (!fi->fh)
+		refuse_handle(req);
+	else if (fuse_reply_open(req, fi) < 0)
 		handle_remove(state(req), fi->fh);
 }
 

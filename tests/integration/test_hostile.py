@@ -20,6 +20,24 @@ import cgtest  # noqa: E402
 from cgtest import check  # noqa: E402
 
 FLOOD = 1000
+HANDLES_MAX = 65536  # fs/ops.c
+HOLDERS, HOLDER_FDS = 4, 17000  # past HANDLES_MAX in all
+
+# Opens /proc/cpuinfo up to argv[1] times and keeps every fd; prints how
+# many opens succeeded and the errno name of the first that failed
+# ("none"); exits at a line on stdin.
+HOLDER = r'''
+import errno, os, sys
+fds, err = [], "none"
+while len(fds) < int(sys.argv[1]):
+    try:
+        fds.append(os.open("/proc/cpuinfo", os.O_RDONLY))
+    except OSError as e:
+        err = errno.errorcode.get(e.errno, str(e.errno))
+        break
+print(len(fds), err, flush=True)
+sys.stdin.readline()
+'''
 
 # For each line on stdin, the number of processors in argv[1]'s cpuinfo.
 CPU_COUNT_READER = r'''
@@ -98,6 +116,18 @@ def one_cpu_group(name):
         yield group
     finally:
         cgtest.remove_cgroups([group], CPU)
+
+
+def host_read_latencies(mnt, n=300):
+    """p50 and p99 in µs of open + read + close of the host view's cpuinfo."""
+    times = []
+    for _ in range(n):
+        started = time.perf_counter()
+        with open(os.path.join(mnt, "proc", "cpuinfo"), "rb") as f:
+            f.read()
+        times.append((time.perf_counter() - started) * 1e6)
+    times.sort()
+    return times[n // 2], times[n * 99 // 100]
 
 
 def fd_count(pid):
@@ -266,6 +296,36 @@ def make_tests(d):
                                 timeout=5), "the view of a namespace whose init died is still served")
         check("ended" in d.log(), "the end of the view is not logged", d.log()[-2000:])
         attach_works("after an init died")
+
+    @test("a container's process holding open files past %d: its opens then fail with ENFILE (logged), the host "
+          "view's readers read on meanwhile, and once it closes them its view opens again" % HANDLES_MAX)
+    def _():
+        check("bundle" in state, "the first test did not run")
+        with cgtest.namespace_with_view(d.mnt, state["bundle"], "holder") as (pid, res):
+            check(res[0] == 0, "the hook", cgtest.describe(res))
+            before = host_read_latencies(d.mnt)
+            # Several processes: one may not hold as many fds (a hard limit
+            # of 20000 here).
+            holders = [subprocess.Popen(["nsenter", "-t", str(pid), "-m", "-p", "--", cgtest.PYTHON, "-c", HOLDER,
+                                         str(HOLDER_FDS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                       for _ in range(HOLDERS)]
+            try:
+                got = [h.stdout.readline().split() for h in holders]
+                during = host_read_latencies(d.mnt)
+            finally:
+                for h in holders:
+                    h.stdin.close()
+                    h.wait()
+            held = sum(int(g[0]) for g in got if g)
+            errors = sorted({g[1] for g in got if g})
+            cgtest.diag("the holders got %d opens in all, then %s; host view cpuinfo p50/p99 %.0f/%.0f µs before, "
+                        "%.0f/%.0f µs while they held them" % (held, errors, *before, *during))
+            check(HANDLES_MAX - 16 <= held <= HANDLES_MAX and "ENFILE" in errors and set(errors) <= {"ENFILE", "none"},
+                  "the holders' opens: %d in all, then %s" % (held, errors), got)
+            check("hold %d open files" % HANDLES_MAX in d.log(), "the limit was not logged", d.log()[-2000:])
+            res = cgtest.run(["nsenter", "-t", str(pid), "-m", "-p", "--", "cat", "/proc/cpuinfo"])
+            check(res[0] == 0 and "processor" in res[1], "an open in the view once the holder closed its files",
+                  cgtest.describe(res))
 
     @test("nothing of the test is left")
     def _():

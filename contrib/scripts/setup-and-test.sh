@@ -23,23 +23,21 @@ else
 	status=1
 fi
 
-# The concurrency scenarios of fs/ under ThreadSanitizer (clang).
-rm -rf build-tsan
-if contrib/scripts/tsan.sh build-tsan >build-clang/tsan.log 2>&1; then
-	echo "tsan: concurrency scenarios clean"
-else
-	cat build-clang/tsan.log
-	status=1
-fi
-
-# The unit and mount tests again, the daemon built with ASan and UBSan.
-rm -rf build-asan
-if contrib/scripts/asan.sh build-asan >build-clang/asan.log 2>&1; then
-	echo "asan+ubsan: unit and mount tests clean"
-else
-	cat build-clang/asan.log
-	status=1
-fi
+# sanitized NAME SCRIPT MESSAGE: run SCRIPT build-NAME, its output kept in
+# build-clang/NAME.log and shown if it fails.
+sanitized() {
+	rm -rf "build-$1"
+	if "$2" "build-$1" >"build-clang/$1.log" 2>&1; then
+		echo "$3"
+	else
+		cat "build-clang/$1.log"
+		status=1
+	fi
+}
+# The concurrency scenarios of fs/ under ThreadSanitizer (clang); the unit
+# and mount tests again, the daemon built with ASan and UBSan.
+sanitized tsan contrib/scripts/tsan.sh "tsan: concurrency scenarios clean"
+sanitized asan contrib/scripts/asan.sh "asan+ubsan: unit and mount tests clean"
 
 # One closing line for whoever reads only the end.
 /usr/bin/python3 - <<'PY'

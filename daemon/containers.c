@@ -4,9 +4,9 @@
  * The hook connects to the control socket and sends "attach <pid>"; the
  * daemon mounts a procfs of that process's pid namespace for itself (once
  * per namespace) and answers with a detached mount of a new FUSE session,
- * which the hook moves over the container's /proc. The daemon serves the
- * session from its own thread and drops it when the container's mount
- * goes away. A new daemon (--replace) sends "handover" and gets every
+ * which the hook moves over the container's /proc. The server's workers
+ * serve the session (no thread of its own), and it is dropped when the
+ * container's mount goes away. A new daemon (--replace) sends "handover" and gets every
  * session, the host view's included (handle_handover). */
 #include "cleanup.h"
 #include "daemon.h"
@@ -57,15 +57,14 @@ struct containers {
 	guint64 attaches, attach_failures;
 };
 
-/* A container's session and the namespace view it serves. Owned by its
- * thread (container_thread), which frees both when the session ends; in
- * cs->served until then. */
+/* A container's session and the namespace view it serves, freed with it
+ * when the session ends (container_ended); in cs->served until then. */
 struct container {
 	struct containers *cs;
 	struct session *session;
 	struct ns_view *nsv;
-	unsigned id;      /* the keeper's (the host view's is 0) */
-	gboolean recover; /* taken from a dead daemon's keeper */
+	unsigned id;          /* the keeper's (the host view's is 0) */
+	GThread *recovering;  /* taken from a dead daemon's keeper: see recover.c */
 };
 
 static void ns_view_release(struct containers *cs, struct ns_view *nsv)
@@ -203,21 +202,16 @@ static gpointer recover_thread(gpointer data)
 	return NULL;
 }
 
-static gpointer container_thread(gpointer data)
+/* A container's session ended (error: -ECANCELED when drained for a
+ * handover): both go. Called by the worker that saw the end. */
+static void container_ended(void *data, int error)
 {
 	struct container *c = data;
 	struct containers *cs = c->cs;
+	gboolean handed_over = error == -ECANCELED;
 
-	GThread *recovering = NULL;
-	if (c->recover) {
-		/* While the session is served: dropping an entry waits for the
-		 * lookups in its directory, which the workers answer. Joined
-		 * below, before the session goes. */
-		recovering = g_thread_new("recover", recover_thread, c);
-	}
-	gboolean handed_over = session_serve(c->session) == -ECANCELED;
-	if (recovering)
-		g_thread_join(recovering);
+	if (c->recovering)
+		g_thread_join(c->recovering);
 	if (!handed_over)
 		keeper_drop(cs->cfg.keeper, c->id);
 	g_mutex_lock(&cs->lock);
@@ -228,20 +222,19 @@ static gpointer container_thread(gpointer data)
 	session_free(c->session);
 	ns_view_release(cs, c->nsv);
 	g_free(c);
-	return NULL;
 }
 
 /* Serve the view of the pid namespace of ns_fd on fuse_fd (taken on
- * success), from a thread of its own. A session that another daemon
+ * success) with the server's workers. A session that another daemon
  * served until a handover is taken up with its protocol minor version
  * (0 for a new one) and the process watches it had (taken); recover: that
- * daemon died (see recover.c). 0 or -errno with *error set. */
+ * daemon died (see recover.c). 0 with *ret_ns set to the namespace, or
+ * -errno with *error set. */
 static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned resume_minor, gboolean recover,
-			 struct handover *h, unsigned index, struct container **ret, GError **error)
+			 struct handover *h, unsigned index, uint64_t *ret_ns, GError **error)
 {
 	g_autofree struct container *c = g_new0(struct container, 1);
 	c->cs = cs;
-	c->recover = recover;
 	int r = ns_view_get(cs, ns_fd, &c->nsv);
 	if (r < 0)
 		return log_set_error(error, r, "cannot mount a procfs of the container's pid namespace");
@@ -261,9 +254,20 @@ static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned
 	/* A new session's INIT comes later: the kernel speaks the host's version. */
 	unsigned minor = resume_minor ? resume_minor : session_proto_minor(cs->cfg.host);
 	keeper_keep(cs->cfg.keeper, c->id, minor, fuse_fd, c->nsv->ns_fd);
-	/* The session owns fuse_fd from here; the hook keeps its own copy. */
-	*ret = c;
-	g_thread_unref(g_thread_new("container", container_thread, g_steal_pointer(&c)));
+	*ret_ns = c->nsv->ns;
+	/* While the session is served: dropping an entry waits for the
+	 * lookups in its directory, which the workers answer. Joined as the
+	 * session ends. */
+	if (recover)
+		c->recovering = g_thread_new("recover", recover_thread, c);
+	/* The session owns fuse_fd from here, and may end (c freed) at any
+	 * time; the hook keeps its own copy of the fd. */
+	struct container *started = g_steal_pointer(&c);
+	r = session_start(started->session, container_ended, started);
+	if (r < 0) {
+		container_ended(started, r);
+		return log_set_error(error, r, "cannot serve the FUSE session");
+	}
 	return 0;
 }
 
@@ -272,18 +276,18 @@ static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned
 static int attach(struct containers *cs, pid_t pid, int fuse_fd, GError **error)
 {
 	char path[48];
-	struct container *c;
+	uint64_t ns;
 
 	snprintf(path, sizeof(path), "%d/ns/pid", (int)pid);
 	_cleanup_close_ int ns_fd = openat(cs->cfg.host_proc_fd, path, O_RDONLY | O_CLOEXEC);
 	if (ns_fd < 0)
 		return log_set_message(error, "no such process"), -ESRCH;
 	gint64 started = g_get_monotonic_time();
-	int r = start_session(cs, ns_fd, fuse_fd, 0, FALSE, NULL, 0, &c, error);
+	int r = start_session(cs, ns_fd, fuse_fd, 0, FALSE, NULL, 0, &ns, error);
 	if (r < 0)
 		return r;
 	g_message("serving the view of pid namespace %" G_GUINT64_FORMAT " (container init %d), set up in %.1f ms",
-		  c->nsv->ns, (int)pid, (double)(g_get_monotonic_time() - started) / 1000);
+		  ns, (int)pid, (double)(g_get_monotonic_time() - started) / 1000);
 	return 0;
 }
 
@@ -291,8 +295,8 @@ int containers_resume(struct containers *cs, struct handover *h, unsigned index,
 {
 	g_autoptr(GError) error = NULL;
 	struct handover_session *s = &g_array_index(h->sessions, struct handover_session, index);
-	struct container *c;
-	int r = start_session(cs, s->ns_fd, s->fuse_fd, s->proto_minor, resend, h, index, &c, &error);
+	uint64_t ns;
+	int r = start_session(cs, s->ns_fd, s->fuse_fd, s->proto_minor, resend, h, index, &ns, &error);
 	if (r < 0) {
 		g_warning("cannot resume a container's view: %s", error->message);
 		return r;

@@ -1,7 +1,13 @@
-/* FUSE sessions and the server of them all. Each session has its own pool
- * of worker threads, grown while all of them are busy, and its own lock;
- * a drain stops every session's workers between requests, so that a
- * handover to another daemon loses no request. */
+/* FUSE sessions and the server of them all. One pool of worker threads
+ * serves every session: they wait in one epoll set over the sessions'
+ * /dev/fuse fds (non-blocking), each armed for one reader at a time
+ * (EPOLLONESHOT). A worker takes one request, arms the session again for
+ * the next worker unless the session has its share of the pool busy
+ * already, and answers. Ready sessions thus take turns, one request each,
+ * and no session can hold more than its share of the workers. The pool
+ * grows while every worker is busy, up to a bound set by the CPUs, and
+ * never with the number of sessions. A drain stops the workers between
+ * requests, so that a handover to another daemon loses no request. */
 #include "session.h"
 
 #include "caller.h"
@@ -11,65 +17,85 @@
 #include "view.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
-#define MAX_WORKERS 16
+/* Workers kept however idle, and the most a pool may have per CPU. */
+#define MIN_WORKERS 2
+#define WORKERS_PER_CPU 2
+#define MAX_WORKERS 64
 #define DRAIN_WAIT_US (10 * G_USEC_PER_SEC)
 /* Requests taken, by opcode (the last slot: any other). */
 #define COUNTED_OPCODES 64
+/* The largest request buffer libfuse may ask for (its FUSE_MAX_MAX_PAGES
+ * pages and a header page), so that one buffer serves every session. */
+#define REQUEST_BUFFER_PAGES (256 + 1)
 
 struct server {
-	GMutex lock;         /* guards sessions and draining */
-	GPtrArray *sessions; /* struct session*: those being served */
+	GMutex lock;         /* guards everything below but requests */
+	GCond changed;       /* workers, respawn or a session's end changed */
+	int epoll_fd;
+	int wake_fd;         /* eventfd, readable once draining */
+	GHashTable *by_id;   /* session id -> struct session*: those served */
+	guint64 last_id;
+	unsigned workers, idle, max_workers, share;
+	/* A worker ended unsound (see serve_one): a thread that never acts as
+	 * a caller makes the next one (session_serve's, or a sound worker). */
+	gboolean respawn;
 	gboolean draining;
+	size_t buffer_size;
 	/* Added to atomically by every worker, read without a lock. */
 	guint64 requests[COUNTED_OPCODES];
 };
 
 /* Freed by the owner of the session (the host's lifecycle, or a
- * container's session thread), after session_serve has returned. */
+ * container's end callback), once it has ended. */
 struct session {
 	struct ops_state ops; /* libfuse's userdata */
 	struct fuse_session *se;
 	struct server *server;
 	gboolean resend; /* taken up from a dead daemon: resend on serving */
-	GMutex lock;       /* guards workers, idle, running, draining, respawn, error */
-	GCond changed;     /* workers or running changed */
-	unsigned workers, idle;
-	GPtrArray *running; /* struct worker*: threads a drain interrupts */
-	gboolean draining;
-	/* A worker ended unsound (see serve_one): the session's own thread,
-	 * which never acts as a caller, makes the next one. */
-	gboolean respawn;
+	/* Under server->lock from session_start on: */
+	guint64 id;        /* in server->by_id while served (0: not yet) */
+	unsigned busy;     /* workers reading or answering a request of it */
+	gboolean armed;    /* its fd is armed in the epoll set */
+	gboolean stopping; /* no more requests: it ends once busy is 0 */
+	gboolean ended;
 	int error;
+	session_ended_fn ended_fn;
+	void *ended_data;
 };
 
-/* A worker thread; freed by itself as it ends. */
-struct worker {
-	struct session *s;
-	pthread_t thread;
-	gboolean waiting; /* for a request; under s->lock */
-};
-
-static void interrupt(int sig)
+static unsigned pool_bound(void)
 {
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	return CLAMP((unsigned)MAX(cpus, 1) * WORKERS_PER_CPU, MIN_WORKERS * 2, MAX_WORKERS);
 }
 
 struct server *server_new(void)
 {
-	struct sigaction sa = { .sa_handler = interrupt }; /* no SA_RESTART: reads end with EINTR */
 	struct server *sv = g_new0(struct server, 1);
 
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR2, &sa, NULL);
 	g_mutex_init(&sv->lock);
-	sv->sessions = g_ptr_array_new();
+	g_cond_init(&sv->changed);
+	sv->by_id = g_hash_table_new(g_int64_hash, g_int64_equal);
+	sv->max_workers = pool_bound();
+	/* Half the pool: one session busy with slow requests leaves the
+	 * other half to everyone else. */
+	sv->share = MAX(sv->max_workers / 2, 1);
+	sv->buffer_size = (size_t)REQUEST_BUFFER_PAGES * (size_t)sysconf(_SC_PAGESIZE);
+	sv->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	sv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
+	if (sv->epoll_fd < 0 || sv->wake_fd < 0 || epoll_ctl(sv->epoll_fd, EPOLL_CTL_ADD, sv->wake_fd, &ev) < 0)
+		g_error("cannot make the workers' epoll set: %s", g_strerror(errno));
 	return sv;
 }
 
@@ -77,7 +103,10 @@ void server_free(struct server *sv)
 {
 	if (!sv)
 		return;
-	g_ptr_array_unref(sv->sessions);
+	close(sv->epoll_fd);
+	close(sv->wake_fd);
+	g_hash_table_unref(sv->by_id);
+	g_cond_clear(&sv->changed);
 	g_mutex_clear(&sv->lock);
 	g_free(sv);
 }
@@ -92,123 +121,151 @@ static void count_request(struct server *sv, const struct fuse_buf *buf)
 
 static void *worker_main(void *data);
 
-/* Under s->lock. */
-static void spawn(struct session *s)
+/* Under sv->lock, from a thread that is not acting as a caller (a new
+ * thread starts with its maker's credentials). */
+static void spawn(struct server *sv)
 {
 	pthread_attr_t attr;
-	struct worker *w = g_new0(struct worker, 1);
+	pthread_t thread;
 
-	w->s = s;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&w->thread, &attr, worker_main, w) == 0) {
-		s->workers++;
-		s->idle++;
-		g_ptr_array_add(s->running, w);
-	} else {
-		g_free(w);
+	if (pthread_create(&thread, &attr, worker_main, sv) == 0) {
+		sv->workers++;
+		sv->idle++;
 	}
 	pthread_attr_destroy(&attr);
 }
 
-/* Take one request and answer it: FALSE once the worker should end.
- * Called and returns with s->lock held. */
-static gboolean serve_one(struct worker *w, struct fuse_buf *buf)
+/* Let one more worker take a request of s, unless s has its share of the
+ * pool busy, is armed already or ends. Under sv->lock. */
+static void arm(struct server *sv, struct session *s)
 {
-	struct session *s = w->s;
+	if (s->armed || s->stopping || sv->draining || s->busy >= sv->share)
+		return;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.u64 = s->id };
+	if (epoll_ctl(sv->epoll_fd, EPOLL_CTL_MOD, fuse_session_fd(s->se), &ev) == 0)
+		s->armed = TRUE;
+	else
+		g_warning("cannot wait for the requests of a view: %s", g_strerror(errno));
+}
 
-	/* Only a worker waiting here is interrupted by a drain (EINTR, before
-	 * it takes a request); one answering a request is not. */
-	w->waiting = TRUE;
-	g_mutex_unlock(&s->lock);
+/* End s once no worker is in it: it leaves the epoll set, and its owner
+ * is told. Under sv->lock, which is let go for the owner's callback (s
+ * may be freed by it). */
+static void end_if_idle(struct server *sv, struct session *s)
+{
+	if (!s->stopping || s->busy > 0 || s->ended)
+		return;
+	s->ended = TRUE;
+	g_hash_table_remove(sv->by_id, &s->id);
+	epoll_ctl(sv->epoll_fd, EPOLL_CTL_DEL, fuse_session_fd(s->se), NULL);
+	session_ended_fn fn = s->ended_fn;
+	void *data = s->ended_data;
+	int error = s->error;
+	g_cond_broadcast(&sv->changed);
+	g_mutex_unlock(&sv->lock);
+	fn(data, error);
+	g_mutex_lock(&sv->lock);
+}
+
+/* Take one request of s and answer it: FALSE once this worker must end
+ * (it could not take the daemon's credentials back after acting as a
+ * caller). Called and returns with sv->lock held. */
+static gboolean serve_one(struct server *sv, struct session *s, struct fuse_buf *buf)
+{
+	gboolean sound = TRUE;
+
+	s->armed = FALSE;
+	s->busy++;
+	if (--sv->idle == 0 && sv->workers < sv->max_workers)
+		spawn(sv);
+	g_mutex_unlock(&sv->lock);
+	buf->flags = 0;
+	buf->size = sv->buffer_size;
 	int r = fuse_session_receive_buf(s->se, buf);
-	g_mutex_lock(&s->lock);
-	w->waiting = FALSE;
-	if (r == -EINTR)
-		return TRUE;
-	if (r <= 0) { /* 0: the mount is gone */
+	g_mutex_lock(&sv->lock);
+	if (r > 0) {
+		count_request(sv, buf);
+		arm(sv, s);
+		g_mutex_unlock(&sv->lock);
+		fuse_session_process_buf(s->se, buf);
+		sound = caller_restored() == 0;
+		g_mutex_lock(&sv->lock);
+	} else if (r != -EAGAIN && r != -EINTR) { /* 0: the mount is gone */
 		if (r < 0 && s->error == 0)
 			s->error = r;
-		fuse_session_exit(s->se);
-		return FALSE;
+		s->stopping = TRUE;
 	}
-	count_request(s->server, buf);
-	if (--s->idle == 0 && s->workers < MAX_WORKERS)
-		spawn(s);
-	g_mutex_unlock(&s->lock);
-	fuse_session_process_buf(s->se, buf);
-	/* A thread that could not take the daemon's credentials back after
-	 * acting as a caller serves no more (the others, and new ones, do). */
-	gboolean sound = caller_restored() == 0;
-	g_mutex_lock(&s->lock);
-	s->idle++;
+	s->busy--;
+	sv->idle++;
+	arm(sv, s);
+	end_if_idle(sv, s);
 	return sound;
 }
 
 static void *worker_main(void *data)
 {
-	struct worker *w = data;
-	struct session *s = w->s;
-	struct fuse_buf buf = { 0 };
+	struct server *sv = data;
+	/* libfuse reads into it as much as the session asks (never more than
+	 * this), and allocates nothing when it is set. */
+	struct fuse_buf buf = { .mem = g_malloc(sv->buffer_size) };
+	gboolean sound = TRUE;
 
-	g_mutex_lock(&s->lock);
-	while (!s->draining && !fuse_session_exited(s->se)) {
-		if (!serve_one(w, &buf)) {
-			s->respawn = s->error == 0 && !fuse_session_exited(s->se);
-			break;
+	g_mutex_lock(&sv->lock);
+	while (sound && !sv->draining) {
+		struct epoll_event ev;
+		g_mutex_unlock(&sv->lock);
+		int n = epoll_wait(sv->epoll_fd, &ev, 1, -1);
+		g_mutex_lock(&sv->lock);
+		if (sv->respawn || sv->workers < MIN_WORKERS) {
+			sv->respawn = FALSE;
+			spawn(sv);
 		}
+		/* A session may have ended since its event came: look it up. */
+		struct session *s = n == 1 && ev.data.u64 ? g_hash_table_lookup(sv->by_id, &ev.data.u64) : NULL;
+		if (s && !sv->draining)
+			sound = serve_one(sv, s, &buf);
 	}
-	free(buf.mem);
-	s->workers--;
-	s->idle--;
-	g_ptr_array_remove_fast(s->running, w);
-	g_cond_broadcast(&s->changed);
-	g_mutex_unlock(&s->lock);
-	g_free(w);
+	g_free(buf.mem);
+	sv->workers--;
+	sv->idle--;
+	sv->respawn = sv->respawn || !sound;
+	g_cond_broadcast(&sv->changed);
+	g_mutex_unlock(&sv->lock);
 	return NULL;
 }
 
-/* Signal s's workers that wait for a request: FALSE once none is left.
- * Under s->lock. */
-static gboolean interrupt_waiting(struct session *s)
+/* Every session the drain left (no worker is left, so none is busy) ends
+ * as drained. Under sv->lock. */
+static void end_drained(struct server *sv)
 {
-	for (guint i = 0; i < s->running->len; i++) {
-		const struct worker *w = g_ptr_array_index(s->running, i);
-		if (w->waiting)
-			pthread_kill(w->thread, SIGUSR2);
+	GList *left = g_hash_table_get_values(sv->by_id);
+	for (GList *l = left; l; l = l->next) {
+		struct session *s = l->data;
+		s->stopping = TRUE;
+		s->error = -ECANCELED;
+		end_if_idle(sv, s);
 	}
-	return s->running->len == 0;
+	g_list_free(left);
 }
 
 gboolean server_drain(struct server *sv)
 {
 	gint64 deadline = g_get_monotonic_time() + DRAIN_WAIT_US;
-	gboolean done = FALSE;
-
-	/* Held throughout: no session starts or ends its registration meanwhile. */
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
+
 	sv->draining = TRUE;
-	/* Every session at once, and again until every worker has seen the
-	 * flag: one may be between its check and its read when a signal
-	 * comes, and one stuck in a request must not keep the others'
-	 * workers serving. */
-	for (guint i = 0; i < sv->sessions->len; i++) {
-		struct session *s = g_ptr_array_index(sv->sessions, i);
-		G_GNUC_UNUSED g_autoptr(GMutexLocker) session_locker = g_mutex_locker_new(&s->lock);
-		s->draining = TRUE;
-	}
-	while (!done && g_get_monotonic_time() < deadline) {
-		done = TRUE;
-		for (guint i = 0; i < sv->sessions->len; i++) {
-			struct session *s = g_ptr_array_index(sv->sessions, i);
-			G_GNUC_UNUSED g_autoptr(GMutexLocker) session_locker = g_mutex_locker_new(&s->lock);
-			if (!interrupt_waiting(s)) {
-				done = FALSE;
-				g_cond_wait_until(&s->changed, &s->lock,
-						  g_get_monotonic_time() + 10 * G_TIME_SPAN_MILLISECOND);
-			}
-		}
-	}
+	/* Never read: every epoll_wait returns from now on. A worker answering
+	 * a request finishes it first. */
+	if (eventfd_write(sv->wake_fd, 1) < 0)
+		g_warning("cannot wake the workers: %s", g_strerror(errno));
+	while (sv->workers > 0)
+		if (!g_cond_wait_until(&sv->changed, &sv->lock, deadline))
+			break;
+	gboolean done = sv->workers == 0;
+	if (done)
+		end_drained(sv);
 	return done;
 }
 
@@ -256,9 +313,6 @@ struct session *session_new(struct server *sv, struct view *view, struct pidwatc
 	}
 	s->ops.session = s->se;
 	s->server = sv;
-	g_mutex_init(&s->lock);
-	g_cond_init(&s->changed);
-	s->running = g_ptr_array_new();
 	return s;
 }
 
@@ -310,44 +364,71 @@ static void resend_requests(struct session *s)
 			  "those wait until their callers are killed", g_strerror(errno));
 }
 
-int session_serve(struct session *s)
+int session_start(struct session *s, session_ended_fn ended, void *data)
 {
 	struct server *sv = s->server;
+	int fd = fuse_session_fd(s->se);
 
 	/* Even if it is not served here: whoever serves it next needs them. */
 	if (s->resend)
 		resend_requests(s);
-	g_mutex_lock(&sv->lock);
-	gboolean drained = sv->draining;
-	if (!drained)
-		g_ptr_array_add(sv->sessions, s);
-	g_mutex_unlock(&sv->lock);
-	if (drained)
+	/* Workers only read what epoll said is there, but a request can go
+	 * (its caller interrupted) before it is read. */
+	int flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -errno;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
+	if (sv->draining)
 		return -ECANCELED;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT };
+	s->id = ev.data.u64 = ++sv->last_id;
+	if (epoll_ctl(sv->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return -errno;
+	s->armed = TRUE;
+	s->ended_fn = ended;
+	s->ended_data = data;
+	g_hash_table_insert(sv->by_id, &s->id, s);
+	while (sv->workers < MIN_WORKERS)
+		spawn(sv);
+	return 0;
+}
 
-	g_mutex_lock(&s->lock);
-	spawn(s);
-	for (;;) {
-		if (s->respawn && !s->draining && !fuse_session_exited(s->se))
-			spawn(s);
-		s->respawn = FALSE;
-		if (s->workers == 0)
-			break;
-		g_cond_wait(&s->changed, &s->lock);
+/* session_serve's end callback. */
+static void served(void *data, int error)
+{
+}
+
+int session_serve(struct session *s)
+{
+	struct server *sv = s->server;
+	int r = session_start(s, served, NULL);
+	if (r < 0)
+		return r;
+	/* This thread never acts as a caller: it replaces a worker that
+	 * ended unsound while none of the others is free to. */
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
+	while (!s->ended) {
+		if (sv->respawn && !sv->draining) {
+			sv->respawn = FALSE;
+			spawn(sv);
+		}
+		g_cond_wait(&sv->changed, &sv->lock);
 	}
-	int r = s->draining && s->error == 0 && !fuse_session_exited(s->se) ? -ECANCELED : s->error;
-	g_mutex_unlock(&s->lock);
-
-	g_mutex_lock(&sv->lock);
-	g_ptr_array_remove_fast(sv->sessions, s);
-	g_mutex_unlock(&sv->lock);
-	return r;
+	return s->error;
 }
 
 void session_exit(struct session *s)
 {
+	struct server *sv = s->server;
+
 	fuse_session_exit(s->se);
 	fuse_session_unmount(s->se);
+	/* Binds elsewhere may keep the connection up: end it here. */
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
+	if (s->id && !s->ended) {
+		s->stopping = TRUE;
+		end_if_idle(sv, s);
+	}
 }
 
 void session_free(struct session *s)
@@ -357,9 +438,6 @@ void session_free(struct session *s)
 	pidwatch_forget_owner(s->ops.watch, &s->ops);
 	fuse_session_destroy(s->se);
 	ops_state_clear(&s->ops);
-	g_ptr_array_unref(s->running);
-	g_cond_clear(&s->changed);
-	g_mutex_clear(&s->lock);
 	g_free(s);
 }
 

@@ -2,12 +2,13 @@
  * or a container's, from its mount (or takeover) to its end. It is the one
  * object a session is: what libfuse needs (its userdata is the embedded
  * ops_state), the view it serves and so its pid namespace, the protocol
- * version the kernel spoke, and its own pool of worker threads with its
- * lock and drain state. A handover and the keeper take from it what they
- * send (session_fuse_fd, session_ns_fd, session_proto_minor).
+ * version the kernel spoke, and how many workers are in it. A handover and
+ * the keeper take from it what they send (session_fuse_fd, session_ns_fd,
+ * session_proto_minor).
  *
- * The server is every session of one daemon: it starts their workers,
- * counts their requests, and drains them all at a handover. */
+ * The server is every session of one daemon: one pool of workers, bound
+ * by the CPUs and not by the sessions, serves them all (see session.c);
+ * it counts their requests, and drains them all at a handover. */
 #pragma once
 
 #include "ops.h"
@@ -17,14 +18,14 @@
 struct server;
 struct session;
 
-/* Made once, before any session; installs the signal that interrupts a
- * worker waiting for a request. Freed after every session has ended. */
+/* Made once, before any session. Freed after every session has ended. */
 struct server *server_new(void);
 void server_free(struct server *sv);
 
-/* Stop every session's workers between requests (and any session that
- * starts from now on), so that another daemon holding the same /dev/fuse
- * fds answers the rest: TRUE once no worker is left (waits at most 10 s). */
+/* Stop the workers between requests (and any session that starts from
+ * now on), so that another daemon holding the same /dev/fuse fds answers
+ * the rest: TRUE once no worker is left (waits at most 10 s); then every
+ * session ends with -ECANCELED. */
 gboolean server_drain(struct server *sv);
 
 /* cgprocfs_requests_total, by operation, over every session (Prometheus text). */
@@ -48,11 +49,20 @@ int session_mount(struct session *s, const char *mountpoint);
  * answered (once this session serves). 0 or -errno. */
 int session_take_up(struct session *s, int fuse_fd, unsigned proto_minor, gboolean resend);
 
-/* Serve until the mount goes away or server_drain: 0, -ECANCELED when
- * drained, or -errno. Call from the thread that owns the session. */
+/* How a session ended: 0 (its mount went away, or session_exit),
+ * -ECANCELED (drained), or -errno. Called once, by a worker or by the
+ * thread that ended it, with no lock held; it may free the session. */
+typedef void (*session_ended_fn)(void *data, int error);
+/* Have the server's workers serve s (its fd made non-blocking) until it
+ * ends, then call ended(data, ...), possibly before this returns. 0, or
+ * -ECANCELED (draining) or -errno, and then ended is not called. */
+int session_start(struct session *s, session_ended_fn ended, void *data);
+/* session_start, and wait for the end: 0, -ECANCELED or -errno. Meanwhile
+ * the waiting thread, which never acts as a caller, replaces a worker
+ * that ended unsound. */
 int session_serve(struct session *s);
-/* End serving (workers finish the request they answer) and unmount, if
- * libfuse mounted it. */
+/* Unmount it, if libfuse mounted it, and end it once the workers in it
+ * have answered (even if binds elsewhere keep the connection up). */
 void session_exit(struct session *s);
 /* Free a session that is not served (any more). Its process watches are
  * forgotten first: no exit callback runs for it afterwards. */

@@ -1,0 +1,223 @@
+#!/usr/bin/python3
+"""cgprocfs with many containers attached: what the daemon costs per
+container, and whether a container's reads slow down as others attach.
+
+    sudo /usr/bin/python3 tests/bench/bench-scale.py [--build-dir build]
+        [--counts 10,100,500] [--iterations 3000]
+
+It starts the daemon from the build directory on a temporary mountpoint
+and attaches containers until each count is reached. A container is the
+cheapest real one: `unshare --pid --fork --mount --mount-proc sleep`, given
+the view by the real OCI hook as a runtime's createContainer hook would
+(its own pid namespace, FUSE session and procfs in the daemon). At each
+count, with every container idle, it reports the daemon's threads, RSS and
+open fds, the attach time of the containers added (the daemon's own "set
+up in" figure and the hook's whole run), and the p50/p99 latency of
+open + read + close of /proc/cpuinfo in the first container (the view)
+and of /proc/.real/cpuinfo beside it (the kernel), measured with
+cgprocfs-bench-latency inside that container.
+
+Everything it started goes on every exit path. It only reports figures;
+its exit status says whether it ran.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+
+BenchError = benchlib.BenchError
+SETUP_RE = re.compile(r"serving the view of pid namespace \d+ \(container init (\d+)\), set up in ([\d.]+) ms")
+
+
+def status_field(pid, name):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return int(line.split()[1])
+    raise BenchError("no %s in /proc/%d/status" % (name, pid))
+
+
+def percentile(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        build = os.path.abspath(args.build_dir)
+        self.daemon_bin = os.path.join(build, "daemon", "cgprocfs")
+        self.hook_bin = os.path.join(build, "contrib", "oci", "cgprocfs-oci-hook")
+        self.latency_bin = os.path.join(build, "tests", "bench", "cgprocfs-bench-latency")
+        for exe in (self.daemon_bin, self.hook_bin, self.latency_bin):
+            if not os.access(exe, os.X_OK):
+                raise BenchError("%s is missing (run ninja -C %s)" % (exe, args.build_dir))
+        self.work = tempfile.mkdtemp(prefix="cgprocfs-bench-scale.")
+        self.mnt = os.path.join(self.work, "mnt")
+        self.bundle = os.path.join(self.work, "bundle")
+        os.mkdir(self.mnt)
+        os.mkdir(self.bundle)
+        with open(os.path.join(self.bundle, "config.json"), "w") as f:
+            json.dump({"ociVersion": "1.0.2", "root": {"path": "/"}}, f)
+        self.daemon = None
+        self.holders = []  # unshare processes
+        self.inits = []  # their namespaces' inits (host pids)
+        self.hook_ms = []
+
+    def start_daemon(self):
+        self.log_path = os.path.join(self.work, "daemon.log")
+        self.daemon = benchlib.start_daemon([self.daemon_bin, self.mnt], self.mnt, self.log_path)
+
+    def attach_one(self):
+        holder = subprocess.Popen(["unshare", "--pid", "--fork", "--mount", "--propagation", "private",
+                                   "--mount-proc", "sleep", "infinity"], stdin=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        self.holders.append(holder)
+        deadline = time.monotonic() + 10
+        while True:
+            with open("/proc/%d/task/%d/children" % (holder.pid, holder.pid)) as f:
+                kids = f.read().split()
+            if kids:
+                break
+            if time.monotonic() > deadline:
+                raise BenchError("unshare made no process")
+            time.sleep(0.001)
+        pid = int(kids[0])
+        self.inits.append(pid)
+        state = json.dumps({"ociVersion": "1.0.2", "id": "scale-%d" % pid, "status": "creating", "pid": pid,
+                            "bundle": self.bundle})
+        t0 = time.monotonic()
+        r = subprocess.run([self.hook_bin, "--mountpoint", self.mnt], input=state, capture_output=True, text=True)
+        self.hook_ms.append((time.monotonic() - t0) * 1e3)
+        if r.returncode != 0:
+            raise BenchError("the hook failed for container %d: %s" % (len(self.inits), r.stderr.strip()))
+
+    def setup_ms(self):
+        """The daemon's set-up time of each attach, by container init."""
+        with open(self.log_path) as f:
+            return {int(m.group(1)): float(m.group(2)) for m in SETUP_RE.finditer(f.read())}
+
+    def reads(self):
+        """p50/p99 µs of the view's and the kernel's cpuinfo in the first container."""
+        r = subprocess.run(["nsenter", "--target", str(self.inits[0]), "--mount", "--pid", self.latency_bin,
+                            "--iterations", str(self.args.iterations), "--warmup", "500",
+                            "view:cpuinfo=/proc/cpuinfo", "real:cpuinfo=/proc/.real/cpuinfo"],
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise BenchError("the latency probe failed: " + r.stderr.strip())
+        rows = {}
+        for line in r.stdout.splitlines():
+            f = line.split()
+            if f and f[0] in ("view:cpuinfo", "real:cpuinfo"):
+                rows[f[0]] = (float(f[1]), float(f[2]))
+        if len(rows) != 2:
+            raise BenchError("the latency probe printed no rows:\n" + r.stdout)
+        return rows
+
+    def sample(self):
+        pid = self.daemon.pid
+        return (status_field(pid, "Threads"), status_field(pid, "VmRSS"), len(os.listdir("/proc/%d/fd" % pid)))
+
+    def run(self):
+        a = self.args
+        self.start_daemon()
+        print("cgprocfs with many containers attached: %d CPUs, kernel %s" % (os.cpu_count(), os.uname().release))
+        print("command: %s" % " ".join(["/usr/bin/python3"] + sys.argv), flush=True)
+        time.sleep(0.5)
+        threads0, rss0, fds0 = self.sample()
+        print("\nno container: %d threads, RSS %.1f MiB, %d fds" % (threads0, rss0 / 1024, fds0))
+        print("\n%10s %8s %9s %10s %6s %10s %10s %10s %10s %10s %10s" % (
+            "containers", "threads", "RSS MiB", "KiB/cont.", "fds", "setup p50", "setup max", "hook p50",
+            "view p50", "view p99", "real p50"))
+        print("%10s %8s %9s %10s %6s %10s %10s %10s %10s %10s %10s" % (
+            "", "", "", "", "", "ms", "ms", "ms", "µs", "µs", "µs"))
+        for n in a.counts:
+            first = len(self.inits)
+            while len(self.inits) < n:
+                self.attach_one()
+            time.sleep(1)  # the sessions' first requests settle
+            threads, rss, fds = self.sample()
+            setup = self.setup_ms()
+            added = [setup[p] for p in self.inits[first:] if p in setup]
+            if len(added) != n - first:
+                raise BenchError("the daemon logged %d set-ups for %d attaches" % (len(added), n - first))
+            rows = self.reads()
+            print("%10d %8d %9.1f %10.1f %6d %10.2f %10.2f %10.2f %10.1f %10.1f %10.1f" % (
+                n, threads, rss / 1024, (rss - rss0) / n, fds, statistics.median(added), max(added),
+                statistics.median(self.hook_ms[first:]), rows["view:cpuinfo"][0], rows["view:cpuinfo"][1],
+                rows["real:cpuinfo"][0]), flush=True)
+        print("\n(threads: the whole daemon; KiB/cont.: RSS growth over no container, per container;"
+              " setup: the daemon's own attach time; hook: the hook's whole run, process start included;"
+              " reads: %d open+read+close in the first container, the others idle)" % a.iterations)
+
+    def cleanup(self):
+        problems = []
+        for pid in self.inits:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for h in self.holders:
+            h.wait()
+        if self.daemon is not None:
+            try:
+                benchlib.stop_served(self.daemon, self.mnt)
+            except subprocess.TimeoutExpired:
+                problems.append("daemon did not stop on SIGTERM; killed it")
+                self.daemon.kill()
+                self.daemon.wait()
+        with open("/proc/self/mountinfo") as f:
+            if any(self.work in line for line in f):
+                problems.append("left mounts under %s" % self.work)
+            else:
+                shutil.rmtree(self.work, ignore_errors=True)
+        for p in problems:
+            print("bench-scale: %s" % p, file=sys.stderr)
+        return not problems
+
+
+def main():
+    p = argparse.ArgumentParser(description="cgprocfs with many containers attached (needs root).")
+    p.add_argument("--build-dir", default="build", help="meson build directory (default: build)")
+    p.add_argument("--counts", default="10,100,500", help="container counts, rising (default 10,100,500)")
+    p.add_argument("--iterations", type=int, default=3000, help="timed reads at each count (default 3000)")
+    args = p.parse_args()
+    try:
+        args.counts = [int(c) for c in args.counts.split(",")]
+    except ValueError:
+        p.error("--counts: whole numbers separated by commas")
+    if not args.counts or args.counts != sorted(args.counts) or args.counts[0] <= 0 or args.iterations <= 0:
+        p.error("--counts must rise from 1 or more, and --iterations be positive")
+    if os.geteuid() != 0:
+        p.error("needs root (mounts, namespaces)")
+
+    benchlib.exit_on_signals()
+    bench, status = None, 1
+    try:
+        bench = Bench(args)
+        bench.run()
+        status = 0
+    except (BenchError, OSError, subprocess.TimeoutExpired) as e:
+        print("bench-scale: %s" % e, file=sys.stderr)
+    except KeyboardInterrupt:
+        status = 130
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if bench is not None and not bench.cleanup() and status == 0:
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

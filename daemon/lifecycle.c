@@ -297,10 +297,16 @@ static gboolean make_views(struct daemon *d, GError **error)
 	};
 	d->cputimes = cputimes_new(&tcfg);
 	struct stat pidns;
+	uint64_t own_ns = fstatat(d->proc_fd, "self/ns/pid", &pidns, 0) == 0 ? pidns.st_ino : 0;
+	struct memo_config memo = d->cfg->smaps;
+	/* Half the memo at most for a container; the host view's callers,
+	 * who see every process, may use all of it. */
+	memo.max_entries_per_ns = MAX(memo.max_entries / 2, 1);
+	memo.unshared_ns = own_ns;
 	const struct smaps_config scfg = {
 		.proc_fd = d->proc_fd,
-		.ns = fstatat(d->proc_fd, "self/ns/pid", &pidns, 0) == 0 ? pidns.st_ino : 0,
-		.memo = d->cfg->smaps,
+		.ns = own_ns,
+		.memo = memo,
 		.wake_refresher = refresher_wake,
 		.wake_data = d->refresher,
 	};

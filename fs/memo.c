@@ -41,6 +41,8 @@ struct memo {
 	struct memo_ops ops;
 	struct shard shards[SHARDS];
 	gint count; /* entries, all shards (atomic) */
+	GMutex ns_lock;      /* guards per_ns; taken under a shard lock, never the reverse */
+	GHashTable *per_ns;  /* pid namespace -> its entries (GUINT_TO_POINTER), those with any */
 	/* counters, atomic */
 	guint64 hits, misses, stale_serves, walks, walks_skipped, evictions, budget_overruns, walk_cpu_us;
 	/* touched by the refresher thread only */
@@ -75,6 +77,27 @@ static void entry_free(gpointer p)
 	g_free(e);
 }
 
+/* One entry of key's namespace more (delta 1) or fewer (-1). */
+static void account(struct memo *m, const struct memo_key *key, int delta)
+{
+	g_atomic_int_add(&m->count, delta);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&m->ns_lock);
+	guint n = GPOINTER_TO_UINT(g_hash_table_lookup(m->per_ns, &key->ns)) + (guint)delta;
+	if (n == 0)
+		g_hash_table_remove(m->per_ns, &key->ns);
+	else
+		g_hash_table_insert(m->per_ns, g_memdup2(&key->ns, sizeof(key->ns)), GUINT_TO_POINTER(n));
+}
+
+/* Whether a new entry of key's namespace would take it past its share. */
+static gboolean over_share(struct memo *m, const struct memo_key *key)
+{
+	if (!m->cfg.max_entries_per_ns || key->ns == m->cfg.unshared_ns)
+		return FALSE;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&m->ns_lock);
+	return GPOINTER_TO_UINT(g_hash_table_lookup(m->per_ns, &key->ns)) >= m->cfg.max_entries_per_ns;
+}
+
 static struct shard *shard_of(struct memo *m, const struct memo_key *k)
 {
 	return &m->shards[key_hash(k) % SHARDS];
@@ -90,6 +113,8 @@ struct memo *memo_new(const struct memo_config *cfg, const struct memo_ops *ops)
 		g_cond_init(&m->shards[i].walked);
 		m->shards[i].entries = g_hash_table_new_full(key_hash, key_equal, NULL, entry_free);
 	}
+	g_mutex_init(&m->ns_lock);
+	m->per_ns = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	m->refilled_at = ops->now(ops->data);
 	m->tokens_us = BUDGET_BURST_US;
 	return m;
@@ -104,18 +129,20 @@ void memo_free(struct memo *m)
 		g_mutex_clear(&m->shards[i].lock);
 		g_cond_clear(&m->shards[i].walked);
 	}
+	g_hash_table_unref(m->per_ns);
+	g_mutex_clear(&m->ns_lock);
 	g_free(m);
 }
 
 static void remove_locked(struct memo *m, struct shard *s, struct entry *e)
 {
+	account(m, &e->key, -1);
 	g_hash_table_remove(s->entries, &e->key);
-	g_atomic_int_add(&m->count, -1);
 }
 
-/* Drop the least recently read entry of all: shards are locked one at a
- * time, never two at once. */
-static gboolean evict_oldest(struct memo *m)
+/* Drop the least recently read entry of all, or of namespace *ns if set:
+ * shards are locked one at a time, never two at once. */
+static gboolean evict_oldest(struct memo *m, const uint64_t *ns)
 {
 	struct memo_key oldest;
 	gint64 oldest_read = G_MAXINT64;
@@ -128,7 +155,7 @@ static gboolean evict_oldest(struct memo *m)
 		g_hash_table_iter_init(&it, m->shards[i].entries);
 		while (g_hash_table_iter_next(&it, NULL, &value)) {
 			struct entry *e = value;
-			if (!e->walking && e->read_at < oldest_read) {
+			if (!e->walking && e->read_at < oldest_read && (!ns || e->key.ns == *ns)) {
 				oldest_read = e->read_at;
 				oldest = e->key;
 				where = i;
@@ -166,6 +193,7 @@ static int walk(struct memo *m, const struct memo_key *key, GBytes **ret_text,
 enum next_step {
 	STEP_SERVED, /* *ret_text is set */
 	STEP_EVICT,  /* the table is full: make room, then look again */
+	STEP_EVICT_OWN, /* the key's namespace has its share: make room in it */
 	STEP_WALK,   /* *ret_mine is a new entry this reader walks */
 };
 
@@ -182,6 +210,8 @@ static enum next_step look_up(struct memo *m, struct shard *s, const struct memo
 	while ((e = g_hash_table_lookup(s->entries, key)) && !e->text)
 		g_cond_wait(&s->walked, &s->lock);
 	gint64 now = m->ops.now(m->ops.data);
+	if (!e && full && over_share(m, key))
+		return STEP_EVICT_OWN;
 	if (!e && full && (unsigned)g_atomic_int_get(&m->count) >= m->cfg.max_entries)
 		return STEP_EVICT;
 	if (!e) {
@@ -191,7 +221,7 @@ static enum next_step look_up(struct memo *m, struct shard *s, const struct memo
 		e->walking = TRUE;
 		e->read_at = now;
 		g_hash_table_insert(s->entries, &e->key, e);
-		g_atomic_int_add(&m->count, 1);
+		account(m, key, 1);
 		count(&m->misses, 1);
 		*ret_mine = e;
 		return STEP_WALK;
@@ -244,7 +274,10 @@ int memo_get(struct memo *m, const struct memo_key *key, GBytes **ret_text)
 		case STEP_SERVED:
 			return 0;
 		case STEP_EVICT:
-			full = evict_oldest(m);
+			full = evict_oldest(m, NULL);
+			break;
+		case STEP_EVICT_OWN:
+			full = evict_oldest(m, &key->ns);
 			break;
 		case STEP_WALK:
 			/* Without the lock: the walk is the costly part. */
@@ -275,8 +308,8 @@ static void scan_shard(struct memo *m, struct shard *s, gint64 now, struct pick 
 		if (e->walking || !e->text)
 			continue;
 		if (now - e->read_at > m->cfg.forget_after_us) {
+			account(m, &e->key, -1);
 			g_hash_table_iter_remove(&it);
-			g_atomic_int_add(&m->count, -1);
 			count(&m->evictions, 1);
 			p->dropped = TRUE;
 			continue;

@@ -10,7 +10,8 @@
  *   entries that readers still read (within four max ages), most overdue first, within a CPU
  *   budget, skipping the walk while the process's cheap signals are
  *   unchanged but never beyond the idle maximum age; it drops entries of
- *   dead processes and entries nobody reads; the table has a size bound. */
+ *   dead processes and entries nobody reads; the table has a size bound,
+ *   and each pid namespace a share of it. */
 #pragma once
 
 #include <glib.h>
@@ -49,6 +50,12 @@ struct memo_config {
 	gint64 max_age_idle_us; /* ... this old when their signals do not move */
 	gint64 forget_after_us; /* entries nobody read for this long are dropped */
 	unsigned max_entries;
+	/* No pid namespace but unshared_ns holds more than this (0: no
+	 * bound): past it, a new entry of it pushes out its own least
+	 * recently read one, so that one container cannot push the others'
+	 * entries out. */
+	unsigned max_entries_per_ns;
+	uint64_t unshared_ns;
 	double budget;          /* refresher CPU time per wall time, e.g. 0.05 */
 };
 

@@ -54,8 +54,9 @@ static void wake(void *data)
 
 static struct memo *memo_make(unsigned max_entries, gboolean slow)
 {
-	const struct memo_config cfg = { 5 * G_USEC_PER_SEC, 60 * G_USEC_PER_SEC, 120 * G_USEC_PER_SEC,
-					 max_entries, 1.0 };
+	const struct memo_config cfg = { .max_age_us = 5 * G_USEC_PER_SEC, .max_age_idle_us = 60 * G_USEC_PER_SEC,
+					 .forget_after_us = 120 * G_USEC_PER_SEC, .max_entries = max_entries,
+					 .budget = 1.0 };
 	const struct memo_ops ops = { walk, probe, now, cpu, wake, slow ? &walks : NULL };
 	return memo_new(&cfg, &ops);
 }

@@ -57,7 +57,8 @@ Test(containers, a_resumed_session_that_ends_at_once_leaves_no_watch)
 	cr_assert_eq(pidwatch_new(no_exit, &w), 0);
 	const struct smaps_config scfg = {
 		.proc_fd = proc_fd,
-		.memo = { 5 * G_USEC_PER_SEC, 60 * G_USEC_PER_SEC, 60 * G_USEC_PER_SEC, 16, 0.05 },
+		.memo = { .max_age_us = 5 * G_USEC_PER_SEC, .max_age_idle_us = 60 * G_USEC_PER_SEC,
+			  .forget_after_us = 60 * G_USEC_PER_SEC, .max_entries = 16, .budget = 0.05 },
 	};
 	char dir[] = "/tmp/cgprocfs-test-XXXXXX";
 	cr_assert(mkdtemp(dir));

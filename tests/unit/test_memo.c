@@ -106,14 +106,19 @@ static struct memo *make(unsigned max_entries, double budget)
 	return memo_new(&cfg, &ops);
 }
 
-static char *get_id(struct memo *m, pid_t pid, uint64_t start, uint64_t pidfd_ino)
+static char *get_in(struct memo *m, uint64_t ns, pid_t pid, uint64_t start, uint64_t pidfd_ino)
 {
-	struct memo_key k = { 1, pid, start, pidfd_ino };
+	struct memo_key k = { ns, pid, start, pidfd_ino };
 	g_autoptr(GBytes) b = NULL;
 	int r = memo_get(m, &k, &b);
 	if (r < 0)
 		return g_strdup_printf("error %d", -r);
 	return g_strndup(g_bytes_get_data(b, NULL), g_bytes_get_size(b));
+}
+
+static char *get_id(struct memo *m, pid_t pid, uint64_t start, uint64_t pidfd_ino)
+{
+	return get_in(m, 1, pid, start, pidfd_ino);
 }
 
 static char *get(struct memo *m, pid_t pid, uint64_t start)
@@ -262,6 +267,42 @@ Test(memo, the_table_is_bounded)
 	}
 	cr_assert_leq(stats(m).entries, 3);
 	cr_assert_geq(stats(m).evictions, 2);
+	memo_free(m);
+}
+
+/* A container (namespace 2) reading every process it has cannot push the
+ * host's (1, unshared) or another container's (3) entries out: past its
+ * share it pushes out its own. */
+Test(memo, one_namespace_cannot_push_the_others_out)
+{
+	const struct memo_config cfg = {
+		.max_age_us = 5 * SEC, .max_age_idle_us = 60 * SEC, .forget_after_us = 120 * SEC,
+		.max_entries = 8, .max_entries_per_ns = 3, .unshared_ns = 1, .budget = 1.0,
+	};
+	struct memo *m = memo_new(&cfg, &ops);
+	for (pid_t pid = 1; pid <= 4; pid++) {
+		g_free(get_in(m, 1, pid, 1, 0));
+		advance(1000);
+	}
+	g_free(get_in(m, 3, 100, 1, 0));
+	advance(1000);
+	for (int round = 0; round < 3; round++) {
+		for (pid_t pid = 21; pid <= 40; pid++) {
+			g_free(get_in(m, 2, pid, 1, 0));
+			advance(1000);
+		}
+	}
+	cr_assert_leq(stats(m).entries, 8);
+	/* Still there, never walked again: the unshared namespace's four
+	 * (more than a share) and the other container's. */
+	for (pid_t pid = 1; pid <= 4; pid++) {
+		char want[64];
+		g_autofree char *t = get_in(m, 1, pid, 1, 0);
+		snprintf(want, sizeof(want), "pid %d start 1 walk 1", (int)pid);
+		cr_assert_str_eq(t, want);
+	}
+	g_autofree char *other = get_in(m, 3, 100, 1, 0);
+	cr_assert_str_eq(other, "pid 100 start 1 walk 1");
 	memo_free(m);
 }
 

@@ -87,9 +87,10 @@ struct server *server_new(void)
 	g_cond_init(&sv->changed);
 	sv->by_id = g_hash_table_new(g_int64_hash, g_int64_equal);
 	sv->max_workers = pool_bound();
-	/* Half the pool: one session busy with slow requests leaves the
-	 * other half to everyone else. */
-	sv->share = MAX(sv->max_workers / 2, 1);
+	/* A quarter of the pool (but two, so that one slow request never
+	 * holds up a container's others): one session busy with slow or many
+	 * requests leaves the rest to everyone else. */
+	sv->share = MAX(sv->max_workers / 4, 2);
 	sv->buffer_size = (size_t)REQUEST_BUFFER_PAGES * (size_t)sysconf(_SC_PAGESIZE);
 	sv->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	sv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

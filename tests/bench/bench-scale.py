@@ -22,7 +22,6 @@ its exit status says whether it ran.
 """
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -65,43 +64,14 @@ class Bench:
                 raise BenchError("%s is missing (run ninja -C %s)" % (exe, args.build_dir))
         self.work = tempfile.mkdtemp(prefix="cgprocfs-bench-scale.")
         self.mnt = os.path.join(self.work, "mnt")
-        self.bundle = os.path.join(self.work, "bundle")
         os.mkdir(self.mnt)
-        os.mkdir(self.bundle)
-        with open(os.path.join(self.bundle, "config.json"), "w") as f:
-            json.dump({"ociVersion": "1.0.2", "root": {"path": "/"}}, f)
         self.daemon = None
-        self.holders = []  # unshare processes
-        self.inits = []  # their namespaces' inits (host pids)
+        self.ns = benchlib.Namespaces(self.hook_bin, self.mnt, self.work)
         self.hook_ms = []
 
     def start_daemon(self):
         self.log_path = os.path.join(self.work, "daemon.log")
         self.daemon = benchlib.start_daemon([self.daemon_bin, self.mnt], self.mnt, self.log_path)
-
-    def attach_one(self):
-        holder = subprocess.Popen(["unshare", "--pid", "--fork", "--mount", "--propagation", "private",
-                                   "--mount-proc", "sleep", "infinity"], stdin=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
-        self.holders.append(holder)
-        deadline = time.monotonic() + 10
-        while True:
-            with open("/proc/%d/task/%d/children" % (holder.pid, holder.pid)) as f:
-                kids = f.read().split()
-            if kids:
-                break
-            if time.monotonic() > deadline:
-                raise BenchError("unshare made no process")
-            time.sleep(0.001)
-        pid = int(kids[0])
-        self.inits.append(pid)
-        state = json.dumps({"ociVersion": "1.0.2", "id": "scale-%d" % pid, "status": "creating", "pid": pid,
-                            "bundle": self.bundle})
-        t0 = time.monotonic()
-        r = subprocess.run([self.hook_bin, "--mountpoint", self.mnt], input=state, capture_output=True, text=True)
-        self.hook_ms.append((time.monotonic() - t0) * 1e3)
-        if r.returncode != 0:
-            raise BenchError("the hook failed for container %d: %s" % (len(self.inits), r.stderr.strip()))
 
     def setup_ms(self):
         """The daemon's set-up time of each attach, by container init."""
@@ -110,10 +80,10 @@ class Bench:
 
     def reads(self):
         """p50/p99 µs of the view's and the kernel's cpuinfo in the first container."""
-        r = subprocess.run(["nsenter", "--target", str(self.inits[0]), "--mount", "--pid", self.latency_bin,
-                            "--iterations", str(self.args.iterations), "--warmup", "500",
-                            "view:cpuinfo=/proc/cpuinfo", "real:cpuinfo=/proc/.real/cpuinfo"],
-                           capture_output=True, text=True, timeout=300)
+        r = subprocess.run(self.ns.command(self.ns.inits[0], [
+            self.latency_bin, "--iterations", str(self.args.iterations), "--warmup", "500",
+            "view:cpuinfo=/proc/cpuinfo", "real:cpuinfo=/proc/.real/cpuinfo"]),
+            capture_output=True, text=True, timeout=300)
         if r.returncode != 0:
             raise BenchError("the latency probe failed: " + r.stderr.strip())
         rows = {}
@@ -143,13 +113,13 @@ class Bench:
         print("%10s %8s %9s %10s %6s %10s %10s %10s %10s %10s %10s" % (
             "", "", "", "", "", "ms", "ms", "ms", "µs", "µs", "µs"))
         for n in a.counts:
-            first = len(self.inits)
-            while len(self.inits) < n:
-                self.attach_one()
+            first = len(self.ns.inits)
+            while len(self.ns.inits) < n:
+                self.hook_ms.append(self.ns.add()[1])
             time.sleep(1)  # the sessions' first requests settle
             threads, rss, fds = self.sample()
             setup = self.setup_ms()
-            added = [setup[p] for p in self.inits[first:] if p in setup]
+            added = [setup[p] for p in self.ns.inits[first:] if p in setup]
             if len(added) != n - first:
                 raise BenchError("the daemon logged %d set-ups for %d attaches" % (len(added), n - first))
             rows = self.reads()
@@ -163,13 +133,7 @@ class Bench:
 
     def cleanup(self):
         problems = []
-        for pid in self.inits:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for h in self.holders:
-            h.wait()
+        self.ns.close()
         if self.daemon is not None:
             try:
                 benchlib.stop_served(self.daemon, self.mnt)

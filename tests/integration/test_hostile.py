@@ -48,6 +48,34 @@ for _ in sys.stdin:
 '''
 READERS = 8
 
+# In a container with one CPU: argv[1] rounds of cpuinfo, stat, meminfo and
+# 1/smaps_rollup; prints the rounds whose content was right and the first
+# thing that was not ("none").
+VICTIM = r'''
+import sys
+good, wrong = 0, "none"
+for _ in range(int(sys.argv[1])):
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpus = sum(1 for l in f if l.startswith("processor"))
+        with open("/proc/stat") as f:
+            stat_cpus = sum(1 for l in f if l.startswith("cpu") and l[3].isdigit())
+        with open("/proc/meminfo") as f:
+            mem = f.readline().startswith("MemTotal:")
+        with open("/proc/1/smaps_rollup") as f:
+            smaps = "Rss:" in f.read()
+    except OSError as e:
+        wrong = "%s (%s)" % (e.strerror, e.filename)
+        break
+    if (cpus, stat_cpus, mem, smaps) != (1, 1, True, True):
+        wrong = "cpuinfo %d, stat %d, meminfo %s, smaps_rollup %s" % (cpus, stat_cpus, mem, smaps)
+        break
+    good += 1
+print(good, wrong, flush=True)
+'''
+VICTIM_ROUNDS = 300
+HOSTILE_PROCESSES = 100
+
 # Reads argv[1]'s cpuinfo and stat for argv[2] seconds, each read by a new
 # process (cat: a caller the daemon has not seen yet); prints as JSON how
 # many reads showed the one CPU of the caller's quota ("right"), how many
@@ -326,6 +354,54 @@ def make_tests(d):
             res = cgtest.run(["nsenter", "-t", str(pid), "-m", "-p", "--", "cat", "/proc/cpuinfo"])
             check(res[0] == 0 and "processor" in res[1], "an open in the view once the holder closed its files",
                   cgtest.describe(res))
+
+    @test("one container holds 10,000 directory handles, reads the smaps_rollup of its %d processes in a loop and "
+          "reads /proc/stat from 1,000 threads, all at once: another container reads the right cpuinfo, stat, "
+          "meminfo and smaps_rollup every time, and the daemon's threads stay within 2 per CPU + 8"
+          % HOSTILE_PROCESSES)
+    def _():
+        check("bundle" in state, "the first test did not run")
+        hostile_bin = os.environ.get("CGPROCFS_HOSTILE")
+        if not hostile_bin:
+            raise cgtest.Skip("CGPROCFS_HOSTILE is not set (run through meson test)")
+        bound = 2 * os.cpu_count() + 8
+        with cgtest.namespace_with_view(d.mnt, state["bundle"], "hostile") as (hostile, res), \
+                cgtest.namespace_with_view(d.mnt, state["bundle"], "victim") as (victim, vres), \
+                one_cpu_group("victim") as group:
+            check(res[0] == 0 and vres[0] == 0, "the hook", cgtest.describe(res), cgtest.describe(vres))
+            enter = lambda pid, argv: ["nsenter", "-t", str(pid), "-m", "-p", "--"] + argv  # noqa: E731
+            attackers = [subprocess.Popen(enter(hostile, ["sh", "-c", "for i in $(seq %d); do sleep 60 & done; wait"
+                                                          % HOSTILE_PROCESSES]), stdin=subprocess.DEVNULL)]
+            try:
+                for argv in (["dirs", "10000", "/proc"], ["smaps", "/proc"], ["threads", "1000", "/proc/stat"]):
+                    attackers.append(subprocess.Popen(enter(hostile, [hostile_bin] + argv), stdout=subprocess.PIPE,
+                                                      stdin=subprocess.DEVNULL, text=True))
+                    line = attackers[-1].stdout.readline()
+                    check(line.startswith("ready"), "cgprocfs-hostile %s did not start: %r" % (argv[0], line))
+                threads = []
+                victim_reader = subprocess.Popen(
+                    ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', group] +
+                    enter(victim, [cgtest.PYTHON, "-c", VICTIM, str(VICTIM_ROUNDS)]),
+                    stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+                while victim_reader.poll() is None:
+                    threads.append(int(re.search(r"^Threads:\s+(\d+)", open("/proc/%d/status" % d.process.pid).read(),
+                                                 re.M).group(1)))
+                    time.sleep(0.05)
+                out = victim_reader.stdout.read().split(None, 1)
+                still = [a.poll() is None for a in attackers]
+            finally:
+                for a in attackers:
+                    a.kill()
+                    a.wait()
+            cgtest.diag("victim: %s right rounds of %d, then %s; daemon threads up to %d (bound %d)"
+                        % (out[0] if out else "?", VICTIM_ROUNDS, out[1].strip() if len(out) > 1 else "?",
+                           max(threads, default=0), bound))
+            check(all(still), "an attacker ended before the victim's reads did", still)
+            check(out and out[0] == str(VICTIM_ROUNDS) and out[1].strip() == "none",
+                  "the victim's reads under attack", out)
+            check(threads and max(threads) <= bound, "the daemon had %d threads (bound %d)"
+                  % (max(threads, default=0), bound))
+        check(not re.search("error|critical", d.log(), re.I), "the daemon logged an error", d.log()[-2000:])
 
     @test("nothing of the test is left")
     def _():

@@ -75,7 +75,8 @@ class Bench:
         """A CPU cgroup (v2, or v1's cpu hierarchy) with a quota, or none
         if quota_cpus is 0: the command prefix that runs in it."""
         v2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
-        path = os.path.join("/sys/fs/cgroup" if v2 else "/sys/fs/cgroup/cpu", "cgprocfs-bench-%s-%d" % (name, os.getpid()))
+        path = os.path.join("/sys/fs/cgroup" if v2 else "/sys/fs/cgroup/cpu",
+                            "cgprocfs-bench-%s-%d" % (name, os.getpid()))
         os.mkdir(path)
         self.cgroups.append(path)
         if quota_cpus:
@@ -84,8 +85,8 @@ class Bench:
         return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', path]
 
     def victim_reads(self, victim):
-        r = subprocess.run(self.victim_cg + self.ns.command(victim, [self.latency_bin, "--iterations", str(self.args.iterations),
-                                                    "--warmup", "300"] + ["view:" + f for f in FILES + REAL]),
+        argv = [self.latency_bin, "--iterations", str(self.args.iterations), "--warmup", "300"]
+        r = subprocess.run(self.victim_cg + self.ns.command(victim, argv + ["view:" + f for f in FILES + REAL]),
                            capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             raise BenchError("the victim's reads failed: " + (r.stderr or r.stdout).strip())
@@ -115,19 +116,6 @@ class Bench:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
         self.attackers = []
-        self.cgroups = []
-
-    def cgroup(self, name, quota_cpus):
-        """A CPU cgroup (v2, or v1's cpu hierarchy) with a quota, or none
-        if quota_cpus is 0: the command prefix that runs in it."""
-        v2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
-        path = os.path.join("/sys/fs/cgroup" if v2 else "/sys/fs/cgroup/cpu", "cgprocfs-bench-%s-%d" % (name, os.getpid()))
-        os.mkdir(path)
-        self.cgroups.append(path)
-        if quota_cpus:
-            with open(os.path.join(path, "cpu.max" if v2 else "cpu.cfs_quota_us"), "w") as f:
-                f.write("%d 100000" % (quota_cpus * 100000) if v2 else str(quota_cpus * 100000))
-        return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', path]
 
     def run(self):
         a = self.args
@@ -213,21 +201,7 @@ def main():
     if os.geteuid() != 0:
         p.error("needs root (mounts, namespaces)")
 
-    benchlib.exit_on_signals()
-    bench, status = None, 1
-    try:
-        bench = Bench(args)
-        bench.run()
-        status = 0
-    except (BenchError, OSError, subprocess.TimeoutExpired) as e:
-        print("bench-hostile: %s" % e, file=sys.stderr)
-    except KeyboardInterrupt:
-        status = 130
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if bench is not None and not bench.cleanup() and status == 0:
-            status = 1
-    return status
+    return benchlib.run_bench("bench-hostile", lambda: Bench(args))
 
 
 if __name__ == "__main__":

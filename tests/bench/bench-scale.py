@@ -25,7 +25,6 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -166,21 +165,7 @@ def main():
     if os.geteuid() != 0:
         p.error("needs root (mounts, namespaces)")
 
-    benchlib.exit_on_signals()
-    bench, status = None, 1
-    try:
-        bench = Bench(args)
-        bench.run()
-        status = 0
-    except (BenchError, OSError, subprocess.TimeoutExpired) as e:
-        print("bench-scale: %s" % e, file=sys.stderr)
-    except KeyboardInterrupt:
-        status = 130
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if bench is not None and not bench.cleanup() and status == 0:
-            status = 1
-    return status
+    return benchlib.run_bench("bench-scale", lambda: Bench(args))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 READY_TIMEOUT = 10.0
@@ -136,3 +137,23 @@ class Namespaces:
         for h in self.holders:
             h.wait()
         self.holders, self.inits = [], []
+
+
+def run_bench(name, make):
+    """Run make().run(), then its cleanup() on every exit path: the exit
+    status (0 ran, 1 failed or left something behind, 130 interrupted)."""
+    exit_on_signals()
+    bench, status = None, 1
+    try:
+        bench = make()
+        bench.run()
+        status = 0
+    except (BenchError, OSError, subprocess.TimeoutExpired) as e:
+        print("%s: %s" % (name, e), file=sys.stderr)
+    except KeyboardInterrupt:
+        status = 130
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if bench is not None and not bench.cleanup() and status == 0:
+            status = 1
+    return status

@@ -28,7 +28,6 @@ exit status only says whether it ran.
 
 import argparse
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -158,7 +157,6 @@ class Bench:
 
     def cleanup(self):
         problems = []
-        with_daemon = self.daemon is not None
         try:
             self.stop_attack()
         except OSError:
@@ -173,18 +171,7 @@ class Bench:
                     time.sleep(0.1)
             else:
                 problems.append("cannot remove cgroup %s" % path)
-        if with_daemon:
-            try:
-                benchlib.stop_served(self.daemon, self.mnt)
-            except subprocess.TimeoutExpired:
-                problems.append("daemon did not stop on SIGTERM; killed it")
-                self.daemon.kill()
-                self.daemon.wait()
-        with open("/proc/self/mountinfo") as f:
-            if any(self.work in line for line in f):
-                problems.append("left mounts under %s" % self.work)
-            else:
-                shutil.rmtree(self.work, ignore_errors=True)
+        problems += benchlib.stop_daemon_and_work(self.daemon, self.mnt, self.work)
         for p in problems:
             print("bench-hostile: %s" % p, file=sys.stderr)
         return not problems

@@ -24,7 +24,6 @@ its exit status says whether it ran.
 import argparse
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -131,20 +130,8 @@ class Bench:
               " reads: %d open+read+close in the first container, the others idle)" % a.iterations)
 
     def cleanup(self):
-        problems = []
         self.ns.close()
-        if self.daemon is not None:
-            try:
-                benchlib.stop_served(self.daemon, self.mnt)
-            except subprocess.TimeoutExpired:
-                problems.append("daemon did not stop on SIGTERM; killed it")
-                self.daemon.kill()
-                self.daemon.wait()
-        with open("/proc/self/mountinfo") as f:
-            if any(self.work in line for line in f):
-                problems.append("left mounts under %s" % self.work)
-            else:
-                shutil.rmtree(self.work, ignore_errors=True)
+        problems = benchlib.stop_daemon_and_work(self.daemon, self.mnt, self.work)
         for p in problems:
             print("bench-scale: %s" % p, file=sys.stderr)
         return not problems

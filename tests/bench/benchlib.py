@@ -157,3 +157,22 @@ def run_bench(name, make):
         if bench is not None and not bench.cleanup() and status == 0:
             status = 1
     return status
+
+
+def stop_daemon_and_work(daemon, mnt, work):
+    """Stop the daemon serving mnt (if started), then remove work unless
+    something is still mounted under it: the problems met, as lines."""
+    problems = []
+    if daemon is not None:
+        try:
+            stop_served(daemon, mnt)
+        except subprocess.TimeoutExpired:
+            problems.append("daemon did not stop on SIGTERM; killed it")
+            daemon.kill()
+            daemon.wait()
+    with open("/proc/self/mountinfo") as f:
+        if any(work in line for line in f):
+            problems.append("left mounts under %s" % work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return problems

@@ -218,12 +218,8 @@ def role_hook_wrapper(argv):
 class Bench:
     def __init__(self, args):
         self.args = args
-        build = os.path.abspath(args.build_dir)
-        self.daemon_bin = os.path.join(build, "daemon", "cgprocfs")
-        self.hook_bin = os.path.join(build, "contrib", "oci", "cgprocfs-oci-hook")
-        for exe in (self.daemon_bin, self.hook_bin):
-            if not os.access(exe, os.X_OK):
-                raise BenchError("%s is missing (run ninja -C %s)" % (exe, args.build_dir))
+        self.daemon_bin, self.hook_bin = benchlib.built(args.build_dir, "daemon/cgprocfs",
+                                                        "contrib/oci/cgprocfs-oci-hook")
         if shutil.which("runc") is None:
             raise BenchError("needs runc")
         self.script = os.path.abspath(__file__)
@@ -477,23 +473,7 @@ def main():
     if min(args.mib, args.children, args.duration, args.interval, args.starts) <= 0:
         p.error("--mib, --children, --duration, --interval and --starts must be positive")
 
-    benchlib.exit_on_signals()
-    bench, status = None, 1
-    try:
-        bench = Bench(args)
-        bench.run()
-        status = 0
-    except (BenchError, subprocess.TimeoutExpired) as e:
-        print("bench-containers: %s" % e, file=sys.stderr)
-        if bench is not None:
-            print("daemon log:\n" + bench.daemon_log(), file=sys.stderr)
-    except KeyboardInterrupt:
-        status = 130
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if bench is not None and not bench.cleanup() and status == 0:
-            status = 1
-    return status
+    return benchlib.run_bench("bench-containers", lambda: Bench(args))
 
 
 if __name__ == "__main__":

@@ -54,14 +54,9 @@ ATTACKS = (
 class Bench:
     def __init__(self, args):
         self.args = args
-        build = os.path.abspath(args.build_dir)
-        self.daemon_bin = os.path.join(build, "daemon", "cgprocfs")
-        hook_bin = os.path.join(build, "contrib", "oci", "cgprocfs-oci-hook")
-        self.latency_bin = os.path.join(build, "tests", "bench", "cgprocfs-bench-latency")
-        self.hostile_bin = os.path.join(build, "tests", "bench", "cgprocfs-hostile")
-        for exe in (self.daemon_bin, hook_bin, self.latency_bin, self.hostile_bin):
-            if not os.access(exe, os.X_OK):
-                raise BenchError("%s is missing (run ninja -C %s)" % (exe, args.build_dir))
+        self.daemon_bin, hook_bin, self.latency_bin, self.hostile_bin = benchlib.built(
+            args.build_dir, "daemon/cgprocfs", "contrib/oci/cgprocfs-oci-hook", "tests/bench/cgprocfs-bench-latency",
+            "tests/bench/cgprocfs-hostile")
         self.work = tempfile.mkdtemp(prefix="cgprocfs-bench-hostile.")
         self.mnt = os.path.join(self.work, "mnt")
         os.mkdir(self.mnt)

@@ -53,13 +53,8 @@ def percentile(xs, q):
 class Bench:
     def __init__(self, args):
         self.args = args
-        build = os.path.abspath(args.build_dir)
-        self.daemon_bin = os.path.join(build, "daemon", "cgprocfs")
-        self.hook_bin = os.path.join(build, "contrib", "oci", "cgprocfs-oci-hook")
-        self.latency_bin = os.path.join(build, "tests", "bench", "cgprocfs-bench-latency")
-        for exe in (self.daemon_bin, self.hook_bin, self.latency_bin):
-            if not os.access(exe, os.X_OK):
-                raise BenchError("%s is missing (run ninja -C %s)" % (exe, args.build_dir))
+        self.daemon_bin, self.hook_bin, self.latency_bin = benchlib.built(
+            args.build_dir, "daemon/cgprocfs", "contrib/oci/cgprocfs-oci-hook", "tests/bench/cgprocfs-bench-latency")
         self.work = tempfile.mkdtemp(prefix="cgprocfs-bench-scale.")
         self.mnt = os.path.join(self.work, "mnt")
         os.mkdir(self.mnt)

@@ -139,9 +139,20 @@ class Namespaces:
         self.holders, self.inits = [], []
 
 
+def built(build_dir, *paths):
+    """The absolute paths of executables built in build_dir (paths relative
+    to it); BenchError if one is missing."""
+    out = [os.path.join(os.path.abspath(build_dir), p) for p in paths]
+    for exe in out:
+        if not os.access(exe, os.X_OK):
+            raise BenchError("%s is missing (run ninja -C %s)" % (exe, build_dir))
+    return out
+
+
 def run_bench(name, make):
     """Run make().run(), then its cleanup() on every exit path: the exit
-    status (0 ran, 1 failed or left something behind, 130 interrupted)."""
+    status (0 ran, 1 failed or left something behind, 130 interrupted).
+    On a failure, the bench's daemon_log(), if it has one, is printed."""
     exit_on_signals()
     bench, status = None, 1
     try:
@@ -150,6 +161,8 @@ def run_bench(name, make):
         status = 0
     except (BenchError, OSError, subprocess.TimeoutExpired) as e:
         print("%s: %s" % (name, e), file=sys.stderr)
+        if bench is not None and hasattr(bench, "daemon_log"):
+            print("daemon log:\n" + bench.daemon_log(), file=sys.stderr)
     except KeyboardInterrupt:
         status = 130
     finally:

@@ -376,13 +376,22 @@ static void send_watch(void *owner, pid_t pid, int pidfd, void *data)
 /* "handover", from a new daemon (cgprocfs --replace): send it every
  * session, the host's first, each with the protocol version its kernel
  * spoke, then the process watches, then "end". Once it answers that it
- * serves them all, stop: TRUE. Until then this daemon serves on. */
+ * serves them all, stop: TRUE. The workers pause first: a lookup answered
+ * after the watches were sent would leave the kernel an entry that no
+ * daemon drops when its process exits. If the handover fails, this
+ * daemon serves on. */
 static gboolean handle_handover(struct containers *cs, int conn)
 {
 	struct handover_send hs = { conn, g_hash_table_new(g_direct_hash, g_direct_equal), NULL };
 
 	G_GNUC_UNUSED g_autoptr(GHashTable) index = hs.index;
 	struct session *host = cs->cfg.host;
+	if (!server_pause(cs->cfg.server)) {
+		server_resume(cs->cfg.server);
+		(void)!control_send_error(conn, NULL, "a request has been answered for 10 s; try again");
+		g_warning("a handover to a new daemon was refused: a request has been answered for 10 s");
+		return FALSE;
+	}
 	if (control_send_word(conn, CONTROL_OK, &hs.error) == 0)
 		(void)!handover_send_session(conn, session_proto_minor(host), session_fuse_fd(host), -1, &hs.error);
 	g_hash_table_insert(hs.index, session_ops(host), GUINT_TO_POINTER(1));
@@ -400,6 +409,7 @@ static gboolean handle_handover(struct containers *cs, int conn)
 	/* Meanwhile no container can attach: handover_finish gives up on a
 	 * silent new daemon. */
 	if (hs.error || handover_finish(conn, &hs.error) < 0) {
+		server_resume(cs->cfg.server);
 		g_prefix_error(&hs.error, "a handover to a new daemon failed: ");
 		log_warning_consequence(hs.error, "this one serves on");
 		return FALSE;

@@ -251,23 +251,49 @@ static void end_drained(struct server *sv)
 	g_list_free(left);
 }
 
-gboolean server_drain(struct server *sv)
+gboolean server_pause(struct server *sv)
 {
 	gint64 deadline = g_get_monotonic_time() + DRAIN_WAIT_US;
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
 
 	sv->draining = TRUE;
-	/* Never read: every epoll_wait returns from now on. A worker answering
-	 * a request finishes it first. */
+	/* Not read until server_resume: every epoll_wait returns meanwhile. A
+	 * worker answering a request finishes it first. */
 	if (eventfd_write(sv->wake_fd, 1) < 0)
 		g_warning("cannot wake the workers: %s", g_strerror(errno));
 	while (sv->workers > 0)
 		if (!g_cond_wait_until(&sv->changed, &sv->lock, deadline))
 			break;
-	gboolean done = sv->workers == 0;
-	if (done)
-		end_drained(sv);
-	return done;
+	return sv->workers == 0;
+}
+
+void server_resume(struct server *sv)
+{
+	eventfd_t n;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
+
+	sv->draining = FALSE;
+	(void)eventfd_read(sv->wake_fd, &n);
+	GList *all = g_hash_table_get_values(sv->by_id);
+	for (GList *l = all; l; l = l->next) {
+		struct session *s = l->data;
+		/* Its event may have been taken and dropped by a worker that
+		 * was leaving: arm it again. */
+		s->armed = FALSE;
+		arm(sv, s);
+	}
+	g_list_free(all);
+	while (sv->workers < MIN_WORKERS)
+		spawn(sv);
+}
+
+gboolean server_drain(struct server *sv)
+{
+	if (!server_pause(sv))
+		return FALSE;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
+	end_drained(sv);
+	return TRUE;
 }
 
 void server_render_stats(struct server *sv, GString *out)

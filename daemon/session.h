@@ -22,10 +22,15 @@ struct session;
 struct server *server_new(void);
 void server_free(struct server *sv);
 
-/* Stop the workers between requests (and any session that starts from
- * now on), so that another daemon holding the same /dev/fuse fds answers
- * the rest: TRUE once no worker is left (waits at most 10 s); then every
- * session ends with -ECANCELED. */
+/* Stop the workers between requests (and refuse sessions that start),
+ * so that another daemon holding the same /dev/fuse fds answers the rest
+ * and nothing changes here meanwhile: TRUE once no worker is left (waits
+ * at most 10 s). */
+gboolean server_pause(struct server *sv);
+/* Serve again after server_pause (a handover that failed). */
+void server_resume(struct server *sv);
+/* server_pause for good: once no worker is left, every session ends with
+ * -ECANCELED. FALSE if a worker is still answering after 10 s. */
 gboolean server_drain(struct server *sv);
 
 /* cgprocfs_requests_total, by operation, over every session (Prometheus text). */

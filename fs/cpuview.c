@@ -16,7 +16,7 @@
  * no request runs. Maps it handed out live on by their references. */
 struct cpuview {
 	struct cpuview_config cfg;
-	struct tidcache maps; /* callers' maps, kept a second */
+	struct tidcache maps; /* callers' maps, kept half a second */
 	struct reports reports; /* files that could not be used */
 	struct classes *classes; /* content class -> struct cpu_map */
 	GRWLock shorts_lock;     /* guards shorts */

@@ -53,7 +53,7 @@ int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret);
 void cpuview_free(struct cpuview *cv);
 
 /* The map of the caller thread tid; never fails: on any error in the
- * caller's cgroup files it is the host's. Kept for a second per thread. */
+ * caller's cgroup files it is the host's. Kept for half a second per thread. */
 struct cpu_map *cpuview_map_for(struct cpuview *cv, pid_t tid);
 
 /* The map of tid computed now, whatever this thread kept. */

@@ -1,6 +1,6 @@
 /* What decides the text of a caller's served files of one kind (its memory
  * cgroup, its pid namespace's epoch ...): found by a function of the
- * caller's thread, kept a second (fs/tidcache.h),
+ * caller's thread, kept half a second (fs/tidcache.h),
  * and by content class (fs/classes.h) so that any caller may be told of an
  * inode of a class. One object may decide several files, each with a
  * class function of its own: it is found once and kept under each. */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* One process watched for one owner. Owned by the tables of struct
@@ -16,6 +17,9 @@ struct watch {
 	void *owner;
 	pid_t pid;
 	int pidfd; /* -1 for a process that could not be watched (pending) */
+	/* The pidfd's inode: which process, where pidfds live in pidfs (Linux
+	 * 6.9 on); elsewhere every pidfd has the same, and tells nothing. */
+	uint64_t process;
 };
 
 /* Shared by the threads that adopt and forget (view sessions, daemon/)
@@ -31,7 +35,7 @@ struct pidwatch {
 	GMutex dispatch;    /* held from taking an exit to the end of on_exit, so
 	                     * that pidwatch_forget_owner waits for a running one */
 	GHashTable *by_fd;  /* pidfd -> struct watch* (the epoll data is the pidfd) */
-	GHashTable *by_key; /* struct watch* as (owner, pid) -> the same watch */
+	GHashTable *by_key; /* struct watch* as (owner, pid, process) -> the same watch */
 	GPtrArray *pending; /* struct watch* that could not be watched: reported by
 	                     * pidwatch_run as if exited, like any exit */
 };
@@ -43,13 +47,13 @@ struct pidwatch {
 static guint key_hash(gconstpointer p)
 {
 	const struct watch *k = p;
-	return g_direct_hash(k->owner) ^ (guint)k->pid;
+	return g_direct_hash(k->owner) ^ (guint)k->pid ^ (guint)k->process;
 }
 
 static gboolean key_equal(gconstpointer a, gconstpointer b)
 {
 	const struct watch *x = a, *y = b;
-	return x->owner == y->owner && x->pid == y->pid;
+	return x->owner == y->owner && x->pid == y->pid && x->process == y->process;
 }
 
 static int add_eventfd(int epoll_fd, int data, int *ret_fd)
@@ -153,14 +157,34 @@ void pidwatch_free(struct pidwatch *w)
 	g_free(w);
 }
 
+/* Have pid's entry of owner dropped by pidwatch_run, as for an exit
+ * (this thread must not wait for dispatch: on_exit may wait for
+ * requests). Under w->lock. */
+static void report_now(struct pidwatch *w, void *owner, pid_t pid)
+{
+	struct watch *x = g_new0(struct watch, 1);
+	*x = (struct watch){ owner, pid, -1, 0 };
+	g_ptr_array_add(w->pending, x);
+	uint64_t one = 1;
+	/* An eventfd write fails only when the counter would overflow. */
+	(void)!write(w->pending_fd, &one, sizeof(one));
+}
+
 void pidwatch_adopt(struct pidwatch *w, void *owner, pid_t pid, int pidfd)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&w->lock);
-	const struct watch probe = { owner, pid, -1 };
+	struct stat st;
+	const struct watch probe = { owner, pid, -1, fstat(pidfd, &st) == 0 ? (uint64_t)st.st_ino : 0 };
 	struct watch *old = g_hash_table_lookup(w->by_key, &probe);
 
 	if (old) {
 		if (!pidns_pidfd_exited(old->pidfd)) {
+			/* The same process, watched already; unless this one has
+			 * exited, and the pid is another's now (where pidfds
+			 * cannot tell processes apart): its entry, just given to
+			 * the kernel, must go. */
+			if (pidns_pidfd_exited(pidfd))
+				report_now(w, owner, pid);
 			close(pidfd);
 			return;
 		}
@@ -171,19 +195,13 @@ void pidwatch_adopt(struct pidwatch *w, void *owner, pid_t pid, int pidfd)
 		int err = errno;
 		close(pidfd);
 		g_debug("cannot watch pid %d: %s", (int)pid, g_strerror(err));
-		/* Unwatched: have the entry dropped now rather than kept stale,
-		 * by pidwatch_run under dispatch like any exit (this thread
-		 * must not wait for dispatch: on_exit may wait for requests). */
-		struct watch *x = g_new(struct watch, 1);
-		*x = (struct watch){ owner, pid, -1 };
-		g_ptr_array_add(w->pending, x);
-		uint64_t one = 1;
-		/* An eventfd write fails only when the counter would overflow. */
-		(void)!write(w->pending_fd, &one, sizeof(one));
+		/* Unwatched: have the entry dropped now rather than kept stale. */
+		report_now(w, owner, pid);
 		return;
 	}
 	struct watch *x = g_new(struct watch, 1);
-	*x = (struct watch){ owner, pid, pidfd };
+	*x = probe;
+	x->pidfd = pidfd;
 	g_hash_table_insert(w->by_fd, GINT_TO_POINTER(pidfd), x);
 	g_hash_table_add(w->by_key, x);
 }

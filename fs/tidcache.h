@@ -1,5 +1,5 @@
 /* What a caller thread was found to be (its CPU map, its memory cgroup),
- * kept a second, so that the LOOKUP and the OPEN of one read, which two
+ * kept half a second, so that the LOOKUP and the OPEN of one read, which two
  * FUSE worker threads may take, do not both read /proc/<tid>/cgroup. The
  * table is split in shards by tid, each with its own lock: two callers
  * rarely wait on each other. */
@@ -10,7 +10,7 @@
 
 /* How long a caller's finding is reused: a process moved to another
  * cgroup sees its new view within this time. */
-#define TIDCACHE_LIFETIME_US G_USEC_PER_SEC
+#define TIDCACHE_LIFETIME_US (G_USEC_PER_SEC / 2)
 
 #define TIDCACHE_SHARDS 16
 

@@ -86,10 +86,11 @@ class Namespaces:
     --mount-proc sleep infinity`, each given the view at mnt by the real OCI
     hook (hook_bin) as a runtime's createContainer hook would, so each has
     its own pid namespace, FUSE session and procfs in the daemon. work: a
-    directory for the bundle. close() ends them all."""
+    directory for the bundle; env: the hook's environment (None: ours).
+    close() ends them all."""
 
-    def __init__(self, hook_bin, mnt, work):
-        self.hook_bin, self.mnt = hook_bin, mnt
+    def __init__(self, hook_bin, mnt, work, env=None):
+        self.hook_bin, self.mnt, self.env = hook_bin, mnt, env
         self.bundle = os.path.join(work, "bundle")
         os.makedirs(self.bundle, exist_ok=True)
         with open(os.path.join(self.bundle, "config.json"), "w") as f:
@@ -117,7 +118,8 @@ class Namespaces:
         state = json.dumps({"ociVersion": "1.0.2", "id": "bench-%d" % pid, "status": "creating", "pid": pid,
                             "bundle": self.bundle})
         t0 = time.monotonic()
-        r = subprocess.run([self.hook_bin, "--mountpoint", self.mnt], input=state, capture_output=True, text=True)
+        r = subprocess.run([self.hook_bin, "--mountpoint", self.mnt], input=state, capture_output=True, text=True,
+                           env=self.env)
         ms = (time.monotonic() - t0) * 1e3
         if r.returncode != 0:
             raise BenchError("the hook failed for container %d: %s" % (len(self.inits), r.stderr.strip()))

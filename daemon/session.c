@@ -2,12 +2,14 @@
  * serves every session: they wait in one epoll set over the sessions'
  * /dev/fuse fds (non-blocking), each armed for one reader at a time
  * (EPOLLONESHOT). A worker takes one request, arms the session again for
- * the next worker unless the session has its share of the pool busy
- * already, and answers. Ready sessions thus take turns, one request each,
- * and no session can hold more than its share of the workers. The pool
- * grows while every worker is busy, up to a bound set by the CPUs, and
- * never with the number of sessions. A drain stops the workers between
- * requests, so that a handover to another daemon loses no request. */
+ * the next worker, and answers. Ready sessions thus take turns, one
+ * request each; a worker answering a session that has another worker busy
+ * lowers its priority meanwhile. The pool grows while every worker is
+ * busy, up to a bound set by the CPUs, never with the number of sessions;
+ * past it only when no worker has answered for a while (a request can
+ * wait for another one of its session: see session_serve). A pause stops
+ * the workers between requests, so that a handover to another daemon
+ * loses no request. */
 #include "session.h"
 
 #include "caller.h"
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -31,7 +34,14 @@
 #define MIN_WORKERS 2
 #define WORKERS_PER_CPU 2
 #define MAX_WORKERS 64
+/* Every worker busy and none answering for this long: one more, up to
+ * STALL_WORKERS_MAX. */
+#define STALL_US (50 * G_TIME_SPAN_MILLISECOND)
+#define STALL_WORKERS_MAX 256
 #define DRAIN_WAIT_US (10 * G_USEC_PER_SEC)
+/* Added to the daemon's nice value while a worker answers a session that
+ * has another worker busy. */
+#define BUSY_NICE 10
 /* Requests taken, by opcode (the last slot: any other). */
 #define COUNTED_OPCODES 64
 /* The largest request buffer libfuse may ask for (its FUSE_MAX_MAX_PAGES
@@ -45,7 +55,10 @@ struct server {
 	int wake_fd;         /* eventfd, readable once draining */
 	GHashTable *by_id;   /* session id -> struct session*: those served */
 	guint64 last_id;
-	unsigned workers, idle, max_workers, share;
+	unsigned workers, idle, max_workers;
+	guint64 answered;    /* requests answered: the watchdog sees progress */
+	guint64 stall_spawns; /* workers the watchdog made */
+	int nice;            /* the daemon's, which workers go back to */
 	/* A worker ended unsound (see serve_one): a thread that never acts as
 	 * a caller makes the next one (session_serve's, or a sound worker). */
 	gboolean respawn;
@@ -87,11 +100,11 @@ struct server *server_new(void)
 	g_cond_init(&sv->changed);
 	sv->by_id = g_hash_table_new(g_int64_hash, g_int64_equal);
 	sv->max_workers = pool_bound();
-	/* A quarter of the pool (but two, so that one slow request never
-	 * holds up a container's others): one session busy with slow or many
-	 * requests leaves the rest to everyone else. */
-	sv->share = MAX(sv->max_workers / 4, 2);
 	sv->buffer_size = (size_t)REQUEST_BUFFER_PAGES * (size_t)sysconf(_SC_PAGESIZE);
+	errno = 0;
+	sv->nice = getpriority(PRIO_PROCESS, 0);
+	if (errno != 0)
+		sv->nice = 0;
 	sv->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	sv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
@@ -138,11 +151,11 @@ static void spawn(struct server *sv)
 	pthread_attr_destroy(&attr);
 }
 
-/* Let one more worker take a request of s, unless s has its share of the
- * pool busy, is armed already or ends. Under sv->lock. */
+/* Let one more worker take a request of s, unless it is armed already or
+ * ends. Under sv->lock. */
 static void arm(struct server *sv, struct session *s)
 {
-	if (s->armed || s->stopping || sv->draining || s->busy >= sv->share)
+	if (s->armed || s->stopping || sv->draining)
 		return;
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.u64 = s->id };
 	if (epoll_ctl(sv->epoll_fd, EPOLL_CTL_MOD, fuse_session_fd(s->se), &ev) == 0)
@@ -189,10 +202,19 @@ static gboolean serve_one(struct server *sv, struct session *s, struct fuse_buf 
 	if (r > 0) {
 		count_request(sv, buf);
 		arm(sv, s);
+		/* Another worker is in this session already: its callers ask
+		 * more than one at a time, and get the CPU after those of the
+		 * sessions that do not (the daemon's time is no cgroup's). */
+		gboolean yield = s->busy > 1;
 		g_mutex_unlock(&sv->lock);
+		if (yield)
+			setpriority(PRIO_PROCESS, (id_t)gettid(), sv->nice + BUSY_NICE);
 		fuse_session_process_buf(s->se, buf);
+		if (yield)
+			setpriority(PRIO_PROCESS, (id_t)gettid(), sv->nice);
 		sound = caller_restored() == 0;
 		g_mutex_lock(&sv->lock);
+		sv->answered++;
 	} else if (r != -EAGAIN && r != -EINTR) { /* 0: the mount is gone */
 		if (r < 0 && s->error == 0)
 			s->error = r;
@@ -214,7 +236,9 @@ static void *worker_main(void *data)
 	gboolean sound = TRUE;
 
 	g_mutex_lock(&sv->lock);
-	while (sound && !sv->draining) {
+	/* Past the bound (made by the watchdog), a worker leaves once another
+	 * one is idle too. */
+	while (sound && !sv->draining && !(sv->workers > sv->max_workers && sv->idle > 1)) {
 		struct epoll_event ev;
 		g_mutex_unlock(&sv->lock);
 		int n = epoll_wait(sv->epoll_fd, &ev, 1, -1);
@@ -320,6 +344,10 @@ void server_render_stats(struct server *sv, GString *out)
 	for (size_t i = 0; i < COUNTED_OPCODES; i++)
 		all += __atomic_load_n(&sv->requests[i], __ATOMIC_RELAXED);
 	metrics_sample(out, "cgprocfs_requests_total", "op=\"other\"", all - counted);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
+	metrics_u64(out, "cgprocfs_workers", "gauge", "Worker threads, for every view.", sv->workers);
+	metrics_u64(out, "cgprocfs_worker_stalls_total", "counter",
+		    "Workers made past the bound because every worker waited and none answered.", sv->stall_spawns);
 }
 
 struct session *session_new(struct server *sv, struct view *view, struct pidwatch *watch, int proc_fd,
@@ -432,14 +460,25 @@ int session_serve(struct session *s)
 	if (r < 0)
 		return r;
 	/* This thread never acts as a caller: it replaces a worker that
-	 * ended unsound while none of the others is free to. */
+	 * ended unsound while none of the others is free to. And it is the
+	 * watchdog: a request may wait for another of its session to be
+	 * answered (an OPEN that tells the kernel of new pages waits for the
+	 * READ that holds one), so when every worker is busy and none has
+	 * answered for a while, one more is made, past the bound. */
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
+	guint64 answered = sv->answered;
 	while (!s->ended) {
 		if (sv->respawn && !sv->draining) {
 			sv->respawn = FALSE;
 			spawn(sv);
 		}
-		g_cond_wait(&sv->changed, &sv->lock);
+		if (!g_cond_wait_until(&sv->changed, &sv->lock, g_get_monotonic_time() + STALL_US)) {
+			if (sv->idle == 0 && sv->answered == answered && !sv->draining && sv->workers < STALL_WORKERS_MAX) {
+				sv->stall_spawns++;
+				spawn(sv);
+			}
+			answered = sv->answered;
+		}
 	}
 	return s->error;
 }

@@ -1,9 +1,9 @@
 #!/bin/sh
 # Build everything with AddressSanitizer and UndefinedBehaviorSanitizer
-# (gcc) and run the unit tests and the mount tests against that daemon: any
-# report fails the run (ASan aborts the daemon, UBSan is built not to
-# recover, and LeakSanitizer's exit status at the daemon's exit fails the
-# tests' "stops with exit 0" checks).
+# (gcc) and run the unit tests, the mount tests and 3 minutes of the soak
+# (tests/soak) against that daemon: any report fails the run (ASan aborts
+# the daemon, UBSan is built not to recover, and LeakSanitizer's exit
+# status at the daemon's exit fails the tests' "stops with exit 0" checks).
 #
 #   contrib/scripts/asan.sh [BUILD_DIR]     (default: build-asan)
 #
@@ -25,4 +25,7 @@ status=0
 meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 --suite unit || status=1
 # shellcheck disable=SC2086 # one test name per word
 meson test -C "$dir" --no-rebuild --print-errorlogs $mount_tests || status=1
+# Every change of the soak at least once in 3 minutes.
+tests/soak/run-soak.sh "$dir" --minutes 3 --containers-every 30 --replace-every 60 --kill-every 100 \
+	--warmup 30 || status=1
 exit $status

@@ -243,7 +243,7 @@ static void *worker_main(void *data)
 		g_mutex_unlock(&sv->lock);
 		int n = epoll_wait(sv->epoll_fd, &ev, 1, -1);
 		g_mutex_lock(&sv->lock);
-		if (sv->respawn || sv->workers < MIN_WORKERS) {
+		if (!sv->draining && (sv->respawn || sv->workers < MIN_WORKERS)) {
 			sv->respawn = FALSE;
 			spawn(sv);
 		}

@@ -6,8 +6,8 @@
  * per namespace) and answers with a detached mount of a new FUSE session,
  * which the hook moves over the container's /proc. The server's workers
  * serve the session (no thread of its own), and it is dropped when the
- * container's mount goes away. A new daemon (--replace) sends "handover" and gets every
- * session, the host view's included (handle_handover). */
+ * container's mount goes away. A new daemon (--replace) sends "handover"
+ * and gets every session, the host view's included (handle_handover). */
 #include "cleanup.h"
 #include "daemon.h"
 #include "log.h"

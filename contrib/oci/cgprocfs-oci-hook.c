@@ -8,6 +8,7 @@
  * whatever goes wrong, it says so in one line and exits 0, and the container
  * keeps the real /proc. */
 #include "control.h"
+#include "ocijson.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,116 +25,6 @@
 
 #define PROC_SUPER_MAGIC 0x9fa0
 #define HOOK_ERROR g_quark_from_static_string("cgprocfs-oci-hook-error")
-
-/* ---------------------------------------------------------------- JSON -- */
-/* Just enough JSON to find a value by key in objects: the OCI state and
- * config are well formed, and what is not found is simply absent. */
-
-static const char *skip_ws(const char *p)
-{
-	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-		p++;
-	return p;
-}
-
-/* A string at p (at its opening quote): its text, *end after it. */
-static char *json_string(const char *p, const char **end)
-{
-	GString *out = g_string_new(NULL);
-	if (*p++ != '"') {
-		g_string_free(out, TRUE);
-		return NULL;
-	}
-	for (; *p && *p != '"'; p++) {
-		if (*p != '\\') {
-			g_string_append_c(out, *p);
-			continue;
-		}
-		switch (*++p) {
-		case 'n': g_string_append_c(out, '\n'); break;
-		case 't': g_string_append_c(out, '\t'); break;
-		case 'u': /* not in paths we read: keep it as it is */
-			g_string_append(out, "\\u");
-			break;
-		case '\0':
-			g_string_free(out, TRUE);
-			return NULL;
-		default: g_string_append_c(out, *p); break;
-		}
-	}
-	if (*p != '"') {
-		g_string_free(out, TRUE);
-		return NULL;
-	}
-	*end = p + 1;
-	return g_string_free(out, FALSE);
-}
-
-static const char *json_skip(const char *p);
-
-/* Walk the object at p: where a member is named key, set *ret_value to its
- * value and stop there; else return the end of the object. NULL if the
- * text is not an object. */
-static const char *json_object(const char *p, const char *key, const char **ret_value)
-{
-	p = skip_ws(p);
-	if (*p != '{')
-		return NULL;
-	p = skip_ws(p + 1);
-	while (*p == '"') {
-		const char *end;
-		g_autofree char *k = json_string(p, &end);
-		if (!k)
-			return NULL;
-		p = skip_ws(end);
-		if (*p != ':')
-			return NULL;
-		p = skip_ws(p + 1);
-		if (key && strcmp(k, key) == 0) {
-			*ret_value = p;
-			return p;
-		}
-		p = json_skip(p);
-		if (!p)
-			return NULL;
-		p = skip_ws(p);
-		if (*p == ',')
-			p = skip_ws(p + 1);
-	}
-	return *p == '}' ? p + 1 : NULL;
-}
-
-/* The end of the value at p, or NULL. */
-static const char *json_skip(const char *p)
-{
-	p = skip_ws(p);
-	if (*p == '"') {
-		const char *end;
-		g_autofree char *s = json_string(p, &end);
-		return s ? end : NULL;
-	}
-	if (*p == '{')
-		return json_object(p, NULL, NULL);
-	if (*p == '[') {
-		p = skip_ws(p + 1);
-		while (p && *p && *p != ']') {
-			p = json_skip(p);
-			if (p && *(p = skip_ws(p)) == ',')
-				p = skip_ws(p + 1);
-		}
-		return p && *p ? p + 1 : NULL;
-	}
-	while (*p && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n')
-		p++;
-	return p;
-}
-
-/* The value of key in the object at p, or NULL. */
-static const char *json_get(const char *p, const char *key)
-{
-	const char *value = NULL;
-	return p && json_object(p, key, &value) ? value : NULL;
-}
 
 /* ------------------------------------------------------------ the hook -- */
 
@@ -241,10 +132,10 @@ static int place(int view, const char *sub, const char *target)
 
 static int run(const char *state_text)
 {
-	const char *v = json_get(state_text, "pid");
+	const char *v = ocijson_get(state_text, "pid");
 	long pid = v ? strtol(v, NULL, 10) : -1;
 	const char *end;
-	g_autofree char *bundle = (v = json_get(state_text, "bundle")) ? json_string(v, &end) : NULL;
+	g_autofree char *bundle = (v = ocijson_get(state_text, "bundle")) ? ocijson_string(v, &end) : NULL;
 	if (pid < 0 || !bundle)
 		return give_up("the state on stdin has no pid or bundle");
 
@@ -252,8 +143,8 @@ static int run(const char *state_text)
 	g_autofree char *config = NULL;
 	if (!g_file_get_contents(config_path, &config, NULL, NULL))
 		return give_up("cannot read %s", config_path);
-	const char *root = json_get(config, "root");
-	g_autofree char *root_path = root && (v = json_get(root, "path")) ? json_string(v, &end) : NULL;
+	const char *root = ocijson_get(config, "root");
+	g_autofree char *root_path = root && (v = ocijson_get(root, "path")) ? ocijson_string(v, &end) : NULL;
 	if (!root_path)
 		return give_up("%s names no root.path", config_path);
 	g_autofree char *rootfs = g_path_is_absolute(root_path) ? g_strdup(root_path)

@@ -1,0 +1,173 @@
+/* cgprocfs-runtime: an OCI runtime that is runc (or crun, or any other)
+ * with the cgprocfs hook added, for Docker and containerd, which read no
+ * hooks.d.
+ *
+ *   cgprocfs-runtime [--cgprocfs-always] [--cgprocfs-runtime=PATH]
+ *                    [--cgprocfs-hook=PATH] [--cgprocfs-mountpoint=PATH]
+ *                    RUNTIME ARGUMENTS...
+ *
+ * For "create" and "run", it appends the cgprocfs-oci-hook createContainer
+ * hook to the bundle's config.json (rewritten whole, atomically; the
+ * bundle's own hooks keep their place), if the container is annotated
+ * io.cgprocfs.enable=true or --cgprocfs-always is given; then, and for
+ * every other command, it executes the real runtime with the same
+ * arguments (its own options taken out). The real runtime is
+ * --cgprocfs-runtime, else $CGPROCFS_RUNTIME, else runc. It never makes a
+ * container fail to start: if it cannot add the hook, it says why in one
+ * line and runs the runtime as if it were not there (and the hook itself
+ * starts the container with the real /proc if the daemon is away). */
+#include "ocijson.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ANNOTATION "io.cgprocfs.enable"
+#define STAGE "createContainer"
+
+struct options {
+	gboolean always;
+	const char *runtime;
+	const char *hook;
+	const char *mountpoint;
+};
+
+/* Take our own options out of argv (in place); the rest is the runtime's. */
+static int take_options(int argc, char **argv, struct options *o)
+{
+	int out = 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--cgprocfs-always") == 0)
+			o->always = TRUE;
+		else if (g_str_has_prefix(a, "--cgprocfs-runtime="))
+			o->runtime = a + strlen("--cgprocfs-runtime=");
+		else if (g_str_has_prefix(a, "--cgprocfs-hook="))
+			o->hook = a + strlen("--cgprocfs-hook=");
+		else if (g_str_has_prefix(a, "--cgprocfs-mountpoint="))
+			o->mountpoint = a + strlen("--cgprocfs-mountpoint=");
+		else
+			argv[out++] = argv[i];
+	}
+	argv[out] = NULL;
+	return out;
+}
+
+/* runc's global options that take a value (as a separate word). */
+static gboolean takes_value(const char *a)
+{
+	static const char *const with_value[] = { "--root", "--log", "--log-format", "--criu", "--rootless" };
+	for (size_t i = 0; i < G_N_ELEMENTS(with_value); i++)
+		if (strcmp(a, with_value[i]) == 0)
+			return TRUE;
+	return FALSE;
+}
+
+/* The index of the command in argv (after the global options), or -1. */
+static int command_at(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] != '-')
+			return i;
+		if (takes_value(argv[i]))
+			i++;
+	}
+	return -1;
+}
+
+/* The bundle of a create or run at argv[cmd]: --bundle/-b, or the
+ * working directory. */
+static char *bundle_of(int argc, char **argv, int cmd)
+{
+	for (int i = cmd + 1; i < argc; i++) {
+		if ((strcmp(argv[i], "--bundle") == 0 || strcmp(argv[i], "-b") == 0) && i + 1 < argc)
+			return g_strdup(argv[i + 1]);
+		if (g_str_has_prefix(argv[i], "--bundle="))
+			return g_strdup(argv[i] + strlen("--bundle="));
+		if (g_str_has_prefix(argv[i], "-b="))
+			return g_strdup(argv[i] + strlen("-b="));
+	}
+	return g_get_current_dir();
+}
+
+/* Write text over path atomically (a new file renamed over it), with the
+ * old file's mode. */
+static gboolean replace_file(const char *path, const char *text, GError **error)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "cannot stat %s: %s", path,
+				   g_strerror(errno)), FALSE;
+	g_autofree char *tmp = g_strconcat(path, ".cgprocfs-XXXXXX", NULL);
+	int fd = g_mkstemp_full(tmp, O_WRONLY | O_CLOEXEC, st.st_mode & 07777);
+	if (fd < 0)
+		return g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "cannot write beside %s: %s",
+				   path, g_strerror(errno)), FALSE;
+	size_t len = strlen(text);
+	gboolean ok = write(fd, text, len) == (ssize_t)len && fsync(fd) == 0;
+	int err = errno;
+	ok = close(fd) == 0 && ok;
+	if (ok && rename(tmp, path) == 0)
+		return TRUE;
+	err = errno ? errno : err;
+	g_unlink(tmp);
+	return g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(err), "cannot replace %s: %s", path,
+			   g_strerror(err)), FALSE;
+}
+
+/* Add the hook to the bundle's config.json if the container wants it:
+ * FALSE with *error set if it could not. */
+static gboolean add_hook(const struct options *o, const char *bundle, GError **error)
+{
+	g_autofree char *path = g_build_filename(bundle, "config.json", NULL);
+	g_autofree char *config = NULL;
+	if (!g_file_get_contents(path, &config, NULL, error))
+		return FALSE;
+	const char *annotations = ocijson_get(config, "annotations");
+	g_autofree char *enable = annotations ? ocijson_get_string(annotations, ANNOTATION) : NULL;
+	if (!o->always && g_strcmp0(enable, "true") != 0)
+		return TRUE;
+	g_autoptr(GString) entry = g_string_new("{\"path\":");
+	ocijson_quote(entry, o->hook);
+	g_string_append(entry, ",\"args\":[\"cgprocfs-oci-hook\",\"--mountpoint\",");
+	ocijson_quote(entry, o->mountpoint);
+	g_string_append(entry, "]}");
+	g_autofree char *edited = NULL;
+	int r = ocijson_add_hook(config, STAGE, entry->str, o->hook, &edited);
+	if (r < 0)
+		return g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s is not JSON this can edit", path),
+		       FALSE;
+	return r == 0 || replace_file(path, edited, error);
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = {
+		.runtime = g_getenv("CGPROCFS_RUNTIME") ? g_getenv("CGPROCFS_RUNTIME") : "runc",
+		.hook = CGPROCFS_HOOK,
+		.mountpoint = "/var/lib/cgprocfs",
+	};
+	argc = take_options(argc, argv, &o);
+	int cmd = command_at(argc, argv);
+	if (cmd > 0 && (strcmp(argv[cmd], "create") == 0 || strcmp(argv[cmd], "run") == 0)) {
+		g_autoptr(GError) error = NULL;
+		g_autofree char *bundle = bundle_of(argc, argv, cmd);
+		if (!add_hook(&o, bundle, &error))
+			g_printerr("cgprocfs-runtime: %s; the container starts without the cgprocfs view\n",
+				   error->message);
+	}
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		printf("cgprocfs-runtime version %s\n", CGPROCFS_VERSION);
+		fflush(stdout);
+	}
+	argv[0] = (char *)o.runtime;
+	execvp(o.runtime, argv);
+	g_printerr("cgprocfs-runtime: cannot run %s: %s (set --cgprocfs-runtime=PATH or $CGPROCFS_RUNTIME)\n",
+		   o.runtime, g_strerror(errno));
+	return 127;
+}

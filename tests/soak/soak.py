@@ -171,10 +171,11 @@ def role_churn(args):
     smaps_rollup of its own (the span of its mappings, which differs from
     exec to exec) and not another's: "<monotonic> churn <checked> <gone>
     <stale>" every second, "wrong ..." or "err ..." as they come. Stale:
-    the view's text is of this process before its exec (a vfork child
-    shares its parent's memory until then), which the memo may serve up to
-    its maximum age; the checker skips processes younger than SETTLED, so
-    that is only seen when an exec took longer."""
+    the view's text is of this process before or during its exec (a vfork
+    child shares its parent's memory until then; halfway, only its new
+    stack is mapped, ending where its span ends), which the memo may serve
+    up to its maximum age; the checker skips processes younger than
+    SETTLED, so that is only seen when an exec took longer."""
     base = 10000
     ticks = os.sysconf("SC_CLK_TCK")
 
@@ -199,8 +200,11 @@ def role_churn(args):
                 # kernel does (both may say it is gone as it exits).
                 if view is None and real is not None:
                     print("wrong: the view says churned pid %d is gone, the kernel has it" % pid, flush=True)
-                elif real is not None and view != real and view == rollup_range("/proc/.real/%d/smaps_rollup"
-                                                                                 % parent):
+                elif real is not None and view != real and (
+                        view == rollup_range("/proc/.real/%d/smaps_rollup" % parent)
+                        or view.split()[0].split("-")[1] == real.split()[0].split("-")[1]):
+                    # Its parent's span (a vfork child before its exec), or
+                    # its own stack top with less mapped below (mid-exec).
                     stale += 1
                 elif real is not None and view != real:
                     print("wrong smaps_rollup of churned pid %d (started at tick %d, %d ticks old): %r in the "

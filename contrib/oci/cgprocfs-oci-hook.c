@@ -134,8 +134,7 @@ static int run(const char *state_text)
 {
 	const char *v = ocijson_get(state_text, "pid");
 	long pid = v ? strtol(v, NULL, 10) : -1;
-	const char *end;
-	g_autofree char *bundle = (v = ocijson_get(state_text, "bundle")) ? ocijson_string(v, &end) : NULL;
+	g_autofree char *bundle = ocijson_get_string(state_text, "bundle");
 	if (pid < 0 || !bundle)
 		return give_up("the state on stdin has no pid or bundle");
 
@@ -144,7 +143,7 @@ static int run(const char *state_text)
 	if (!g_file_get_contents(config_path, &config, NULL, NULL))
 		return give_up("cannot read %s", config_path);
 	const char *root = ocijson_get(config, "root");
-	g_autofree char *root_path = root && (v = ocijson_get(root, "path")) ? ocijson_string(v, &end) : NULL;
+	g_autofree char *root_path = root ? ocijson_get_string(root, "path") : NULL;
 	if (!root_path)
 		return give_up("%s names no root.path", config_path);
 	g_autofree char *rootfs = g_path_is_absolute(root_path) ? g_strdup(root_path)

@@ -10,7 +10,9 @@ static const char *skip_ws(const char *p)
 	return p;
 }
 
-char *ocijson_string(const char *p, const char **end)
+/* The string at p (at its opening quote): its text, *end after it; NULL if
+ * p is no string. */
+static char *string_at(const char *p, const char **end)
 {
 	GString *out = g_string_new(NULL);
 	if (*p++ != '"') {
@@ -53,7 +55,7 @@ static const char *walk_object(const char *p, const char *key, const char **ret_
 	p = skip_ws(p + 1);
 	while (*p == '"') {
 		const char *end;
-		g_autofree char *k = ocijson_string(p, &end);
+		g_autofree char *k = string_at(p, &end);
 		if (!k)
 			return NULL;
 		p = skip_ws(end);
@@ -82,7 +84,7 @@ const char *ocijson_skip(const char *p)
 	p = skip_ws(p);
 	if (*p == '"') {
 		const char *end;
-		g_autofree char *s = ocijson_string(p, &end);
+		g_autofree char *s = string_at(p, &end);
 		return s ? end : NULL;
 	}
 	if (*p == '{')
@@ -117,7 +119,7 @@ char *ocijson_get_string(const char *p, const char *key)
 {
 	const char *end;
 	const char *v = ocijson_get(p, key);
-	return v ? ocijson_string(v, &end) : NULL;
+	return v ? string_at(v, &end) : NULL;
 }
 
 void ocijson_quote(GString *out, const char *s)

@@ -10,9 +10,6 @@
 
 /* The value of key in the object at p (leading blanks allowed), or NULL. */
 const char *ocijson_get(const char *p, const char *key);
-/* The string at p (at its opening quote): its text, *end after it; NULL if
- * p is no string. */
-char *ocijson_string(const char *p, const char **end);
 /* The end of the value at p, or NULL. */
 const char *ocijson_skip(const char *p);
 /* The string value of key in the object at p, or NULL. */

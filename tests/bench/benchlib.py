@@ -9,6 +9,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import cgtest  # noqa: E402
+
 READY_TIMEOUT = 10.0
 
 
@@ -82,47 +85,30 @@ def exit_on_signals():
 
 
 class Namespaces:
-    """The cheapest real containers: `unshare --pid --fork --mount
-    --mount-proc sleep infinity`, each given the view at mnt by the real OCI
-    hook (hook_bin) as a runtime's createContainer hook would, so each has
-    its own pid namespace, FUSE session and procfs in the daemon. work: a
-    directory for the bundle; env: the hook's environment (None: ours).
-    close() ends them all."""
+    """The cheapest real containers (cgtest.start_namespace), each given the
+    view at mnt by the real OCI hook (hook_bin), so each has its own pid
+    namespace, FUSE session and procfs in the daemon. work: a directory for
+    the bundle. close() ends them all."""
 
-    def __init__(self, hook_bin, mnt, work, env=None):
-        self.hook_bin, self.mnt, self.env = hook_bin, mnt, env
+    def __init__(self, hook_bin, mnt, work):
+        self.hook_bin, self.mnt = hook_bin, mnt
         self.bundle = os.path.join(work, "bundle")
         os.makedirs(self.bundle, exist_ok=True)
         with open(os.path.join(self.bundle, "config.json"), "w") as f:
-            json.dump({"ociVersion": "1.0.2", "root": {"path": "/"}}, f)
+            json.dump(cgtest.HOOK_BUNDLE_CONFIG, f)
         self.holders = []  # the unshare processes
         self.inits = []  # their namespaces' inits (host pids)
 
     def add(self):
         """One more: (its init's host pid, the hook's run in ms)."""
-        holder = subprocess.Popen(["unshare", "--pid", "--fork", "--mount", "--propagation", "private",
-                                   "--mount-proc", "sleep", "infinity"], stdin=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        holder, pid = cgtest.start_namespace()
         self.holders.append(holder)
-        deadline = time.monotonic() + 10
-        while True:
-            with open("/proc/%d/task/%d/children" % (holder.pid, holder.pid)) as f:
-                kids = f.read().split()
-            if kids:
-                break
-            if time.monotonic() > deadline:
-                raise BenchError("unshare made no process")
-            time.sleep(0.001)
-        pid = int(kids[0])
         self.inits.append(pid)
-        state = json.dumps({"ociVersion": "1.0.2", "id": "bench-%d" % pid, "status": "creating", "pid": pid,
-                            "bundle": self.bundle})
         t0 = time.monotonic()
-        r = subprocess.run([self.hook_bin, "--mountpoint", self.mnt], input=state, capture_output=True, text=True,
-                           env=self.env)
+        rc, _, err = cgtest.give_view(self.mnt, self.bundle, pid, "bench-%d" % pid, hook=self.hook_bin)
         ms = (time.monotonic() - t0) * 1e3
-        if r.returncode != 0:
-            raise BenchError("the hook failed for container %d: %s" % (len(self.inits), r.stderr.strip()))
+        if rc != 0:
+            raise BenchError("the hook failed for container %d: %s" % (len(self.inits), err.strip()))
         return pid, ms
 
     @staticmethod
@@ -131,13 +117,8 @@ class Namespaces:
         return ["nsenter", "--target", str(init), "--mount", "--pid"] + list(argv)
 
     def close(self):
-        for pid in self.inits:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for h in self.holders:
-            h.wait()
+        for holder in self.holders:
+            cgtest.end_namespace(holder)
         self.holders, self.inits = [], []
 
 
@@ -161,7 +142,7 @@ def run_bench(name, make):
         bench = make()
         bench.run()
         status = 0
-    except (BenchError, OSError, subprocess.TimeoutExpired) as e:
+    except (BenchError, cgtest.Failure, OSError, subprocess.TimeoutExpired) as e:
         print("%s: %s" % (name, e), file=sys.stderr)
         if bench is not None and hasattr(bench, "daemon_log"):
             print("daemon log:\n" + bench.daemon_log(), file=sys.stderr)

@@ -242,7 +242,17 @@ class Daemon:
         mountpoint (with --replace if replace), which takes the views over
         from the keeper, and stand for it from then on (as take_over)."""
         self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
+        try:
+            self.process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            # A thread stuck in the kernel (say, on a lock a request holds
+            # that only a daemon can answer) keeps the process from dying.
+            stuck = []
+            for tid in os.listdir("/proc/%d/task" % self.process.pid):
+                with contextlib.suppress(OSError), open("/proc/%d/task/%s/wchan" % (self.process.pid, tid)) as f:
+                    stuck.append(f.read())
+            raise Failure("the killed daemon is not gone %.0f s later; its threads wait in: %s"
+                          % (STOP_TIMEOUT, ", ".join(sorted(set(stuck)))))
         new = Daemon(mountpoint=self.mnt, args=self.args + (["--replace"] if replace else []),
                      ready_timeout=self.ready_timeout)
         new.start()
@@ -412,7 +422,9 @@ def remove_cgroups(paths, root):
 
 # ------------------------------------------------------------ in the view --
 
-def _setup_script(variant):
+def view_setup_script(variant):
+    """Shell lines that bind the view at $CG_MNT over /proc and
+    /sys/devices/system/cpu (see in_view); exit 97 if they cannot."""
     if variant == "rbind":
         return ('mount --rbind "$CG_MNT/proc" /proc || exit 97\n'
                 'mount --bind "$CG_MNT/sys/devices/system/cpu" /sys/devices/system/cpu || exit 97\n')
@@ -430,7 +442,7 @@ def in_view(mnt, argv, variant="rbind", user=None, timeout=CMD_TIMEOUT, env=None
     procfs on /proc/.real. user "nobody" drops to nobody:nogroup (no
     supplementary groups) after the mounts. Returns (rc, stdout, stderr);
     rc 97 means the binds failed, None a timeout."""
-    script = _setup_script(variant)
+    script = view_setup_script(variant)
     if user is not None:
         script += 'exec setpriv --reuid="$CG_USER" --regid="$CG_GROUP" --clear-groups -- "$@"\n'
     else:
@@ -595,22 +607,39 @@ def _children(pid):
         return []
 
 
+def start_namespace():
+    """The cheapest container: a process in new pid and mount namespaces
+    (with their own /proc), sleeping. (The unshare process, the namespace's
+    init's host pid); end_namespace ends it."""
+    ns = subprocess.Popen(["unshare", "--pid", "--fork", "--mount", "--propagation", "private", "--mount-proc",
+                           "sleep", "infinity"], stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not wait_until(lambda: _children(ns.pid), timeout=10):
+        end_namespace(ns)
+        raise Failure("unshare made no process")
+    return ns, _children(ns.pid)[0]
+
+
+def end_namespace(ns):
+    for p in _children(ns.pid):  # the namespace's init: unshare does not end it
+        os.kill(p, signal.SIGKILL)
+    ns.wait()
+
+
+def give_view(mnt, bundle, pid, name, hook=None):
+    """Run the OCI hook (default $CGPROCFS_OCI_HOOK) for the namespace of
+    pid, as a runtime's createContainer hook would, to give it the view at
+    mnt; bundle is a directory with HOOK_BUNDLE_CONFIG as config.json. The
+    hook's (rc, out, err)."""
+    state = json.dumps({"ociVersion": "1.0.2", "id": name, "status": "creating", "pid": pid, "bundle": bundle})
+    return run([hook or os.environ["CGPROCFS_OCI_HOOK"], "--mountpoint", mnt], input=state, env=HOOK_ENV)
+
+
 @contextlib.contextmanager
 def namespace_with_view(mnt, bundle, name="cgprocfs-test"):
-    """The cheapest container: a process in new pid and mount namespaces
-    (with their own /proc), given the view at mnt by the OCI hook
-    ($CGPROCFS_OCI_HOOK) as a runtime's createContainer hook would; bundle
-    is a directory with HOOK_BUNDLE_CONFIG as config.json. Yields (the
-    process's host pid, the hook's (rc, out, err)); the namespace ends with
-    the block."""
-    ns = subprocess.Popen(["unshare", "--pid", "--fork", "--mount", "--propagation", "private", "--mount-proc",
-                           "sleep", "60"], stdin=subprocess.DEVNULL)
+    """start_namespace, then give_view. Yields (the init's host pid, the
+    hook's (rc, out, err)); the namespace ends with the block."""
+    ns, pid = start_namespace()
     try:
-        check(wait_until(lambda: _children(ns.pid), timeout=5), "unshare made no process")
-        pid = _children(ns.pid)[0]
-        state = json.dumps({"ociVersion": "1.0.2", "id": name, "status": "creating", "pid": pid, "bundle": bundle})
-        yield pid, run([os.environ["CGPROCFS_OCI_HOOK"], "--mountpoint", mnt], input=state, env=HOOK_ENV)
+        yield pid, give_view(mnt, bundle, pid, name)
     finally:
-        for p in _children(ns.pid):  # the namespace's init: unshare does not end it
-            os.kill(p, signal.SIGKILL)
-        ns.wait()
+        end_namespace(ns)

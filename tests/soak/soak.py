@@ -45,6 +45,7 @@ import collections
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -58,6 +59,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "bench"))
 import benchlib  # noqa: E402
 import cgtest  # noqa: E402
 import test_containers as tc  # noqa: E402
+from test_cpuview import parse_cpu_list  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 HOLDER_MIB = (16, 32, 48, 64)
@@ -92,22 +94,12 @@ def role_reader(args):
         try:
             cpus = len(re.findall(r"^processor\s", read("/proc/cpuinfo"), re.M))
             stat = len(re.findall(r"^cpu\d+ ", read("/proc/stat"), re.M))
-            online = len(cgtest_cpus(read("/sys/devices/system/cpu/online")))
+            online = len(parse_cpu_list(read("/sys/devices/system/cpu/online")))
             mem = kib_field(read("/proc/meminfo"), "MemTotal")
             print("%.6f %.6f %d %d %d %d" % (t, time.monotonic(), cpus, stat, online, mem), flush=True)
         except OSError as e:
             print("err %s: %s" % (e.filename, e.strerror), flush=True)
         time.sleep(0.02)
-
-
-def cgtest_cpus(text):
-    """The CPUs of a list such as 0-3,5."""
-    out = set()
-    for part in text.strip().split(","):
-        if part:
-            lo, _, hi = part.partition("-")
-            out.update(range(int(lo), int(hi or lo) + 1))
-    return out
 
 
 def rss_of(path):
@@ -249,7 +241,7 @@ class Groups:
 
     def __init__(self, tag):
         self.v2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
-        self.online = cgtest_cpus(read("/sys/devices/system/cpu/online"))
+        self.online = parse_cpu_list(read("/sys/devices/system/cpu/online"))
         if not {0, 1} <= self.online:
             raise benchlib.BenchError("needs CPUs 0 and 1 online (the limits it sets name them)")
         self.host_kib = kib_field(read("/proc/meminfo"), "MemTotal")
@@ -289,15 +281,10 @@ class Groups:
     def expected(self, phase, g):
         """(CPUs, MemTotal kB) a reader of group g sees in phase."""
         quota, cpus, mib = self.PHASES[phase][g]
-        n = len(cgtest_cpus(cpus) & self.online)
+        n = len(parse_cpu_list(cpus) & self.online)
         if quota:
             n = min(n, quota)
         return max(1, n), min(self.host_kib, mib << 10)
-
-    def join(self, g):
-        """A shell prefix that puts itself in group g, then runs "$@"."""
-        script = "".join("echo $$ > %s/cgroup.procs || exit 96\n" % d for d in self.dirs[g])
-        return ["sh", "-c", script + 'exec "$@"', "soak-join"]
 
     def move(self, pid, g):
         for d in self.dirs[g]:
@@ -339,9 +326,9 @@ class Soak:
 
     # --- readers -------------------------------------------------------
 
-    def spawn(self, argv, name, on_line, **kw):
+    def spawn(self, argv, name, on_line):
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                             start_new_session=True, **kw)
+                             start_new_session=True, env=dict(os.environ, CG_MNT=self.daemon.mnt))
         self.procs.append(p)
         threading.Thread(target=self.pump, args=(p, name, on_line), daemon=True).start()
         return p
@@ -389,12 +376,6 @@ class Soak:
         # Each file as it was at some time within the grace: the four reads
         # of a round are not one snapshot.
         if not all(any(v == (want[0] if i < 3 else want[1]) for want in allowed) for i, v in enumerate(got)):
-            if os.environ.get("SOAK_DEBUG") and self.counts["wrong"] < 3:
-                pid = self.readers[name]["proc"].pid
-                print("DEBUG", name, pid, read("/proc/%d/cgroup" % pid).replace("\n", " "), [
-                    read(os.path.join(d, f)).strip() for d in self.groups.dirs[self.group_at(name, t)[0]]
-                    for f in ("cpu.cfs_quota_us", "cpuset.cpus") if os.path.exists(os.path.join(d, f))],
-                    read("/proc/%d/cmdline" % pid), flush=True)
             self.counts["wrong"] += 1
             self.fail("%s read (cpuinfo, stat, online, MemTotal) = %s at %.2f s, expected (CPUs, MemTotal) among %s; "
                       "last change at %.2f s" % (name, tuple(got), t_rel, sorted(set(allowed)),
@@ -415,20 +396,16 @@ class Soak:
         self.counts["churned processes walked before their exec"] += int(stale)
 
     def start_readers(self):
-        mnt = self.daemon.mnt
         me = [PYTHON, os.path.abspath(__file__)]
-        view_setup = ('mount --rbind "%s/proc" /proc && mount --bind "%s/sys/devices/system/cpu" '
-                      '/sys/devices/system/cpu && exec "$@"' % (mnt, mnt))
-        files_setup = "".join('mount --bind "%s%s" %s && ' % (mnt, p, p) for p in (
-            "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/sys/devices/system/cpu/online")) + 'exec "$@"'
+        files_setup = "".join('mount --bind "$CG_MNT%s" %s || exit 97\n' % (p, p) for p in (
+            "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/sys/devices/system/cpu/online"))
         for i in range(10):
             kind = "view" if i < 6 else "files"
             name = "cpu-%s-%d" % (kind, i)
             g = i % 2 if kind == "view" else 2
             self.readers[name] = {"group0": g}
-            argv = self.groups.join(g) + ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                                          view_setup if kind == "view" else files_setup, "soak-reader"] + me + [
-                "--role", "reader"]
+            argv = cgtest.in_cgroups(self.groups.dirs[g], me + ["--role", "reader"],
+                                     cgtest.view_setup_script("rbind") if kind == "view" else files_setup)
             self.readers[name]["proc"] = self.spawn(argv, name, lambda line, n=name: self.check_cpu_line(n, line))
         holders = []
         for mib in HOLDER_MIB:
@@ -440,13 +417,12 @@ class Soak:
             holders.append(h.pid)
         for i in range(2):
             name = "smaps-%d" % i
-            argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", view_setup, "soak-reader"] + me + [
-                "--role", "smaps", "--pids", ",".join(map(str, holders))]
+            argv = cgtest.in_cgroups([], me + ["--role", "smaps", "--pids", ",".join(map(str, holders))],
+                                     cgtest.view_setup_script("rbind"))
             self.spawn(argv, name, lambda line, n=name: self.check_smaps_line(n, line))
 
     def start_churn(self):
-        self.namespaces = benchlib.Namespaces(os.environ["CGPROCFS_OCI_HOOK"], self.daemon.mnt, self.work,
-                                              env=cgtest.HOOK_ENV)
+        self.namespaces = benchlib.Namespaces(os.environ["CGPROCFS_OCI_HOOK"], self.daemon.mnt, self.work)
         init, _ = self.namespaces.add()
         self.spawn(self.namespaces.command(init, [PYTHON, os.path.abspath(__file__), "--role", "churn"]),
                    "churn", self.check_churn_line)
@@ -634,8 +610,10 @@ class Soak:
             for m in SANITIZER.finditer(log):
                 problems.append("sanitizer report: " + log[m.start():m.start() + 300])
                 break
-        with contextlib.suppress(OSError):
-            os.rmdir(self.work)
+        if cgtest.mounts_under(self.work):
+            problems.append("mounts left under %s" % self.work)
+        else:
+            shutil.rmtree(self.work, ignore_errors=True)
         return problems
 
 

@@ -183,7 +183,8 @@ static int walk(struct memo *m, const struct memo_key *key, GBytes **ret_text,
 	int r = probed ? 0 : m->ops.probe(m->ops.data, key, ret_signals);
 	if (r == 0)
 		r = m->ops.walk(m->ops.data, key, ret_text);
-	count(&m->walk_cpu_us, (guint64)MAX(m->ops.thread_cpu(m->ops.data) - cpu, 0));
+	gint64 spent = m->ops.thread_cpu(m->ops.data) - cpu;
+	count(&m->walk_cpu_us, (guint64)MAX(spent, 0));
 	if (r == 0)
 		count(&m->walks, 1);
 	return r;

@@ -181,7 +181,9 @@ static int lookup_pid_dir(struct view *v, const struct caller *c, pid_t pid, str
 	 * after the check, the pidfd reports it and the entry is dropped.
 	 * Where processes are hidden from some callers, the kernel's entry
 	 * would be shared by all: none is cached, each walk asks. */
-	_cleanup_close_ int pidfd = v->cfg.hidepid ? -1 : MAX(pidns_pidfd_open(v->cfg.pid_ns_fd, pid, 0), -1);
+	_cleanup_close_ int pidfd = v->cfg.hidepid ? -1 : pidns_pidfd_open(v->cfg.pid_ns_fd, pid, 0);
+	if (pidfd < 0)
+		pidfd = -1; /* unwatched: not cached */
 	struct pid_stat st;
 	int r = procfile_pid_stat(v->cfg.proc_fd, pid, &st);
 	if (r < 0)

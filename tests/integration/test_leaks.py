@@ -63,6 +63,39 @@ def served_paths():
     return paths
 
 
+# Forks LOOKED_UP children in turn; each waits while the view's directory of
+# it is looked up, then exits and is reaped. Prints how many were seen.
+LOOKED_UP = 2000
+LOOKER = r'''
+import os
+seen = 0
+for i in range(%d):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(w)
+        os.read(r, 1)
+        os._exit(0)
+    os.close(r)
+    seen += os.path.isdir("/proc/%%d" %% pid) and os.path.exists("/proc/%%d/status" %% pid)
+    os.close(w)
+    os.waitpid(pid, 0)
+print(seen)
+''' % LOOKED_UP
+
+
+def pidfds(pid):
+    """The pidfds process pid holds (its fd numbers)."""
+    out = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            if "pidfd" in os.readlink("/proc/%d/fd/%s" % (pid, fd)):
+                out.append(fd)
+        except OSError:
+            pass  # closed meanwhile
+    return out
+
+
 def make_groups():
     """The caller's cgroups: half a CPU, 256 MiB, a blkio cgroup."""
     dirs = []
@@ -148,6 +181,15 @@ def make_tests(d):
         stats = cgtest.read_stats(d.mnt)
         check(stats["hits_total"] + stats["misses_total"] >= CYCLES // len(served_paths()),
               "smaps_rollup was not served by the memo", stats)
+
+    @test("the directories of %d short-lived processes, each looked up while it lived, hold no pidfd "
+          "once the processes are gone" % LOOKED_UP)
+    def _():
+        res = cgtest.python_in_view(d.mnt, LOOKER, timeout=300)
+        check(cgtest.check_ran(res, "the looker").strip() == str(LOOKED_UP), "not every process was looked up",
+              cgtest.describe(res))
+        check(cgtest.wait_until(lambda: not pidfds(d.process.pid)),
+              "the daemon still holds %d pidfds" % len(pidfds(d.process.pid)))
 
     @test("no cgroup of the test is left")
     def _():

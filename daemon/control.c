@@ -67,11 +67,10 @@ void control_close_fds(struct control_msg *msg)
 
 /* ------------------------------------------------------ the lower layer -- */
 
-ssize_t fdmsg_send_bytes(int sock, const void *data, size_t len, const int *fds, size_t n_fds)
+ssize_t fdmsg_sendv(int sock, const struct iovec *iov, size_t n_iov, const int *fds, size_t n_fds)
 {
 	char control[CMSG_SPACE(sizeof(int) * FDMSG_CMSG_FDS)] = { 0 };
-	struct iovec iov = { (void *)data, len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n_iov };
 
 	if (n_fds > FDMSG_CMSG_FDS)
 		return -EINVAL;
@@ -86,6 +85,12 @@ ssize_t fdmsg_send_bytes(int sock, const void *data, size_t len, const int *fds,
 	}
 	ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
 	return n < 0 ? -errno : n;
+}
+
+ssize_t fdmsg_send_bytes(int sock, const void *data, size_t len, const int *fds, size_t n_fds)
+{
+	const struct iovec iov = { (void *)data, len };
+	return fdmsg_sendv(sock, &iov, 1, fds, n_fds);
 }
 
 ssize_t fdmsg_send(int sock, const char *text, const int *fds, size_t n_fds)

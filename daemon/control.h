@@ -22,6 +22,7 @@
 
 #include <glib.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #define CONTROL_MAX_ARGS 2
 #define CONTROL_MAX_FDS 2
@@ -92,11 +93,12 @@ int control_ask_handover(const char *path, GError **error);
  * .cgprocfs/control says; NULL with *error if it says nothing. */
 char *control_socket_of(const char *mountpoint, GError **error);
 
-/* The lower layer: a message of len bytes (or a text) with up to 8 fds.
+/* The lower layer: a message of len bytes (a text, or n_iov pieces) with up to 8 fds.
  * The senders are async-signal-safe (for a forked child); all return the
  * length or -errno. receive NUL-terminates buf and sets *n_fds to how many
  * fds it stored; -EMSGSIZE for a message longer than buf, -ETOOMANYREFS
  * for more fds than *n_fds (all closed). */
+ssize_t fdmsg_sendv(int sock, const struct iovec *iov, size_t n_iov, const int *fds, size_t n_fds);
 ssize_t fdmsg_send_bytes(int sock, const void *data, size_t len, const int *fds, size_t n_fds);
 ssize_t fdmsg_send(int sock, const char *text, const int *fds, size_t n_fds);
 ssize_t fdmsg_receive(int sock, char *buf, size_t size, int *fds, size_t *n_fds);

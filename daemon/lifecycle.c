@@ -47,6 +47,7 @@ struct daemon {
 	struct pidwatch *watch;
 	struct refresher *refresher;
 	struct keeper *keeper;
+	struct notifier *notifier; /* NULL: notifications are written directly */
 	struct server *server;
 	struct session *host;
 	struct containers *containers;
@@ -498,6 +499,7 @@ static void free_daemon(struct daemon *d, gboolean containers_live)
 	nsinits_free(d->nsinits);
 	cgroups_clear(&d->cgroups);
 	server_free(d->server);
+	notifier_free(d->notifier);
 	g_mutex_clear(&d->loop_lock);
 	g_cond_clear(&d->loop_cond);
 	g_free(d->real_path);
@@ -533,7 +535,14 @@ int lifecycle_serve(const struct daemon_config *cfg)
 	gboolean containers_live = FALSE;
 	int status = 1;
 	struct daemon *d = g_new0(struct daemon, 1);
+	struct notifier *notifier = NULL;
 
+	/* First: it forks, and must hold nothing of the daemon's (as the keeper). */
+	int r = notifier_start(&notifier);
+	if (r < 0)
+		g_warning("cannot start the notifier process (%s): if this daemon is killed while a notification "
+			  "waits in the kernel, it exits only once a new daemon has answered what that one waits for",
+			  g_strerror(-r));
 	*d = (struct daemon){
 		.cfg = cfg,
 		.proc_fd = -1,
@@ -541,7 +550,8 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		.ho = { .conn = -1 },
 		.real_path = g_build_filename(cfg->mountpoint, "proc", ".real", NULL),
 		.real_opts = real_proc_options(),
-		.server = server_new(),
+		.notifier = notifier,
+		.server = server_new(notifier),
 		.refresher = refresher_new(),
 	};
 	g_mutex_init(&d->loop_lock);

@@ -49,6 +49,7 @@
 #define REQUEST_BUFFER_PAGES (256 + 1)
 
 struct server {
+	struct notifier *notifier;
 	GMutex lock;         /* guards everything below but requests */
 	GCond changed;       /* workers, respawn or a session's end changed */
 	int epoll_fd;
@@ -86,16 +87,20 @@ struct session {
 	void *ended_data;
 };
 
+/* libfuse's userdata is the session (io_writev). */
+G_STATIC_ASSERT(G_STRUCT_OFFSET(struct session, ops) == 0);
+
 static unsigned pool_bound(void)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	return CLAMP((unsigned)MAX(cpus, 1) * WORKERS_PER_CPU, MIN_WORKERS * 2, MAX_WORKERS);
 }
 
-struct server *server_new(void)
+struct server *server_new(struct notifier *notifier)
 {
 	struct server *sv = g_new0(struct server, 1);
 
+	sv->notifier = notifier;
 	g_mutex_init(&sv->lock);
 	g_cond_init(&sv->changed);
 	sv->by_id = g_hash_table_new(g_int64_hash, g_int64_equal);
@@ -371,9 +376,38 @@ struct session *session_new(struct server *sv, struct view *view, struct pidwatc
 	return s;
 }
 
+static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
+{
+	return read(fd, buf, len);
+}
+
+/* Answers go straight to the kernel, notifications (unique 0) through
+ * the notifier. userdata: the session's ops_state, its first member. */
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	const struct session *s = userdata;
+	const struct fuse_out_header *h = iov[0].iov_base;
+	if (count > 0 && iov[0].iov_len >= sizeof(*h) && h->unique == 0)
+		return notifier_writev(s->server->notifier, fd, iov, count);
+	return writev(fd, iov, count);
+}
+
+/* Once libfuse has the session's fd: write through io_writev. */
+static int use_own_io(struct session *s)
+{
+	static const struct fuse_custom_io io = { .read = io_read, .writev = io_writev };
+	return fuse_session_custom_io(s->se, &io, fuse_session_fd(s->se));
+}
+
 int session_mount(struct session *s, const char *mountpoint)
 {
-	return fuse_session_mount(s->se, mountpoint) == 0 ? 0 : -1;
+	if (fuse_session_mount(s->se, mountpoint) != 0)
+		return -1;
+	if (use_own_io(s) < 0) {
+		fuse_session_unmount(s->se);
+		return -1;
+	}
+	return 0;
 }
 
 /* The unique id of the INIT made up by session_take_up. Its answer goes to
@@ -399,7 +433,7 @@ int session_take_up(struct session *s, int fuse_fd, unsigned proto_minor, gboole
 
 	/* libfuse takes a /dev/fd/N "mountpoint" as the fd of a mount made elsewhere. */
 	snprintf(dev, sizeof(dev), "/dev/fd/%d", fuse_fd);
-	if (fuse_session_mount(s->se, dev) != 0)
+	if (fuse_session_mount(s->se, dev) != 0 || use_own_io(s) < 0)
 		return -EINVAL;
 	if (proto_minor > 0)
 		fuse_session_process_buf(s->se, &buf);

@@ -11,6 +11,7 @@
  * it counts their requests, and drains them all at a handover. */
 #pragma once
 
+#include "notifier.h"
 #include "ops.h"
 
 #include <glib.h>
@@ -18,8 +19,10 @@
 struct server;
 struct session;
 
-/* Made once, before any session. Freed after every session has ended. */
-struct server *server_new(void);
+/* Made once, before any session; notifications are written through
+ * notifier (NULL: directly, see notifier.h). Freed after every session
+ * has ended. */
+struct server *server_new(struct notifier *notifier);
 void server_free(struct server *sv);
 
 /* Stop the workers between requests (and refuse sessions that start),

@@ -237,11 +237,14 @@ class Daemon:
         with open(self._log.name, errors="replace") as f:
             return self._earlier_log + f.read()
 
-    def crash_and_restart(self, replace=False):
+    def crash_and_restart(self, replace=False, after_kill=None):
         """SIGKILL this daemon (not its keeper), start a new one on the same
         mountpoint (with --replace if replace), which takes the views over
-        from the keeper, and stand for it from then on (as take_over)."""
+        from the keeper, and stand for it from then on (as take_over).
+        after_kill(): called once the signal is sent."""
         self.process.send_signal(signal.SIGKILL)
+        if after_kill:
+            after_kill()
         try:
             self.process.wait(STOP_TIMEOUT)
         except subprocess.TimeoutExpired:

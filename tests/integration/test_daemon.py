@@ -129,6 +129,61 @@ def serves(d):
         check(f.read(), "proc/cpuinfo reads empty")
 
 
+class Tracer:
+    """Threads of another process stopped with ptrace (PTRACE_SEIZE, then
+    PTRACE_INTERRUPT), the rest of it running on. A traced thread that
+    exits waits for its tracer: reap() collects those that died."""
+
+    SEIZE, INTERRUPT = 0x4206, 0x4207
+    WALL = 0x40000000
+
+    def __init__(self):
+        import ctypes
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+        self.tids = []
+
+    def stop(self, tid):
+        for request in (self.SEIZE, self.INTERRUPT):
+            if self.libc.ptrace(request, tid, None, None) != 0:
+                import ctypes
+                raise OSError(ctypes.get_errno(), "ptrace of thread %d" % tid)
+        self.tids.append(tid)
+
+    def reap(self, timeout=10):
+        deadline = time.monotonic() + timeout
+        while self.tids and time.monotonic() < deadline:
+            for tid in list(self.tids):
+                try:
+                    if os.waitpid(tid, os.WNOHANG | self.WALL)[0] == 0:
+                        continue
+                    with contextlib.suppress(OSError):  # a stop, not its end: wait on
+                        os.kill(tid, 0)
+                        continue
+                except ChildProcessError:
+                    pass
+                self.tids.remove(tid)
+            time.sleep(0.01)
+
+
+def threads_of(pid):
+    """{tid: (comm, state, wchan)} of process pid's threads."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with contextlib.suppress(OSError):
+            base = "/proc/%d/task/%s/" % (pid, tid)
+            with open(base + "comm") as f, open(base + "stat") as g, open(base + "wchan") as h:
+                out[int(tid)] = (f.read().strip(), g.read().rsplit(")", 1)[1].split()[0], h.read())
+    return out
+
+
+def children_named(pid, comm):
+    found = []
+    for child in cgtest.run(["pgrep", "-P", str(pid), "-x", comm])[1].split():
+        found.append(int(child))
+    return found
+
+
 def make_tests():
     exe = cgtest.daemon_exe()
     t, test = cgtest.test_registry()
@@ -286,6 +341,55 @@ def make_tests():
             d.crash_and_restart(replace=True)
             check(cgtest.wait_until(lambda: d.log().count("keeper of a daemon that died") == 2, timeout=10),
                   "the daemon started with --replace did not take over from the keeper", d.log())
+            serves(d)
+
+    @test("SIGKILL of the daemon while it invalidates a dead process's entry that a lookup in flight holds "
+          "up (every worker stopped by ptrace): the daemon exits, a new one answers the lookup, and the "
+          "notifier that waited goes")
+    def _():
+        with Daemon() as d:
+            serves(d)
+            # A process whose directory the view caches (and watches).
+            victim = subprocess.Popen(["sleep", "600"])
+            os.stat(os.path.join(d.proc, str(victim.pid)))
+            notifiers = children_named(d.process.pid, "cgprocfs-notify")
+            check(len(notifiers) == 1, "the daemon has %d notifier processes" % len(notifiers))
+            tracer = Tracer()
+            lookup = None
+            try:
+                for tid, (comm, _, _) in threads_of(d.process.pid).items():
+                    if comm == "fuse":
+                        tracer.stop(tid)
+                check(cgtest.wait_until(lambda: all(threads_of(d.process.pid)[t][1] == "t" for t in tracer.tids)),
+                      "the workers did not stop", threads_of(d.process.pid))
+                # A lookup in proc/ that nobody answers holds the directory.
+                lookup = subprocess.Popen(["stat", os.path.join(d.proc, "2147480001")], stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True)
+                time.sleep(0.3)
+                check(lookup.poll() is None, "the lookup was answered with every worker stopped")
+                victim.kill()
+                victim.wait()
+
+                def waiting():
+                    where = [w for p in [d.process.pid] + notifiers for (_, _, w) in threads_of(p).values()]
+                    return "fuse_reverse_inval_entry" in where
+                check(cgtest.wait_until(waiting), "the entry's invalidation did not wait for the lookup "
+                      "(what this test is about did not happen)",
+                      threads_of(d.process.pid), [threads_of(p) for p in notifiers])
+                d.crash_and_restart(after_kill=tracer.reap)
+            finally:
+                tracer.reap()
+                if lookup and lookup.poll() is None:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        lookup.wait(10)
+                    if lookup.poll() is None:
+                        lookup.kill()
+            out, err = lookup.communicate()
+            check(lookup.returncode == 1 and "No such file" in err,
+                  "the lookup held up by the dead daemon: exit %s" % lookup.returncode, err)
+            check(cgtest.wait_until(lambda: not any(os.path.exists("/proc/%d" % p) for p in notifiers), timeout=10),
+                  "the dead daemon's notifier is still there 10 s later",
+                  [threads_of(p) for p in notifiers if os.path.exists("/proc/%d" % p)])
             serves(d)
 
     @test("SIGKILL of the daemon and no new one within --keeper-wait: the keeper (started even where its "

@@ -63,7 +63,7 @@ Test(containers, a_resumed_session_that_ends_at_once_leaves_no_watch)
 	char dir[] = "/tmp/cgprocfs-test-XXXXXX";
 	cr_assert(mkdtemp(dir));
 	g_autofree char *sock = g_build_filename(dir, "control.sock", NULL);
-	struct server *sv = server_new();
+	struct server *sv = server_new(NULL);
 	const struct containers_config cfg = {
 		.socket_path = sock, .host_proc_fd = proc_fd, .sys_cpu_fd = sys_cpu_fd,
 		.smaps = smaps_new(&scfg), .watch = w, .server = sv,

@@ -1,0 +1,213 @@
+/* The notifier process, and the daemon's end of it (notifier.h). */
+#include "notifier.h"
+
+#include "cleanup.h"
+#include "control.h"
+
+#include <errno.h>
+#include <glib.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* One per process (the channels are thread-local). */
+struct notifier {
+	GMutex lock; /* guards sock's sends */
+	int sock;    /* channels are sent to the notifier on it */
+	gint lost;   /* the notifier process is gone: notifications go directly */
+};
+
+/* ----------------------------------------------------------- the child -- */
+
+/* One thread of the daemon's: each message is a notification with the fd
+ * to write it on; the answer is the write's errno (0: written). */
+static gpointer channel_thread(gpointer data)
+{
+	int chan = GPOINTER_TO_INT(data);
+	g_autofree char *buf = g_malloc(NOTIFIER_MAX_MESSAGE + 1);
+
+	for (;;) {
+		int fuse_fd;
+		size_t n_fds = 1;
+		ssize_t len = fdmsg_receive(chan, buf, NOTIFIER_MAX_MESSAGE + 1, &fuse_fd, &n_fds);
+		if (len == -EINTR)
+			continue;
+		if (len == 0 || len == -ECONNRESET || len == -EBADF)
+			break; /* the thread is gone */
+		int32_t err = 0;
+		if (len < 0)
+			err = (int32_t)-len;
+		else if (n_fds != 1)
+			err = EBADF;
+		else if (write(fuse_fd, buf, (size_t)len) < 0)
+			err = errno;
+		if (n_fds == 1)
+			close(fuse_fd);
+		if (send(chan, &err, sizeof(err), MSG_NOSIGNAL) < 0)
+			break;
+	}
+	close(chan);
+	return NULL;
+}
+
+/* Each message on sock brings a channel: a thread for it. Until the
+ * daemon closes sock or exits (the parent-death signal). */
+G_GNUC_NORETURN static void notifier_main(int sock)
+{
+	prctl(PR_SET_NAME, "cgprocfs-notify");
+	/* Signals meant for the daemon (a terminal's Ctrl-C) are not the
+	 * notifier's: it goes with the daemon. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	for (;;) {
+		char byte[2];
+		int chan;
+		size_t n_fds = 1;
+		ssize_t r = fdmsg_receive(sock, byte, sizeof(byte), &chan, &n_fds);
+		if (r == -EINTR)
+			continue;
+		if (r <= 0)
+			_exit(0);
+		if (n_fds == 1 && !g_thread_try_new("notify", channel_thread, GINT_TO_POINTER(chan), NULL))
+			close(chan); /* the daemon's thread writes directly */
+	}
+}
+
+int notifier_start(struct notifier **ret)
+{
+	int sv[2];
+	pid_t parent = getpid();
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int err = errno;
+		close(sv[0]);
+		close(sv[1]);
+		return -err;
+	}
+	if (pid == 0) {
+		/* It must hold nothing of the daemon's (the keeper sees the
+		 * daemon gone when its socket is closed by every holder), and
+		 * go when the daemon's main thread does. */
+		close_range(3, (unsigned)sv[1] - 1, 0);
+		close_range((unsigned)sv[1] + 1, ~0u, 0);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(0);
+		notifier_main(sv[1]);
+	}
+	close(sv[1]);
+	struct notifier *n = g_new0(struct notifier, 1);
+	g_mutex_init(&n->lock);
+	n->sock = sv[0];
+	*ret = n;
+	return 0;
+}
+
+void notifier_free(struct notifier *n)
+{
+	if (!n)
+		return;
+	close(n->sock);
+	g_mutex_clear(&n->lock);
+	g_free(n);
+}
+
+/* ---------------------------------------------------------- the daemon -- */
+
+static void close_channel(gpointer p)
+{
+	close(GPOINTER_TO_INT(p) - 1);
+}
+
+/* This thread's channel (stored plus one: NULL is none). */
+static GPrivate channel_of = G_PRIVATE_INIT(close_channel);
+
+/* The notifier process is gone, or cannot take this thread: from now on
+ * every notification is written directly. */
+static void lose(struct notifier *n, const char *why)
+{
+	if (g_atomic_int_compare_and_exchange(&n->lost, 0, 1))
+		g_warning("the notifier process cannot write notifications (%s): the daemon's threads write them, "
+			  "and if the daemon is killed while one waits in the kernel, it exits only once a new daemon "
+			  "has answered what that one waits for",
+			  why);
+}
+
+/* This thread's channel, made at its first notification; -1 if there is none. */
+static int channel(struct notifier *n)
+{
+	int chan = GPOINTER_TO_INT(g_private_get(&channel_of)) - 1;
+	if (chan >= 0 || g_atomic_int_get(&n->lost))
+		return chan;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		lose(n, g_strerror(errno));
+		return -1;
+	}
+	/* Room for the longest message (only root may raise it past the
+	 * system's default; a longer one fails with EMSGSIZE). */
+	int size = NOTIFIER_MAX_MESSAGE + 4096;
+	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size));
+	g_mutex_lock(&n->lock);
+	ssize_t r = fdmsg_send_bytes(n->sock, "c", 1, &sv[1], 1);
+	g_mutex_unlock(&n->lock);
+	close(sv[1]);
+	if (r < 0) {
+		close(sv[0]);
+		lose(n, g_strerror((int)-r));
+		return -1;
+	}
+	g_private_set(&channel_of, GINT_TO_POINTER(sv[0] + 1));
+	return sv[0];
+}
+
+/* The notifier's answer to this thread's last message: its errno, or
+ * -errno if the channel failed (EPIPE: closed). */
+static int32_t answer(int chan)
+{
+	int32_t err;
+	ssize_t r;
+	do
+		r = recv(chan, &err, sizeof(err), 0);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	return r == (ssize_t)sizeof(err) ? err : -EPIPE;
+}
+
+ssize_t notifier_writev(struct notifier *n, int fuse_fd, const struct iovec *iov, int count)
+{
+	size_t len = 0;
+	for (int i = 0; i < count; i++)
+		len += iov[i].iov_len;
+	int chan = n ? channel(n) : -1;
+	if (chan < 0)
+		return writev(fuse_fd, iov, count);
+	if (len > NOTIFIER_MAX_MESSAGE) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	ssize_t r = fdmsg_sendv(chan, iov, (size_t)count, &fuse_fd, 1);
+	if (r == -EMSGSIZE) {
+		errno = EMSGSIZE; /* above what the socket may take here */
+		return -1;
+	}
+	int32_t err = r < 0 ? (int32_t)r : answer(chan);
+	if (err < 0) {
+		/* Written or not, it is written again: notifications say what
+		 * is, and saying it twice changes nothing. */
+		g_private_replace(&channel_of, NULL);
+		lose(n, g_strerror(-err));
+		return writev(fuse_fd, iov, count);
+	}
+	if (err > 0) {
+		errno = err;
+		return -1;
+	}
+	return (ssize_t)len;
+}

@@ -138,7 +138,6 @@ static void swap_view_of(uint64_t host_total, const struct mem_figures *f, uint6
 /* The figures of the caller's meminfo every other line is measured by, in kB. */
 struct meminfo_view {
 	uint64_t mem_total, mem_free, mem_available;
-	uint64_t usage; /* at most mem_total */
 	gboolean swap_shown; /* FALSE: the host's swap lines */
 	uint64_t swap_total, swap_free;
 };
@@ -159,7 +158,6 @@ static int meminfo_view_of(GArray *lines, const struct mem_figures *f, gboolean 
 	/* Never 0: programs divide by it (ps did, and crashed). */
 	v.mem_total = MAX(MIN(total->value, kb(f->limit)), 1);
 	v.mem_free = sub_floor(v.mem_total, kb(f->usage));
-	v.usage = MIN(kb(f->usage), v.mem_total);
 	/* What the cgroup could get back without swapping, as the kernel
 	 * reckons MemAvailable: free, plus page cache, plus reclaimable slab. */
 	uint64_t reclaimable = add_ceil(add_ceil(stat_kb_or_0(f, "active_file"), stat_kb_or_0(f, "inactive_file")),
@@ -176,9 +174,11 @@ static int meminfo_view_of(GArray *lines, const struct mem_figures *f, gboolean 
 
 enum meminfo_rule {
 	MEMINFO_HOST,          /* the host's value, at most MemTotal */
-	MEMINFO_PART,          /* a part of what the cgroup is charged for that it
-	                        * does not count apart: the host's value, at most
-	                        * the cgroup's usage */
+	MEMINFO_UNCOUNTED,     /* a part of what the cgroup is charged for that it
+	                        * does not count apart: 0. Not the host's value at
+	                        * most the usage: that grows with anything the
+	                        * cgroup touches, and free and psutil take Buffers
+	                        * and SReclaimable out of "used" */
 	MEMINFO_HOST_SIZE,     /* the host's value: a page size, not an amount */
 	MEMINFO_MEM_TOTAL,
 	MEMINFO_MEM_FREE,
@@ -186,7 +186,7 @@ enum meminfo_rule {
 	MEMINFO_SWAP_TOTAL,
 	MEMINFO_SWAP_FREE,
 	MEMINFO_COMMIT,        /* the host's value, at most MemTotal + SwapTotal */
-	MEMINFO_STAT,          /* the sum of memory.stat keys; without one, MEMINFO_PART */
+	MEMINFO_STAT,          /* the sum of memory.stat keys; without one, MEMINFO_UNCOUNTED */
 };
 
 /* meminfo line <- its source. A line not here follows MEMINFO_HOST. */
@@ -203,8 +203,8 @@ static const struct meminfo_source {
 	{ "CommitLimit", MEMINFO_COMMIT, { NULL } },
 	{ "Committed_AS", MEMINFO_COMMIT, { NULL } },
 	{ "Hugepagesize", MEMINFO_HOST_SIZE, { NULL } },
-	{ "Buffers", MEMINFO_PART, { NULL } },
-	{ "Mlocked", MEMINFO_PART, { NULL } },
+	{ "Buffers", MEMINFO_UNCOUNTED, { NULL } },
+	{ "Mlocked", MEMINFO_UNCOUNTED, { NULL } },
 	{ "Cached", MEMINFO_STAT, { "file" } },
 	{ "SwapCached", MEMINFO_STAT, { "swapcached" } },
 	{ "Active", MEMINFO_STAT, { "active_anon", "active_file" } },
@@ -268,8 +268,8 @@ static uint64_t meminfo_value(const struct meminfo_line *l, const struct mem_fig
 		return MIN(l->value, v->mem_total);
 	case MEMINFO_HOST_SIZE:
 		return l->value;
-	case MEMINFO_PART:
-		return MIN(l->value, v->usage);
+	case MEMINFO_UNCOUNTED:
+		return 0;
 	case MEMINFO_MEM_TOTAL:
 		return v->mem_total;
 	case MEMINFO_MEM_FREE:
@@ -283,7 +283,7 @@ static uint64_t meminfo_value(const struct meminfo_line *l, const struct mem_fig
 	case MEMINFO_COMMIT:
 		return MIN(l->value, add_ceil(v->mem_total, v->swap_total));
 	case MEMINFO_STAT:
-		return stat_sum_kb(f, s->keys, &sum) ? sum : MIN(l->value, v->usage);
+		return stat_sum_kb(f, s->keys, &sum) ? sum : 0;
 	}
 	g_assert_not_reached();
 }

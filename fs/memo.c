@@ -12,6 +12,11 @@
 #define STILL_READ(max_age) ((max_age) * 4)
 /* The refresher may spend this much CPU time in one burst. */
 #define BUDGET_BURST_US (200 * 1000)
+/* Walks of one text while the process's image keeps moving (an exec
+ * under way); the last one's text is kept, with the image before it. */
+#define WALK_TRIES 3
+/* An entry this young has the process's image checked on every read. */
+#define VERIFY_US G_USEC_PER_SEC
 
 /* One process's text. Owned by its shard's table: freed (entry_free) by
  * whoever removes it, under the shard lock; an entry being walked
@@ -22,6 +27,7 @@ struct entry {
 	gboolean walking;      /* a walk of this key is under way */
 	gboolean wanted;       /* read while stale: refresh first */
 	struct memo_signals signals; /* as of the last walk */
+	gint64 made_at;        /* its first walk's end */
 	gint64 walked_at;      /* last walk */
 	gint64 checked_at;     /* last walk, or last probe that found no change */
 	gint64 read_at;        /* last memo_get */
@@ -44,7 +50,8 @@ struct memo {
 	GMutex ns_lock;      /* guards per_ns; taken under a shard lock, never the reverse */
 	GHashTable *per_ns;  /* pid namespace -> its entries (GUINT_TO_POINTER), those with any */
 	/* counters, atomic */
-	guint64 hits, misses, stale_serves, walks, walks_skipped, evictions, budget_overruns, walk_cpu_us;
+	guint64 hits, misses, stale_serves, walks, walks_skipped, evictions, budget_overruns, walk_cpu_us,
+		exec_rewalks;
 	/* touched by the refresher thread only */
 	double tokens_us; /* CPU time the refresher may still spend */
 	gint64 refilled_at;
@@ -174,25 +181,47 @@ static gboolean evict_oldest(struct memo *m, const uint64_t *ns)
 	return TRUE;
 }
 
-/* The walk, timed on this thread's CPU clock, with the signals it saw:
- * probed here unless probed is set (*ret_signals holds them then). */
+static gboolean same_image(const struct memo_image *a, const struct memo_image *b)
+{
+	return memcmp(a, b, sizeof(*a)) == 0;
+}
+
+/* The walk, timed on this thread's CPU clock, with the signals it saw
+ * before it: probed here unless probed is set (*ret_signals holds them
+ * then). Made again while the image moves across it (WALK_TRIES). */
 static int walk(struct memo *m, const struct memo_key *key, GBytes **ret_text,
 		struct memo_signals *ret_signals, gboolean probed)
 {
 	gint64 cpu = m->ops.thread_cpu(m->ops.data);
 	int r = probed ? 0 : m->ops.probe(m->ops.data, key, ret_signals);
-	if (r == 0)
-		r = m->ops.walk(m->ops.data, key, ret_text);
+	for (int tries = 1; r == 0; tries++) {
+		GBytes *text = NULL;
+		struct memo_signals after;
+		r = m->ops.walk(m->ops.data, key, &text);
+		if (r == 0)
+			r = m->ops.probe(m->ops.data, key, &after);
+		if (r == 0)
+			count(&m->walks, 1);
+		if (r == 0 && (same_image(&after.image, &ret_signals->image) || tries == WALK_TRIES)) {
+			*ret_text = text;
+			break;
+		}
+		if (text)
+			g_bytes_unref(text);
+		if (r == 0) {
+			count(&m->exec_rewalks, 1);
+			*ret_signals = after;
+		}
+	}
 	gint64 spent = m->ops.thread_cpu(m->ops.data) - cpu;
 	count(&m->walk_cpu_us, (guint64)MAX(spent, 0));
-	if (r == 0)
-		count(&m->walks, 1);
 	return r;
 }
 
 /* What memo_get does once it has looked at the table. */
 enum next_step {
 	STEP_SERVED, /* *ret_text is set */
+	STEP_VERIFY, /* *ret_text is set, of a young entry: check *ret_image first */
 	STEP_EVICT,  /* the table is full: make room, then look again */
 	STEP_EVICT_OWN, /* the key's namespace has its share: make room in it */
 	STEP_WALK,   /* *ret_mine is a new entry this reader walks */
@@ -202,7 +231,7 @@ enum next_step {
  * shard lock, released only while waiting. full: FALSE once nothing could
  * be evicted. */
 static enum next_step look_up(struct memo *m, struct shard *s, const struct memo_key *key,
-			      gboolean full, GBytes **ret_text, struct entry **ret_mine)
+			      gboolean full, GBytes **ret_text, struct memo_image *ret_image, struct entry **ret_mine)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
 	struct entry *e;
@@ -238,7 +267,22 @@ static enum next_step look_up(struct memo *m, struct shard *s, const struct memo
 		}
 	}
 	*ret_text = g_bytes_ref(e->text);
-	return STEP_SERVED;
+	if (now - e->made_at >= VERIFY_US)
+		return STEP_SERVED;
+	*ret_image = e->signals.image;
+	return STEP_VERIFY;
+}
+
+/* The process of text (served from key's entry) has another image now:
+ * drop the entry, unless it changed meanwhile. */
+static void drop_other_image(struct memo *m, struct shard *s, const struct memo_key *key, GBytes *text)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
+	struct entry *e = g_hash_table_lookup(s->entries, key);
+	if (e && !e->walking && e->text == text) {
+		remove_locked(m, s, e);
+		count(&m->exec_rewalks, 1);
+	}
 }
 
 /* Store the result of the first walk of e (walking, so nobody else frees
@@ -256,7 +300,7 @@ static int first_walk_done(struct memo *m, struct shard *s, struct entry *e, int
 	}
 	e->text = text;
 	e->signals = *sig;
-	e->walked_at = e->checked_at = done;
+	e->made_at = e->walked_at = e->checked_at = done;
 	*ret_text = g_bytes_ref(text);
 	return 0;
 }
@@ -269,11 +313,23 @@ int memo_get(struct memo *m, const struct memo_key *key, GBytes **ret_text)
 	for (;;) {
 		struct entry *mine = NULL;
 		GBytes *text = NULL;
+		struct memo_image image;
 		struct memo_signals sig;
 		int r;
-		switch (look_up(m, s, key, full, ret_text, &mine)) {
+		switch (look_up(m, s, key, full, &text, &image, &mine)) {
 		case STEP_SERVED:
+			*ret_text = text;
 			return 0;
+		case STEP_VERIFY:
+			/* Without the lock, as walks. A process gone meanwhile
+			 * keeps its text until the refresher sees it gone. */
+			if (m->ops.probe(m->ops.data, key, &sig) < 0 || same_image(&sig.image, &image)) {
+				*ret_text = text;
+				return 0;
+			}
+			drop_other_image(m, s, key, text);
+			g_bytes_unref(text);
+			break;
 		case STEP_EVICT:
 			full = evict_oldest(m, NULL);
 			break;
@@ -431,6 +487,7 @@ void memo_get_stats(struct memo *m, struct memo_stats *ret)
 		.evictions = __atomic_load_n(&m->evictions, __ATOMIC_RELAXED),
 		.budget_overruns = __atomic_load_n(&m->budget_overruns, __ATOMIC_RELAXED),
 		.walk_cpu_us = __atomic_load_n(&m->walk_cpu_us, __ATOMIC_RELAXED),
+		.exec_rewalks = __atomic_load_n(&m->exec_rewalks, __ATOMIC_RELAXED),
 		.entries = (guint64)g_atomic_int_get(&m->count),
 	};
 }

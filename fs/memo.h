@@ -11,7 +11,11 @@
  *   budget, skipping the walk while the process's cheap signals are
  *   unchanged but never beyond the idle maximum age; it drops entries of
  *   dead processes and entries nobody reads; the table has a size bound,
- *   and each pid namespace a share of it. */
+ *   and each pid namespace a share of it;
+ * - a text is of one program: a walk during which the process's image
+ *   moved (an exec) is made again, and in an entry's first second every
+ *   read checks the image, so that a process walked before its exec (a
+ *   vfork child, in its parent's memory) is walked again once it has. */
 #pragma once
 
 #include <glib.h>
@@ -29,9 +33,15 @@ struct memo_key {
 	uint64_t pidfd_ino; /* 0 where pidfds have no inode of their own */
 };
 
+/* Where a program is mapped (its code and stack): only an exec moves it. */
+struct memo_image {
+	uint64_t start_code, end_code, start_stack;
+};
+
 /* What is cheap to read and moves when the memory does. */
 struct memo_signals {
 	uint64_t minflt, majflt, rss, vsize;
+	struct memo_image image;
 };
 
 struct memo_ops {
@@ -61,7 +71,7 @@ struct memo_config {
 
 struct memo_stats {
 	uint64_t hits, misses, stale_serves, walks, walks_skipped, evictions,
-		 budget_overruns, entries, walk_cpu_us;
+		 budget_overruns, entries, walk_cpu_us, exec_rewalks;
 };
 
 struct memo;

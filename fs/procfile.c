@@ -122,7 +122,8 @@ int procfile_parse_pid_stat(const char *text, size_t len, struct pid_stat *ret)
 		int field;
 		uint64_t *slot;
 	} wanted[] = { { 10, &st.minflt }, { 12, &st.majflt }, { 22, &st.start_time },
-		       { 23, &st.vsize }, { 24, &st.rss } };
+		       { 23, &st.vsize }, { 24, &st.rss }, { 26, &st.start_code }, { 27, &st.end_code },
+		       { 28, &st.start_stack } };
 	size_t next = 0;
 	p += 3;
 	/* state is field 3; the numbers wanted follow. */

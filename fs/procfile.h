@@ -42,6 +42,9 @@ struct pid_stat {
 	uint64_t minflt, majflt; /* page faults, minor and major */
 	uint64_t vsize;      /* bytes of address space */
 	uint64_t rss;        /* resident pages */
+	/* Where the program's code and stack are: an exec changes them
+	 * (0 for a zombie, a kernel thread, or an exec under way). */
+	uint64_t start_code, end_code, start_stack;
 };
 
 /* Parse the text of /proc/<pid>/stat. 0 or -EINVAL. */

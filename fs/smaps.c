@@ -174,7 +174,10 @@ static int probe(void *data, const struct memo_key *key, struct memo_signals *re
 		return r;
 	if (!holds_key(pidfd))
 		return -ENOENT;
-	*ret = (struct memo_signals){ st.minflt, st.majflt, st.rss, st.vsize };
+	*ret = (struct memo_signals){
+		.minflt = st.minflt, .majflt = st.majflt, .rss = st.rss, .vsize = st.vsize,
+		.image = { st.start_code, st.end_code, st.start_stack },
+	};
 	return 0;
 }
 
@@ -288,13 +291,14 @@ GString *smaps_render_stats(struct smaps *s)
 		{ "stale_serves_total", "counter", "Reads served from an entry older than the maximum age." },
 		{ "walks_total", "counter", "Walks of a process (reads of the kernel's smaps_rollup)." },
 		{ "walks_skipped_total", "counter", "Refreshes skipped because the process had not changed." },
+		{ "exec_rewalks_total", "counter", "Texts walked again because the process exec'd during or since." },
 		{ "evictions_total", "counter", "Entries dropped: dead process, unread, or table full." },
 		{ "budget_overruns_total", "counter", "Times the CPU budget let an entry get older than the maximum age." },
 		{ "entries", "gauge", "Entries in the memo." },
 	};
 	memo_get_stats(s->memo, &st);
 	guint64 values[] = { st.hits, st.misses, st.stale_serves, st.walks, st.walks_skipped,
-			     st.evictions, st.budget_overruns, st.entries };
+			     st.exec_rewalks, st.evictions, st.budget_overruns, st.entries };
 	for (size_t i = 0; i < G_N_ELEMENTS(rows); i++) {
 		g_autofree char *name = g_strconcat("cgprocfs_smaps_", rows[i].name, NULL);
 		metrics_u64(out, name, rows[i].type, rows[i].help, values[i]);

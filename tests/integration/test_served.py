@@ -231,8 +231,9 @@ def in_cgroup(group, argv, setup=""):
 BIND_PROC = 'mount --rbind "$MNT/proc" /proc && mount --bind "$MNT/sys/devices/system/cpu" /sys/devices/system/cpu || exit 97\n'
 # A bind of a file of MNT races the readers of other cgroups: their walks
 # replace the name's dentry (another class's inode), and a bind whose
-# source dentry went meanwhile fails with ENOENT. It is tried again.
-BIND_FILES = ('bind() { for i in 1 2 3 4 5 6 7 8 9 10; do mount --bind "$1" "$2" 2>/dev/null && return; sleep 0.05; done; '
+# source dentry went meanwhile fails with ENOENT. It is tried again, for
+# up to 5 s (a busy machine lost 10 tries in a row).
+BIND_FILES = ('bind() { for i in $(seq 100); do mount --bind "$1" "$2" 2>/dev/null && return; sleep 0.05; done; '
               'mount --bind "$1" "$2"; }\n'
               'bind "$MNT/proc/cpuinfo" /proc/cpuinfo && bind "$MNT/proc/stat" /proc/stat && '
               'bind "$MNT/sys/devices/system/cpu" /sys/devices/system/cpu || exit 97\n')

@@ -17,6 +17,8 @@ static struct fake {
 	GHashTable *walks;    /* pid -> walks of it */
 	GHashTable *gone;     /* pids whose process is gone */
 	uint64_t minflt;      /* the signal every process shows */
+	uint64_t image;       /* the start of every process's code: an exec moves it */
+	int execs_in_walks;   /* walks still to come during which a process execs */
 	int wakes;
 } fake;
 
@@ -45,6 +47,10 @@ static int fake_walk(void *data, const struct memo_key *key, GBytes **ret)
 	if (g_hash_table_contains(fake.gone, GINT_TO_POINTER(key->pid)))
 		return -ENOENT;
 	guint n = GPOINTER_TO_UINT(g_hash_table_lookup(fake.walks, GINT_TO_POINTER(key->pid))) + 1;
+	if (fake.execs_in_walks > 0) {
+		fake.execs_in_walks--;
+		fake.image++;
+	}
 	g_hash_table_insert(fake.walks, GINT_TO_POINTER(key->pid), GUINT_TO_POINTER(n));
 	fake.cpu += fake.walk_cost_us;
 	char *text = g_strdup_printf("pid %d start %" G_GUINT64_FORMAT " walk %u", (int)key->pid,
@@ -58,7 +64,7 @@ static int fake_probe(void *data, const struct memo_key *key, struct memo_signal
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) l = g_mutex_locker_new(&fake.lock);
 	if (g_hash_table_contains(fake.gone, GINT_TO_POINTER(key->pid)))
 		return -ENOENT;
-	*ret = (struct memo_signals){ .minflt = fake.minflt, .rss = 100 };
+	*ret = (struct memo_signals){ .minflt = fake.minflt, .rss = 100, .image = { .start_code = fake.image } };
 	return 0;
 }
 
@@ -321,6 +327,61 @@ Test(memo, unchanged_signals_skip_the_walk_until_the_idle_maximum)
 	g_free(get(m, 10, 1));
 	refresh_all(m);
 	cr_assert_eq(walks_of(10), 2);
+	memo_free(m);
+}
+
+static void exec_now(void)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) l = g_mutex_locker_new(&fake.lock);
+	fake.image++;
+}
+
+Test(memo, a_walk_during_which_the_process_execs_is_made_again)
+{
+	struct memo *m = make(100, 1.0);
+	fake.execs_in_walks = 1;
+	g_autofree char *t = get(m, 10, 1);
+	cr_assert_str_eq(t, "pid 10 start 1 walk 2", "the text of the program after the exec");
+	cr_assert_eq(stats(m).exec_rewalks, 1);
+	cr_assert_eq(stats(m).walks, 2);
+	memo_free(m);
+}
+
+Test(memo, an_image_that_keeps_moving_is_walked_three_times_then_checked_again_at_the_next_read)
+{
+	struct memo *m = make(100, 1.0);
+	fake.execs_in_walks = 3;
+	g_autofree char *a = get(m, 10, 1);
+	cr_assert_str_eq(a, "pid 10 start 1 walk 3", "a text is served, however busy the process");
+	advance(SEC / 10);
+	g_autofree char *b = get(m, 10, 1);
+	cr_assert_str_eq(b, "pid 10 start 1 walk 4", "the last walk raced an exec: walked again");
+	advance(SEC / 10);
+	g_autofree char *c = get(m, 10, 1);
+	cr_assert_str_eq(c, b, "the image is still: served");
+	memo_free(m);
+}
+
+Test(memo, a_process_that_execs_after_its_walk_is_walked_again_when_read_in_its_entrys_first_second)
+{
+	struct memo *m = make(100, 1.0);
+	g_autofree char *a = get(m, 10, 1);
+	cr_assert_str_eq(a, "pid 10 start 1 walk 1");
+	exec_now(); /* a vfork child walked before its exec */
+	advance(SEC / 2);
+	g_autofree char *b = get(m, 10, 1);
+	cr_assert_str_eq(b, "pid 10 start 1 walk 2");
+	cr_assert_eq(stats(m).exec_rewalks, 1);
+	/* Past the entry's first second, reads are not checked: the
+	 * refresher's probe sees the exec. */
+	advance(SEC);
+	exec_now();
+	g_autofree char *c = get(m, 10, 1);
+	cr_assert_str_eq(c, b);
+	advance(5 * SEC);
+	g_free(get(m, 10, 1));
+	refresh_all(m);
+	cr_assert_eq(walks_of(10), 3, "the refresher saw the new image and walked");
 	memo_free(m);
 }
 

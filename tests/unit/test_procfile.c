@@ -12,16 +12,24 @@
 Test(procfile, parses_state_and_start_time)
 {
 	const char *text = "42 (sleep) S 1 42 42 0 -1 4194560 101 0 0 0 0 0 0 0 20 0 1 0 987654 "
-			   "2000000 200 18446744073709551615\n";
+			   "2000000 200 18446744073709551615 94000000000000 94000000100000 140730000000000 0 0 0 "
+			   "0 0 0 0 0 0 0 17 1 0 0 0 0 0 94000000200000 94000000300000 94000000400000 "
+			   "140730000001000 140730000002000 140730000002000 140730000003000 0\n";
 	struct pid_stat st;
 	cr_assert_eq(procfile_parse_pid_stat(text, strlen(text), &st), 0);
 	cr_assert_eq(st.state, 'S');
 	cr_assert_eq(st.start_time, 987654);
+	cr_assert_eq(st.minflt, 101);
+	cr_assert_eq(st.vsize, 2000000);
+	cr_assert_eq(st.rss, 200);
+	cr_assert_eq(st.start_code, 94000000000000);
+	cr_assert_eq(st.end_code, 94000000100000);
+	cr_assert_eq(st.start_stack, 140730000000000);
 }
 
 Test(procfile, comm_with_spaces_and_parentheses)
 {
-	const char *text = "7 (a) b) (c ) Z 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 55 0 0\n";
+	const char *text = "7 (a) b) (c ) Z 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 55 0 0 18446744073709551615 0 0 0\n";
 	struct pid_stat st;
 	cr_assert_eq(procfile_parse_pid_stat(text, strlen(text), &st), 0);
 	cr_assert_eq(st.state, 'Z');
@@ -32,7 +40,8 @@ Test(procfile, truncated_or_garbage_is_einval)
 {
 	struct pid_stat st = { .state = 'q', .start_time = 1 };
 	const char *bad[] = { "", "42 (x", "42 (x) S 1 2 3", "no parens at all",
-			      "1 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 notanumber 0" };
+			      "1 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 notanumber 0",
+			      "1 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 55 0 0 0 1 2" };
 	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++)
 		cr_assert_eq(procfile_parse_pid_stat(bad[i], strlen(bad[i]), &st), -EINVAL, "%s", bad[i]);
 	cr_assert_eq(st.state, 'q', "untouched on failure");

@@ -340,7 +340,7 @@ Test(view, a_recycled_pid_does_not_answer_for_the_old_process)
 	/* Same pid, another process: a later start time. */
 	g_autofree char *stat = g_build_filename(proc, "100", "stat", NULL);
 	cr_assert(g_file_set_contents(stat,
-		"100 (other) S 1 100 100 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9999 1 1\n", -1, NULL));
+		"100 (other) S 1 100 100 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9999 1 1 18446744073709551615 1 2 3\n", -1, NULL));
 
 	struct stat st;
 	double t;

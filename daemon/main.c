@@ -78,7 +78,7 @@ static gboolean parse_options(int *argc, char ***argv, struct options *o, GError
 		{ G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o->rest, NULL, "[MOUNTPOINT]" },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
-	g_autoptr(GOptionContext) ctx = g_option_context_new("[MOUNTPOINT]");
+	g_autoptr(GOptionContext) ctx = g_option_context_new(NULL); /* [MOUNTPOINT]: the remaining argument's */
 	g_autoptr(GError) local = NULL;
 
 	g_option_context_set_summary(ctx,

@@ -229,7 +229,7 @@ int main(int argc, char **argv)
 			files_mode = strcmp(optarg, "files") == 0;
 			break;
 		case 'h':
-			printf("usage: cgprocfs-oci-hook [--mountpoint PATH] [--mode proc|files] < state.json\n"
+			printf("usage: cgprocfs-oci-hook [--mountpoint PATH] [--mode proc|files] [-h|--help] < state.json\n"
 			       "OCI createContainer hook: binds the cgprocfs view (default /var/lib/cgprocfs)\n"
 			       "over the container's /proc (proc) or only cpuinfo, stat and the CPU directory\n"
 			       "(files). It never fails a container start.\n");

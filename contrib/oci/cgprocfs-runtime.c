@@ -2,7 +2,7 @@
  * with the cgprocfs hook added, for Docker and containerd, which read no
  * hooks.d.
  *
- *   cgprocfs-runtime [--cgprocfs-always] [--cgprocfs-runtime=PATH]
+ *   cgprocfs-runtime [--cgprocfs-help] [--cgprocfs-always] [--cgprocfs-runtime=PATH]
  *                    [--cgprocfs-hook=PATH] [--cgprocfs-mountpoint=PATH]
  *                    RUNTIME ARGUMENTS...
  *
@@ -31,6 +31,7 @@
 #define STAGE "createContainer"
 
 struct options {
+	gboolean help;
 	gboolean always;
 	const char *runtime;
 	const char *hook;
@@ -43,7 +44,9 @@ static int take_options(int argc, char **argv, struct options *o)
 	int out = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (strcmp(a, "--cgprocfs-always") == 0)
+		if (strcmp(a, "--cgprocfs-help") == 0)
+			o->help = TRUE;
+		else if (strcmp(a, "--cgprocfs-always") == 0)
 			o->always = TRUE;
 		else if (g_str_has_prefix(a, "--cgprocfs-runtime="))
 			o->runtime = a + strlen("--cgprocfs-runtime=");
@@ -153,6 +156,15 @@ int main(int argc, char **argv)
 		.mountpoint = "/var/lib/cgprocfs",
 	};
 	argc = take_options(argc, argv, &o);
+	if (o.help) {
+		printf("usage: cgprocfs-runtime [--cgprocfs-help] [--cgprocfs-always] [--cgprocfs-runtime=PATH]\n"
+		       "                        [--cgprocfs-hook=PATH] [--cgprocfs-mountpoint=PATH] RUNTIME-ARGUMENTS...\n"
+		       "An OCI runtime: the real one (--cgprocfs-runtime, $CGPROCFS_RUNTIME, or runc) with\n"
+		       "the cgprocfs hook added to the bundle of every create and run, for containers\n"
+		       "annotated " ANNOTATION "=true (every one with --cgprocfs-always).\n"
+		       "Any other argument, --help and --version included, goes to the real runtime.\n");
+		return 0;
+	}
 	int cmd = command_at(argc, argv);
 	if (cmd > 0 && (strcmp(argv[cmd], "create") == 0 || strcmp(argv[cmd], "run") == 0)) {
 		g_autoptr(GError) error = NULL;

@@ -5,13 +5,15 @@ set -euo pipefail
 
 cgprocfs_build_deps=(build-essential clang libclang-rt-14-dev meson ninja-build pkg-config
 	libfuse3-dev fuse3 libglib2.0-dev libcriterion-dev libsystemd-dev)
+# what building the Debian package needs beyond the build (build-deb.sh)
+cgprocfs_deb_deps=(debhelper dpkg-dev systemd)
 # what the tests run: psutil and its suite for /usr/bin/python3, ps/top/free,
 # unshare/nsenter/setpriv, runc, crun and podman with a busybox rootfs for
 # the container tests, LXCFS for the side-by-side benchmarks, and
 # user-mode-linux for the tests on a real cgroup v2 kernel (tests/uml/uml-run),
 # groff to check the man pages
 cgprocfs_test_deps=(python3 python3-psutil procps util-linux lxcfs runc crun podman busybox-static
-	user-mode-linux groff-base)
+	user-mode-linux groff-base "${cgprocfs_deb_deps[@]}")
 
 cgprocfs_install() {
 	if [ "$(id -u)" -ne 0 ]; then

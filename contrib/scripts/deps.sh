@@ -14,6 +14,9 @@ cgprocfs_deb_deps=(debhelper dpkg-dev systemd)
 # groff to check the man pages
 cgprocfs_test_deps=(python3 python3-psutil procps util-linux lxcfs runc crun podman busybox-static
 	user-mode-linux groff-base "${cgprocfs_deb_deps[@]}")
+# Docker and containerd for the runtime wrapper's tests, unless a Docker is
+# installed already (docker-ce's packages conflict with Debian's).
+command -v dockerd >/dev/null || cgprocfs_test_deps+=(docker.io containerd)
 
 cgprocfs_install() {
 	if [ "$(id -u)" -ne 0 ]; then

@@ -93,20 +93,26 @@ def run_tests(tests):
     failed = 0
     for number, (name, fn) in enumerate(tests, 1):
         started = time.monotonic()
+        todo = getattr(fn, "todo", None)
         try:
             fn()
         except Skip as e:
             print("ok %d - %s # SKIP %s" % (number, name, e))
         except Failure as e:
-            failed += 1
-            print("not ok %d - %s" % (number, name))
+            if todo:  # a known gap: TAP's expected failure
+                print("not ok %d - %s # TODO %s" % (number, name, todo))
+            else:
+                failed += 1
+                print("not ok %d - %s" % (number, name))
             diag(e)
         except Exception:  # a crash in a test fails that test only
             failed += 1
             print("not ok %d - %s" % (number, name))
             diag(traceback.format_exc())
         else:
-            print("ok %d - %s" % (number, name))
+            # A known gap that passes: meson counts it as a failure, until
+            # the mark goes.
+            print("ok %d - %s%s" % (number, name, " # TODO " + todo if todo else ""))
         elapsed = time.monotonic() - started
         if elapsed > 5:
             diag("%s took %.1f s" % (name, elapsed))
@@ -544,11 +550,14 @@ def read_all(path):
 
 
 def test_registry():
-    """A list of (name, fn) and the decorator that adds a test to it."""
+    """A list of (name, fn) and the decorator that adds a test to it.
+    test(name, todo=REASON) marks a known gap: its failure is reported as
+    TAP's expected failure (# TODO REASON), and a pass fails the run."""
     tests = []
 
-    def test(name):
+    def test(name, todo=None):
         def register(fn):
+            fn.todo = todo
             tests.append((name, fn))
             return fn
         return register

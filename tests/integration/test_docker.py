@@ -20,7 +20,6 @@ import, the daemon on a temporary mountpoint.
 busybox free takes MemTotal from sysinfo(2), which no file can change, so
 MemTotal is read from /proc/meminfo."""
 
-import contextlib
 import json
 import os
 import shutil

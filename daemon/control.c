@@ -87,6 +87,24 @@ ssize_t fdmsg_sendv(int sock, const struct iovec *iov, size_t n_iov, const int *
 	return n < 0 ? -errno : n;
 }
 
+pid_t fdmsg_fork(int *ret_sock)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int err = errno;
+		close(sv[0]);
+		close(sv[1]);
+		return -err;
+	}
+	close(sv[pid == 0 ? 0 : 1]);
+	*ret_sock = sv[pid == 0 ? 1 : 0];
+	return pid;
+}
+
 ssize_t fdmsg_send_bytes(int sock, const void *data, size_t len, const int *fds, size_t n_fds)
 {
 	const struct iovec iov = { (void *)data, len };

@@ -98,6 +98,10 @@ char *control_socket_of(const char *mountpoint, GError **error);
  * length or -errno. receive NUL-terminates buf and sets *n_fds to how many
  * fds it stored; -EMSGSIZE for a message longer than buf, -ETOOMANYREFS
  * for more fds than *n_fds (all closed). */
+/* Fork a child joined to this process by a SEQPACKET socket: the
+ * child's pid in the parent, 0 in the child, or -errno; *ret_sock is this
+ * side's end of the socket (the other side's is closed here). */
+pid_t fdmsg_fork(int *ret_sock);
 ssize_t fdmsg_sendv(int sock, const struct iovec *iov, size_t n_iov, const int *fds, size_t n_fds);
 ssize_t fdmsg_send_bytes(int sock, const void *data, size_t len, const int *fds, size_t n_fds);
 ssize_t fdmsg_send(int sock, const char *text, const int *fds, size_t n_fds);

@@ -168,7 +168,6 @@ int keeper_connect(const char *path)
 
 int keeper_start(const char *path, int wait_s, struct keeper **ret)
 {
-	int sv[2];
 	struct stat st;
 
 	_cleanup_close_ int listen_fd = control_listen(path, 4);
@@ -176,24 +175,17 @@ int keeper_start(const char *path, int wait_s, struct keeper **ret)
 		return listen_fd;
 	if (stat(path, &st) < 0)
 		return -errno;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
-	pid_t pid = fork();
-	if (pid < 0) {
-		int err = errno;
-		close(sv[0]);
-		close(sv[1]);
-		return -err;
-	}
+	int sock;
+	pid_t pid = fdmsg_fork(&sock);
+	if (pid < 0)
+		return pid;
 	if (pid == 0) {
-		close(sv[0]);
-		keeper_main(sv[1], listen_fd, wait_s, path, st.st_ino);
+		keeper_main(sock, listen_fd, wait_s, path, st.st_ino);
 		_exit(0);
 	}
-	close(sv[1]);
 	struct keeper *k = g_new0(struct keeper, 1);
 	g_mutex_init(&k->lock);
-	k->sock = sv[0];
+	k->sock = sock;
 	*ret = k;
 	return 0;
 }

@@ -78,32 +78,24 @@ G_GNUC_NORETURN static void notifier_main(int sock)
 
 int notifier_start(struct notifier **ret)
 {
-	int sv[2];
+	int sock;
 	pid_t parent = getpid();
-
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
-	pid_t pid = fork();
-	if (pid < 0) {
-		int err = errno;
-		close(sv[0]);
-		close(sv[1]);
-		return -err;
-	}
+	pid_t pid = fdmsg_fork(&sock);
+	if (pid < 0)
+		return pid;
 	if (pid == 0) {
 		/* It must hold nothing of the daemon's (the keeper sees the
 		 * daemon gone when its socket is closed by every holder), and
 		 * go when the daemon's main thread does. */
-		close_range(3, (unsigned)sv[1] - 1, 0);
-		close_range((unsigned)sv[1] + 1, ~0u, 0);
+		close_range(3, (unsigned)sock - 1, 0);
+		close_range((unsigned)sock + 1, ~0u, 0);
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(0);
-		notifier_main(sv[1]);
+		notifier_main(sock);
 	}
-	close(sv[1]);
 	struct notifier *n = g_new0(struct notifier, 1);
 	g_mutex_init(&n->lock);
-	n->sock = sv[0];
+	n->sock = sock;
 	*ret = n;
 	return 0;
 }

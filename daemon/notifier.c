@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <glib.h>
+#include <linux/fuse.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/prctl.h>
@@ -21,8 +22,26 @@ struct notifier {
 
 /* ----------------------------------------------------------- the child -- */
 
-/* One thread of the daemon's: each message is a notification with the fd
- * to write it on; the answer is the write's errno (0: written). */
+/* Write the notifications of buf (one, or a batch of them one after the
+ * other, each as long as its header says) on fd: 0, or the first errno. */
+static int32_t write_all(int fd, const char *buf, size_t len)
+{
+	int32_t err = 0;
+	while (len > 0) {
+		const struct fuse_out_header *h = (const void *)buf;
+		if (len < sizeof(*h) || h->len < sizeof(*h) || h->len > len)
+			return err ? err : EINVAL;
+		if (write(fd, buf, h->len) < 0 && !err)
+			err = errno;
+		buf += h->len;
+		len -= h->len;
+	}
+	return err;
+}
+
+/* One thread of the daemon's: each message is a notification (or a
+ * batch) with the fd to write it on; the answer is the write's errno (0:
+ * written). */
 static gpointer channel_thread(gpointer data)
 {
 	int chan = GPOINTER_TO_INT(data);
@@ -41,8 +60,8 @@ static gpointer channel_thread(gpointer data)
 			err = (int32_t)-len;
 		else if (n_fds != 1)
 			err = EBADF;
-		else if (write(fuse_fd, buf, (size_t)len) < 0)
-			err = errno;
+		else
+			err = write_all(fuse_fd, buf, (size_t)len);
 		if (n_fds == 1)
 			close(fuse_fd);
 		if (send(chan, &err, sizeof(err), MSG_NOSIGNAL) < 0)
@@ -172,14 +191,92 @@ static int32_t answer(int chan)
 	return r == (ssize_t)sizeof(err) ? err : -EPIPE;
 }
 
+/* This thread's batch (notifier_batch_begin): notifications for one fd. */
+struct batch {
+	GByteArray *bytes;
+	int fd;
+};
+
+static void batch_free(gpointer p)
+{
+	struct batch *b = p;
+	g_byte_array_unref(b->bytes);
+	g_free(b);
+}
+
+static GPrivate batch_of = G_PRIVATE_INIT(batch_free);
+
+/* Flush at this size: a few hundred invalidations a round trip. */
+#define BATCH_BYTES (32 * 1024)
+
+void notifier_batch_begin(void)
+{
+	if (g_private_get(&batch_of))
+		return;
+	struct batch *b = g_new0(struct batch, 1);
+	b->bytes = g_byte_array_sized_new(BATCH_BYTES + 512);
+	b->fd = -1;
+	g_private_set(&batch_of, b);
+}
+
+static ssize_t send_one(struct notifier *n, int fuse_fd, const struct iovec *iov, int count, size_t len);
+
+/* Send what the batch holds (errors are the notifications', which say
+ * what is: nobody waits for them). */
+static void flush(struct notifier *n, struct batch *b)
+{
+	if (b->bytes->len == 0)
+		return;
+	const struct iovec iov = { b->bytes->data, b->bytes->len };
+	if (send_one(n, b->fd, &iov, 1, b->bytes->len) < 0)
+		g_debug("a batch of notifications: %s", g_strerror(errno));
+	g_byte_array_set_size(b->bytes, 0);
+}
+
+void notifier_batch_end(struct notifier *n)
+{
+	struct batch *b = g_private_get(&batch_of);
+	if (b)
+		flush(n, b);
+	g_private_replace(&batch_of, NULL);
+}
+
 ssize_t notifier_writev(struct notifier *n, int fuse_fd, const struct iovec *iov, int count)
 {
 	size_t len = 0;
 	for (int i = 0; i < count; i++)
 		len += iov[i].iov_len;
+	struct batch *b = g_private_get(&batch_of);
+	if (!b || len > BATCH_BYTES)
+		return send_one(n, fuse_fd, iov, count, len);
+	if (b->fd != fuse_fd || b->bytes->len + len > BATCH_BYTES)
+		flush(n, b);
+	b->fd = fuse_fd;
+	for (int i = 0; i < count; i++)
+		g_byte_array_append(b->bytes, iov[i].iov_base, (guint)iov[i].iov_len);
+	return (ssize_t)len;
+}
+
+/* Without the notifier: libfuse's pieces of one notification, or a batch
+ * (one piece), written here. */
+static ssize_t write_here(int fuse_fd, const struct iovec *iov, int count, size_t len)
+{
+	if (count > 1)
+		return writev(fuse_fd, iov, count);
+	int32_t err = write_all(fuse_fd, iov[0].iov_base, len);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return (ssize_t)len;
+}
+
+/* One message (a notification, or a batch), through this thread's channel. */
+static ssize_t send_one(struct notifier *n, int fuse_fd, const struct iovec *iov, int count, size_t len)
+{
 	int chan = n ? channel(n) : -1;
 	if (chan < 0)
-		return writev(fuse_fd, iov, count);
+		return write_here(fuse_fd, iov, count, len);
 	if (len > NOTIFIER_MAX_MESSAGE) {
 		errno = EMSGSIZE;
 		return -1;
@@ -195,7 +292,7 @@ ssize_t notifier_writev(struct notifier *n, int fuse_fd, const struct iovec *iov
 		 * is, and saying it twice changes nothing. */
 		g_private_replace(&channel_of, NULL);
 		lose(n, g_strerror(-err));
-		return writev(fuse_fd, iov, count);
+		return write_here(fuse_fd, iov, count, len);
 	}
 	if (err > 0) {
 		errno = err;

@@ -29,6 +29,12 @@ int notifier_start(struct notifier **ret);
  * is gone: as writev(2) does, the length or -1 with errno (EMSGSIZE for
  * one longer than NOTIFIER_MAX_MESSAGE). Any thread. */
 ssize_t notifier_writev(struct notifier *n, int fuse_fd, const struct iovec *iov, int count);
+/* From notifier_batch_begin to notifier_batch_end, this thread's
+ * notifications are sent in batches, nobody waiting for each: for a
+ * thread that sends thousands at once (taking over a view). The errors of
+ * a batch's notifications are not told. */
+void notifier_batch_begin(void);
+void notifier_batch_end(struct notifier *n);
 /* Close the daemon's end; the notifier exits once each thread's channel
  * is closed too. */
 void notifier_free(struct notifier *n);

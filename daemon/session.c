@@ -392,6 +392,14 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 	return writev(fd, iov, count);
 }
 
+void session_batch_notifications(struct session *s, gboolean on)
+{
+	if (on)
+		notifier_batch_begin();
+	else
+		notifier_batch_end(s->server->notifier);
+}
+
 /* Once libfuse has the session's fd: write through io_writev. */
 static int use_own_io(struct session *s)
 {

@@ -46,6 +46,9 @@ void server_render_stats(struct server *sv, GString *out);
  * refused the options. */
 struct session *session_new(struct server *sv, struct view *view, struct pidwatch *watch, int proc_fd,
 			    const char *fuse_options);
+/* From TRUE to FALSE, this thread's notifications to the kernel are sent
+ * in batches (notifier.h): for thousands at once. */
+void session_batch_notifications(struct session *s, gboolean on);
 /* Mount it at mountpoint: 0 or -1 (libfuse said why). */
 int session_mount(struct session *s, const char *mountpoint);
 /* Take up fuse_fd (taken, on success), the /dev/fuse fd of a mount made

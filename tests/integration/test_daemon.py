@@ -392,6 +392,53 @@ def make_tests():
                   [threads_of(p) for p in notifiers if os.path.exists("/proc/%d" % p)])
             serves(d)
 
+    @test("SIGKILL of the daemon, and a container's pid taken by another process while no daemon runs: once "
+          "a new daemon has taken over, the container's view shows the new process")
+    def _():
+        if not os.environ.get("CGPROCFS_OCI_HOOK"):
+            raise cgtest.Skip("CGPROCFS_OCI_HOOK is not set (run through meson test)")
+        with scratch_dir() as bundle, Daemon() as d:
+            with open(os.path.join(bundle, "config.json"), "w") as f:
+                json.dump(cgtest.HOOK_BUNDLE_CONFIG, f)
+            with cgtest.namespace_with_view(d.mnt, bundle, "recover-test") as (init, res):
+                check(res[0] == 0, "the hook", describe(res))
+                # In the namespace's pid namespace, the host's mount
+                # namespace: nothing here asks the daemon.
+                pid_ns = ["nsenter", "--target", str(init), "--pid"]
+                in_view = pid_ns + ["--mount"]
+
+                def sleeper():
+                    """A sleep at pid 500 of the namespace, its parent a shell that reaps it."""
+                    p = subprocess.Popen(pid_ns + ["sh", "-c", "echo 499 > /proc/sys/kernel/ns_last_pid; "
+                                                   "sleep 600 & echo $!; wait"], stdout=subprocess.PIPE, text=True)
+                    check_equal(p.stdout.readline().strip(), "500", "the sleep's pid in the namespace")
+                    return p
+
+                first = sleeper()
+                res = cgtest.run(in_view + ["stat", "/proc/500/status"])
+                check(res[0] == 0, "the first process's directory through the view", describe(res))
+                second = []
+
+                def swap():  # no daemon serves meanwhile
+                    cgtest.run(pid_ns + ["kill", "500"])
+                    first.wait(10)
+                    second.append(sleeper())
+
+                try:
+                    d.crash_and_restart(after_kill=swap)
+
+                    def same():
+                        res = cgtest.run(in_view + ["sh", "-c", "cat /proc/500/stat; cat /proc/.real/500/stat"])
+                        lines = res[1].splitlines()
+                        return res[0] == 0 and len(lines) == 2 and lines[0] == lines[1]
+                    check(cgtest.wait_until(same, timeout=10), "the view does not show the new process at pid 500",
+                          describe(cgtest.run(in_view + ["ls", "-l", "/proc/500/"])))
+                finally:
+                    for p in [first] + second:
+                        if p.poll() is None:
+                            cgtest.run(pid_ns + ["kill", "500"])
+                            p.wait(10)
+
     @test("SIGKILL of the daemon and no new one within --keeper-wait: the keeper (started even where its "
           "socket's directory did not exist) lets go, the mount is dead")
     def _():

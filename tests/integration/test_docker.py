@@ -68,6 +68,9 @@ class Docker:
                                                           "--cgprocfs-mountpoint=" + mnt]},
             "cgprocfs-gated": {"path": runtime, "runtimeArgs": ["--cgprocfs-hook=" + hook,
                                                                 "--cgprocfs-mountpoint=" + mnt]},
+            # runc itself, named as Docker names a runtime of daemon.json
+            # (the benchmark's baseline).
+            "runc-by-path": {"path": shutil.which("runc") or "/usr/sbin/runc"},
         }}
         with open(os.path.join(work, "daemon.json"), "w") as f:
             json.dump(config, f)

@@ -9,6 +9,7 @@
 #include <linux/fuse.h>
 #include <signal.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -28,13 +29,16 @@ static int32_t write_all(int fd, const char *buf, size_t len)
 {
 	int32_t err = 0;
 	while (len > 0) {
-		const struct fuse_out_header *h = (const void *)buf;
-		if (len < sizeof(*h) || h->len < sizeof(*h) || h->len > len)
+		struct fuse_out_header h; /* copied: a batch's are unaligned */
+		if (len < sizeof(h))
 			return err ? err : EINVAL;
-		if (write(fd, buf, h->len) < 0 && !err)
+		memcpy(&h, buf, sizeof(h));
+		if (h.len < sizeof(h) || h.len > len)
+			return err ? err : EINVAL;
+		if (write(fd, buf, h.len) < 0 && !err)
 			err = errno;
-		buf += h->len;
-		len -= h->len;
+		buf += h.len;
+		len -= h.len;
 	}
 	return err;
 }

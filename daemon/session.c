@@ -122,6 +122,13 @@ void server_free(struct server *sv)
 {
 	if (!sv)
 		return;
+	/* Idle workers wake for any event of the set (a session's fd going
+	 * away at exit): they leave first. One still answering after the
+	 * drain's wait keeps the server, freed with the process. */
+	if (!server_pause(sv)) {
+		g_warning("a worker is still answering: its server is left to the process's end");
+		return;
+	}
 	close(sv->epoll_fd);
 	close(sv->wake_fd);
 	g_hash_table_unref(sv->by_id);

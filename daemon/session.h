@@ -23,7 +23,7 @@ struct session;
  * notifier (NULL: directly, see notifier.h). Freed after every session
  * has ended. */
 struct server *server_new(struct notifier *notifier);
-void server_free(struct server *sv);
+void server_free(struct server *sv); /* stops the workers first (server_pause) */
 
 /* Stop the workers between requests (and refuse sessions that start),
  * so that another daemon holding the same /dev/fuse fds answers the rest

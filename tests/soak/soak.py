@@ -608,7 +608,7 @@ class Soak:
                 problems.append("the daemon exited with status %s" % self.daemon.returncode)
             log = self.daemon.log()
             for m in SANITIZER.finditer(log):
-                problems.append("sanitizer report: " + log[m.start():m.start() + 300])
+                problems.append("sanitizer report: " + log[m.start():m.start() + 8000])
                 break
         if cgtest.mounts_under(self.work):
             problems.append("mounts left under %s" % self.work)

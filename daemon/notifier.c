@@ -251,10 +251,13 @@ ssize_t notifier_writev(struct notifier *n, int fuse_fd, const struct iovec *iov
 	for (int i = 0; i < count; i++)
 		len += iov[i].iov_len;
 	struct batch *b = g_private_get(&batch_of);
-	if (!b || len > BATCH_BYTES)
+	if (!b)
 		return send_one(n, fuse_fd, iov, count, len);
+	/* In order: what the batch holds goes first. */
 	if (b->fd != fuse_fd || b->bytes->len + len > BATCH_BYTES)
 		flush(n, b);
+	if (len > BATCH_BYTES)
+		return send_one(n, fuse_fd, iov, count, len);
 	b->fd = fuse_fd;
 	for (int i = 0; i < count; i++)
 		g_byte_array_append(b->bytes, iov[i].iov_base, (guint)iov[i].iov_len);

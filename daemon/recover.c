@@ -10,10 +10,7 @@
 #include "daemon.h"
 #include "dirwalk.h"
 #include "session.h"
-#include "pidns.h"
 #include "procfile.h"
-
-#include <errno.h>
 
 
 static void note_top(const struct dirent *de, void *data)

@@ -4,6 +4,7 @@ mountpoint creation, taking over from a running daemon (--replace),
 --version and --help."""
 
 import contextlib
+import ctypes
 import errno
 import json
 import os
@@ -138,7 +139,6 @@ class Tracer:
     WALL = 0x40000000
 
     def __init__(self):
-        import ctypes
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
         self.tids = []
@@ -146,7 +146,6 @@ class Tracer:
     def stop(self, tid):
         for request in (self.SEIZE, self.INTERRUPT):
             if self.libc.ptrace(request, tid, None, None) != 0:
-                import ctypes
                 raise OSError(ctypes.get_errno(), "ptrace of thread %d" % tid)
         self.tids.append(tid)
 

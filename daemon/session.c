@@ -16,6 +16,7 @@
 #include "cleanup.h"
 #include "control.h"
 #include "metrics.h"
+#include "share.h"
 #include "view.h"
 
 #include <errno.h>
@@ -28,6 +29,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Workers kept however idle, and the most a pool may have per CPU. */
@@ -39,8 +41,11 @@
 #define STALL_US (50 * G_TIME_SPAN_MILLISECOND)
 #define STALL_WORKERS_MAX 256
 #define DRAIN_WAIT_US (10 * G_USEC_PER_SEC)
+/* Workers a session that has one busy already leaves idle for the others:
+ * its next request waits meanwhile (it is held). */
+#define RESERVE_WORKERS 1
 /* Added to the daemon's nice value while a worker answers a session that
- * has another worker busy. */
+ * has another worker busy, or takes more than its share (share.h). */
 #define BUSY_NICE 10
 /* Requests taken, by opcode (the last slot: any other). */
 #define COUNTED_OPCODES 64
@@ -59,6 +64,10 @@ struct server {
 	unsigned workers, idle, max_workers;
 	guint64 answered;    /* requests answered: the watchdog sees progress */
 	guint64 stall_spawns; /* workers the watchdog made */
+	guint64 holds;       /* sessions held (RESERVE_WORKERS) */
+	guint64 low_answers; /* requests answered at BUSY_NICE */
+	struct share_totals shares;
+	GQueue held;         /* sessions held, first held first */
 	int nice;            /* the daemon's, which workers go back to */
 	/* A worker ended unsound (see serve_one): a thread that never acts as
 	 * a caller makes the next one (session_serve's, or a sound worker). */
@@ -80,6 +89,12 @@ struct session {
 	guint64 id;        /* in server->by_id while served (0: not yet) */
 	unsigned busy;     /* workers reading or answering a request of it */
 	gboolean armed;    /* its fd is armed in the epoll set */
+	gboolean held;     /* in server->held, not armed */
+	guint64 answered;  /* its requests answered */
+	/* The watchdog's: answered when it last saw s held (stall_seen). */
+	guint64 stall_mark;
+	gboolean stall_seen;
+	struct share_windows share;
 	gboolean stopping; /* no more requests: it ends once busy is 0 */
 	gboolean ended;
 	int error;
@@ -131,6 +146,7 @@ void server_free(struct server *sv)
 	}
 	close(sv->epoll_fd);
 	close(sv->wake_fd);
+	g_queue_clear(&sv->held);
 	g_hash_table_unref(sv->by_id);
 	g_cond_clear(&sv->changed);
 	g_mutex_clear(&sv->lock);
@@ -146,6 +162,7 @@ static void count_request(struct server *sv, const struct fuse_buf *buf)
 }
 
 static void *worker_main(void *data);
+static void release_held(struct server *sv);
 
 /* Under sv->lock, from a thread that is not acting as a caller (a new
  * thread starts with its maker's credentials). */
@@ -161,19 +178,43 @@ static void spawn(struct server *sv)
 		sv->idle++;
 	}
 	pthread_attr_destroy(&attr);
+	release_held(sv);
 }
 
 /* Let one more worker take a request of s, unless it is armed already or
  * ends. Under sv->lock. */
+static gboolean must_wait(const struct server *sv, const struct session *s)
+{
+	return s->busy > 0 && (sv->idle <= RESERVE_WORKERS || share_over(&sv->shares, &s->share, g_get_monotonic_time()));
+}
+
 static void arm(struct server *sv, struct session *s)
 {
-	if (s->armed || s->stopping || sv->draining)
+	if (s->armed || s->held || s->stopping || sv->draining)
 		return;
+	if (must_wait(sv, s)) {
+		s->held = TRUE;
+		s->stall_seen = FALSE;
+		sv->holds++;
+		g_queue_push_tail(&sv->held, s);
+		return;
+	}
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.u64 = s->id };
 	if (epoll_ctl(sv->epoll_fd, EPOLL_CTL_MOD, fuse_session_fd(s->se), &ev) == 0)
 		s->armed = TRUE;
 	else
 		g_warning("cannot wait for the requests of a view: %s", g_strerror(errno));
+}
+
+/* Arm the held sessions that need not wait any more (each looked at
+ * once: arm holds again those that do). Under sv->lock. */
+static void release_held(struct server *sv)
+{
+	for (guint n = sv->idle > RESERVE_WORKERS ? sv->held.length : 0; n > 0; n--) {
+		struct session *s = g_queue_pop_head(&sv->held);
+		s->held = FALSE;
+		arm(sv, s);
+	}
 }
 
 /* End s once no worker is in it: it leaves the epoll set, and its owner
@@ -184,6 +225,8 @@ static void end_if_idle(struct server *sv, struct session *s)
 	if (!s->stopping || s->busy > 0 || s->ended)
 		return;
 	s->ended = TRUE;
+	if (s->held)
+		g_queue_remove(&sv->held, s);
 	g_hash_table_remove(sv->by_id, &s->id);
 	epoll_ctl(sv->epoll_fd, EPOLL_CTL_DEL, fuse_session_fd(s->se), NULL);
 	session_ended_fn fn = s->ended_fn;
@@ -195,6 +238,39 @@ static void end_if_idle(struct server *sv, struct session *s)
 	g_mutex_lock(&sv->lock);
 }
 
+static gint64 thread_cpu_us(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (gint64)ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
+}
+
+/* Answer the request in buf, at a lower priority if s asks more than one
+ * at a time or takes more than its share: the daemon's time is no
+ * cgroup's, so this is how its callers wait for the others'. FALSE if the
+ * worker could not take the daemon's credentials back. Called and returns
+ * with sv->lock held, let go meanwhile. */
+static gboolean answer(struct server *sv, struct session *s, struct fuse_buf *buf)
+{
+	gboolean low = s->busy > 1 || share_over(&sv->shares, &s->share, g_get_monotonic_time());
+	sv->low_answers += low;
+	g_mutex_unlock(&sv->lock);
+	if (low)
+		setpriority(PRIO_PROCESS, (id_t)gettid(), sv->nice + BUSY_NICE);
+	gint64 start = thread_cpu_us();
+	fuse_session_process_buf(s->se, buf);
+	gint64 cost = thread_cpu_us() - start;
+	if (low)
+		setpriority(PRIO_PROCESS, (id_t)gettid(), sv->nice);
+	gboolean sound = caller_restored() == 0;
+	g_mutex_lock(&sv->lock);
+	share_charge(&sv->shares, &s->share, g_get_monotonic_time(), cost);
+	sv->answered++;
+	s->answered++;
+	return sound;
+}
+
 /* Take one request of s and answer it: FALSE once this worker must end
  * (it could not take the daemon's credentials back after acting as a
  * caller). Called and returns with sv->lock held. */
@@ -203,8 +279,12 @@ static gboolean serve_one(struct server *sv, struct session *s, struct fuse_buf 
 	gboolean sound = TRUE;
 
 	s->armed = FALSE;
+	if (must_wait(sv, s)) { /* the others' reserve: s waits */
+		arm(sv, s);
+		return TRUE;
+	}
 	s->busy++;
-	if (--sv->idle == 0 && sv->workers < sv->max_workers)
+	if (--sv->idle <= RESERVE_WORKERS && sv->workers < sv->max_workers)
 		spawn(sv);
 	g_mutex_unlock(&sv->lock);
 	buf->flags = 0;
@@ -214,19 +294,7 @@ static gboolean serve_one(struct server *sv, struct session *s, struct fuse_buf 
 	if (r > 0) {
 		count_request(sv, buf);
 		arm(sv, s);
-		/* Another worker is in this session already: its callers ask
-		 * more than one at a time, and get the CPU after those of the
-		 * sessions that do not (the daemon's time is no cgroup's). */
-		gboolean yield = s->busy > 1;
-		g_mutex_unlock(&sv->lock);
-		if (yield)
-			setpriority(PRIO_PROCESS, (id_t)gettid(), sv->nice + BUSY_NICE);
-		fuse_session_process_buf(s->se, buf);
-		if (yield)
-			setpriority(PRIO_PROCESS, (id_t)gettid(), sv->nice);
-		sound = caller_restored() == 0;
-		g_mutex_lock(&sv->lock);
-		sv->answered++;
+		sound = answer(sv, s, buf);
 	} else if (r != -EAGAIN && r != -EINTR) { /* 0: the mount is gone */
 		if (r < 0 && s->error == 0)
 			s->error = r;
@@ -235,6 +303,7 @@ static gboolean serve_one(struct server *sv, struct session *s, struct fuse_buf 
 	s->busy--;
 	sv->idle++;
 	arm(sv, s);
+	release_held(sv);
 	end_if_idle(sv, s);
 	return sound;
 }
@@ -310,12 +379,14 @@ void server_resume(struct server *sv)
 
 	sv->draining = FALSE;
 	(void)eventfd_read(sv->wake_fd, &n);
+	g_queue_clear(&sv->held);
 	GList *all = g_hash_table_get_values(sv->by_id);
 	for (GList *l = all; l; l = l->next) {
 		struct session *s = l->data;
 		/* Its event may have been taken and dropped by a worker that
 		 * was leaving: arm it again. */
 		s->armed = FALSE;
+		s->held = FALSE;
 		arm(sv, s);
 	}
 	g_list_free(all);
@@ -360,6 +431,12 @@ void server_render_stats(struct server *sv, GString *out)
 	metrics_u64(out, "cgprocfs_workers", "gauge", "Worker threads, for every view.", sv->workers);
 	metrics_u64(out, "cgprocfs_worker_stalls_total", "counter",
 		    "Workers made past the bound because every worker waited and none answered.", sv->stall_spawns);
+	metrics_u64(out, "cgprocfs_sessions_held_total", "counter",
+		    "Times a view that had a worker busy waited for another, the rest being kept for other views.",
+		    sv->holds);
+	metrics_u64(out, "cgprocfs_low_priority_requests_total", "counter",
+		    "Requests answered at a lower priority: their view had another worker busy, or more than its share.",
+		    sv->low_answers);
 }
 
 struct session *session_new(struct server *sv, struct view *view, struct pidwatch *watch, int proc_fd,
@@ -497,6 +574,20 @@ int session_start(struct session *s, session_ended_fn ended, void *data)
 	return 0;
 }
 
+/* Whether a held session has had no request answered since the last
+ * call (the watchdog's, every STALL_US). Under sv->lock. */
+static gboolean held_stalled(struct server *sv)
+{
+	gboolean stalled = FALSE;
+	for (GList *l = sv->held.head; l; l = l->next) {
+		struct session *s = l->data;
+		stalled = stalled || (s->stall_seen && s->stall_mark == s->answered);
+		s->stall_seen = TRUE;
+		s->stall_mark = s->answered;
+	}
+	return stalled;
+}
+
 /* session_serve's end callback. */
 static void served(void *data, int error)
 {
@@ -513,7 +604,8 @@ int session_serve(struct session *s)
 	 * watchdog: a request may wait for another of its session to be
 	 * answered (an OPEN that tells the kernel of new pages waits for the
 	 * READ that holds one), so when every worker is busy and none has
-	 * answered for a while, one more is made, past the bound. */
+	 * answered for a while, or a session held for the others' reserve
+	 * has had none answered, one more is made, past the bound. */
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
 	guint64 answered = sv->answered;
 	while (!s->ended) {
@@ -522,7 +614,8 @@ int session_serve(struct session *s)
 			spawn(sv);
 		}
 		if (!g_cond_wait_until(&sv->changed, &sv->lock, g_get_monotonic_time() + STALL_US)) {
-			if (sv->idle == 0 && sv->answered == answered && !sv->draining && sv->workers < STALL_WORKERS_MAX) {
+			gboolean stalled = held_stalled(sv) || (sv->idle == 0 && sv->answered == answered);
+			if (stalled && !sv->draining && sv->workers < STALL_WORKERS_MAX) {
 				sv->stall_spawns++;
 				spawn(sv);
 			}

@@ -79,7 +79,8 @@ class Bench:
         return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', path]
 
     def victim_reads(self, victim):
-        argv = [self.latency_bin, "--iterations", str(self.args.iterations), "--warmup", "300"]
+        argv = [self.latency_bin, "--iterations", str(self.args.iterations), "--warmup", "300",
+                "--pause-us", str(self.args.pause_us)]
         r = subprocess.run(self.victim_cg + self.ns.command(victim, argv + ["view:" + f for f in FILES + REAL]),
                            capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
@@ -125,8 +126,8 @@ class Bench:
         self.attackers.append(sleepers)
         print("cgprocfs, one container misbehaving: %d CPUs, kernel %s" % (os.cpu_count(), os.uname().release))
         print("command: %s" % " ".join(["/usr/bin/python3"] + sys.argv))
-        print("victim: %d open+read+close of each file per attack; hostile: %d sleeping processes besides"
-              % (a.iterations, a.processes), flush=True)
+        print("victim: %d open+read+close of each file per attack, %d µs apart; hostile: %d sleeping processes besides"
+              % (a.iterations, a.pause_us, a.processes), flush=True)
         time.sleep(1)
         results = {}
         for name, argvs in ATTACKS:
@@ -176,6 +177,8 @@ def main():
     p = argparse.ArgumentParser(description="cgprocfs with one container misbehaving (needs root).")
     p.add_argument("--build-dir", default="build", help="meson build directory (default: build)")
     p.add_argument("--iterations", type=int, default=3000, help="victim reads per file and attack (default 3000)")
+    p.add_argument("--pause-us", type=int, default=1000,
+                   help="the victim's pause between rounds of reads, µs (default 1000; 0: reads without a pause)")
     p.add_argument("--processes", type=int, default=200, help="processes in the hostile container (default 200)")
     args = p.parse_args()
     if args.iterations <= 0 or args.processes <= 0:

@@ -2,7 +2,7 @@
  * measured interleaved so that drift (frequency scaling, other load,
  * cache warmth) affects every file alike.
  *
- *   cgprocfs-bench-latency [--iterations N] [--warmup W] [--ref LABEL]
+ *   cgprocfs-bench-latency [--iterations N] [--warmup W] [--pause-us P] [--ref LABEL]
  *                          [--vs PREFIX]... LABEL=PATH [LABEL=PATH...]
  *
  * Each iteration times one open+read+close of every path, in a new random
@@ -10,7 +10,8 @@
  * rotated order would always run a path right after the same other one,
  * and what ran just before (a FUSE round trip, the same procfs file)
  * changes what a read costs. Warm-up iterations run the same way and are
- * not recorded.
+ * not recorded. --pause-us sleeps between iterations: a caller that reads
+ * now and then, as a monitor does, rather than one that does nothing else.
  *
  * Ratios (p50 and p99 of a row over those of its reference):
  *   - with --ref LABEL, every row is compared with row LABEL;
@@ -130,12 +131,13 @@ static int find_label(const struct target *targets, size_t count, const char *la
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: cgprocfs-bench-latency [--iterations N] [--warmup W] [--ref LABEL]\n"
+		"usage: cgprocfs-bench-latency [--iterations N] [--warmup W] [--pause-us P] [--ref LABEL]\n"
 		"                              [--vs PREFIX]... LABEL=PATH...\n"
 		"  Times open + read to EOF (64 KiB reads) + close of each PATH, interleaved,\n"
 		"  and prints p50, p99 and mean in microseconds per LABEL.\n"
 		"  --iterations N  recorded rounds over all paths (default 10000)\n"
 		"  --warmup W      unrecorded rounds first (default 1000)\n"
+		"  --pause-us P    sleep P microseconds after each round (default 0)\n"
 		"  --ref LABEL     compare every row with row LABEL; without it, each\n"
 		"                  'view:X' row is compared with the 'real:X' row\n"
 		"  --vs PREFIX     also print each 'view:X' row over the 'PREFIX:X' row,\n"
@@ -218,7 +220,7 @@ static gboolean resolve_versus(const struct target *tv, size_t count, GArray *ve
 
 /* Runs all rounds and records the samples. FALSE (with a message) if a
  * path could not be read. */
-static gboolean measure(struct target *tv, size_t count, guint64 warmup, guint64 iterations)
+static gboolean measure(struct target *tv, size_t count, guint64 warmup, guint64 iterations, guint64 pause_us)
 {
 	g_autofree char *buf = g_malloc(READ_BUFFER_SIZE);
 	g_autofree size_t *order = g_new(size_t, count);
@@ -250,6 +252,8 @@ static gboolean measure(struct target *tv, size_t count, guint64 warmup, guint64
 			if (round >= warmup)
 				t->samples_ns[round - warmup] = t1 - t0;
 		}
+		if (pause_us)
+			g_usleep((gulong)pause_us);
 	}
 	return TRUE;
 }
@@ -307,7 +311,7 @@ static void print_footer(guint64 warmup, guint64 iterations)
 
 int main(int argc, char **argv)
 {
-	guint64 iterations = 10000, warmup = 1000;
+	guint64 iterations = 10000, warmup = 1000, pause_us = 0;
 	const char *ref_label = NULL;
 	g_autoptr(GArray) targets = g_array_new(FALSE, TRUE, sizeof(struct target));
 	g_autoptr(GArray) versus = g_array_new(FALSE, TRUE, sizeof(struct versus));
@@ -321,6 +325,9 @@ int main(int argc, char **argv)
 				return 2;
 		} else if (strcmp(arg, "--warmup") == 0) {
 			if (!parse_count(arg, i + 1 < argc ? argv[++i] : NULL, 0, &warmup))
+				return 2;
+		} else if (strcmp(arg, "--pause-us") == 0) {
+			if (!parse_count(arg, i + 1 < argc ? argv[++i] : NULL, 0, &pause_us))
 				return 2;
 		} else if (strcmp(arg, "--ref") == 0) {
 			if (i + 1 >= argc) {
@@ -374,7 +381,7 @@ int main(int argc, char **argv)
 	}
 	if (!resolve_refs(tv, count, ref_label) || !resolve_versus(tv, count, versus))
 		return 2;
-	if (!measure(tv, count, warmup, iterations))
+	if (!measure(tv, count, warmup, iterations, pause_us))
 		return 1;
 	for (size_t i = 0; i < count; i++)
 		summarize(&tv[i], (size_t)iterations);

@@ -357,7 +357,8 @@ def make_tests(d):
 
     @test("one container holds 10,000 directory handles, reads the smaps_rollup of its %d processes in a loop and "
           "reads /proc/stat from 1,000 threads, all at once: another container reads the right cpuinfo, stat, "
-          "meminfo and smaps_rollup every time, and the daemon's threads stay within 2 per CPU + 8"
+          "meminfo and smaps_rollup every time, the daemon's threads stay within 2 per CPU + 8, and the attacking "
+          "view is held back"
           % HOSTILE_PROCESSES)
     def _():
         check("bundle" in state, "the first test did not run")
@@ -401,6 +402,13 @@ def make_tests(d):
                   "the victim's reads under attack", out)
             check(threads and max(threads) <= bound, "the daemon had %d threads (bound %d)"
                   % (max(threads, default=0), bound))
+            # How the others kept their turn: the threads' view waited for a
+            # worker while the reserve was idle, and was answered at a lower
+            # priority (more than one at a time, or more than its share).
+            stats = cgtest.read_stats(d.mnt, prefix="cgprocfs_")
+            check(stats.get("sessions_held_total", 0) > 0 and stats.get("low_priority_requests_total", 0) > 0,
+                  "the attacking view was neither held nor answered at a lower priority",
+                  {k: v for k, v in stats.items() if k.startswith(("sessions", "low", "workers"))})
         check(not re.search("error|critical", d.log(), re.I), "the daemon logged an error", d.log()[-2000:])
 
     @test("nothing of the test is left")

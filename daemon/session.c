@@ -29,7 +29,6 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Workers kept however idle, and the most a pool may have per CPU. */
@@ -41,8 +40,9 @@
 #define STALL_US (50 * G_TIME_SPAN_MILLISECOND)
 #define STALL_WORKERS_MAX 256
 #define DRAIN_WAIT_US (10 * G_USEC_PER_SEC)
-/* Workers a session that has one busy already leaves idle for the others:
- * its next request waits meanwhile (it is held). */
+/* Workers a session that has one busy already leaves idle for the other
+ * sessions served lately: its next request waits meanwhile (it is held),
+ * as it does while it takes more than its share (share.h). */
 #define RESERVE_WORKERS 1
 /* Added to the daemon's nice value while a worker answers a session that
  * has another worker busy, or takes more than its share (share.h). */
@@ -183,9 +183,16 @@ static void spawn(struct server *sv)
 
 /* Let one more worker take a request of s, unless it is armed already or
  * ends. Under sv->lock. */
+/* Whether s, served by a worker already, must let its next request wait
+ * for the other sessions served lately: while only the reserve is idle,
+ * or while it takes more than its share. */
 static gboolean must_wait(const struct server *sv, const struct session *s)
 {
-	return s->busy > 0 && (sv->idle <= RESERVE_WORKERS || share_over(&sv->shares, &s->share, g_get_monotonic_time()));
+	if (s->busy == 0)
+		return FALSE;
+	gint64 now = g_get_monotonic_time();
+	return share_sessions(&sv->shares, now) > 1 &&
+	       (sv->idle <= RESERVE_WORKERS || share_over(&sv->shares, &s->share, now));
 }
 
 static void arm(struct server *sv, struct session *s)
@@ -238,14 +245,6 @@ static void end_if_idle(struct server *sv, struct session *s)
 	g_mutex_lock(&sv->lock);
 }
 
-static gint64 thread_cpu_us(void)
-{
-	struct timespec ts;
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
-		return 0;
-	return (gint64)ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
-}
-
 /* Answer the request in buf, at a lower priority if s asks more than one
  * at a time or takes more than its share: the daemon's time is no
  * cgroup's, so this is how its callers wait for the others'. FALSE if the
@@ -253,19 +252,21 @@ static gint64 thread_cpu_us(void)
  * with sv->lock held, let go meanwhile. */
 static gboolean answer(struct server *sv, struct session *s, struct fuse_buf *buf)
 {
-	gboolean low = s->busy > 1 || share_over(&sv->shares, &s->share, g_get_monotonic_time());
+	/* The cost is the time taken, CPU or not: a thread CPU clock would
+	 * cost two system calls a request. */
+	gint64 start = g_get_monotonic_time();
+	gboolean low = s->busy > 1 || share_over(&sv->shares, &s->share, start);
 	sv->low_answers += low;
 	g_mutex_unlock(&sv->lock);
 	if (low)
 		setpriority(PRIO_PROCESS, (id_t)gettid(), sv->nice + BUSY_NICE);
-	gint64 start = thread_cpu_us();
 	fuse_session_process_buf(s->se, buf);
-	gint64 cost = thread_cpu_us() - start;
 	if (low)
 		setpriority(PRIO_PROCESS, (id_t)gettid(), sv->nice);
 	gboolean sound = caller_restored() == 0;
 	g_mutex_lock(&sv->lock);
-	share_charge(&sv->shares, &s->share, g_get_monotonic_time(), cost);
+	gint64 end = g_get_monotonic_time();
+	share_charge(&sv->shares, &s->share, end, end - start);
 	sv->answered++;
 	s->answered++;
 	return sound;

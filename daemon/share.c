@@ -47,17 +47,21 @@ void share_charge(struct share_totals *t, struct share_windows *s, gint64 now_us
 	t->all.cost[now & 1] += cost_us;
 }
 
+unsigned share_sessions(const struct share_totals *t, gint64 now_us)
+{
+	gint64 now = now_us / SHARE_WINDOW_US;
+	/* Those charged in either window, each once. */
+	if (t->all.window == now)
+		return t->sessions[0] + t->sessions[1] - t->again[now & 1];
+	return t->all.window == now - 1 ? t->sessions[(now - 1) & 1] : 0;
+}
+
 gboolean share_over(const struct share_totals *t, const struct share_windows *s, gint64 now_us)
 {
 	gint64 now = now_us / SHARE_WINDOW_US;
 	gint64 mine = lately(s, now);
 	if (mine < SHARE_FLOOR_US)
 		return FALSE;
-	/* Sessions charged in either window, each once. */
-	unsigned sessions = 0;
-	if (t->all.window == now)
-		sessions = t->sessions[0] + t->sessions[1] - t->again[now & 1];
-	else if (t->all.window == now - 1)
-		sessions = t->sessions[(now - 1) & 1];
+	unsigned sessions = share_sessions(t, now_us);
 	return sessions > 1 && mine * (gint64)sessions > lately(&t->all, now);
 }

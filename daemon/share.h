@@ -1,4 +1,4 @@
-/* Each session's share of the daemon's CPU time: what answering its
+/* Each session's share of the daemon's time: what answering its
  * requests cost lately, against what every session's cost. A session
  * whose callers take more than the average of the sessions served lately
  * is over its share, and its requests wait for the others' (session.c
@@ -31,6 +31,8 @@ struct share_totals {
 
 /* Add cost_us (answering one request of s) at now_us (monotonic). */
 void share_charge(struct share_totals *t, struct share_windows *s, gint64 now_us, gint64 cost_us);
+/* The sessions charged lately. */
+unsigned share_sessions(const struct share_totals *t, gint64 now_us);
 /* Whether s cost more than the average session lately (and more than
  * SHARE_FLOOR_US). */
 gboolean share_over(const struct share_totals *t, const struct share_windows *s, gint64 now_us);

@@ -68,6 +68,7 @@ Test(share, a_session_served_in_both_windows_counts_once)
 	share_charge(&t, &a, AT(1000, 10), SHARE_FLOOR_US);
 	share_charge(&t, &a, AT(1001, 10), 2 * SHARE_FLOOR_US);
 	share_charge(&t, &b, AT(1001, 20), 2 * SHARE_FLOOR_US);
+	cr_assert_eq(share_sessions(&t, AT(1001, 30)), 2);
 	cr_assert(share_over(&t, &a, AT(1001, 30)));
 	cr_assert_not(share_over(&t, &b, AT(1001, 30)));
 }

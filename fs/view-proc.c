@@ -105,7 +105,12 @@ int proc_index_pid_entries(struct view *v)
 	return v->pid_entry_names->len < 2 ? -ENOENT : 0;
 }
 
-/* The process behind a pid node, if it is still the one the node names. */
+/* The process behind a pid node, if it is still the one the node names:
+ * -ENOENT once it is gone, -ESTALE once its pid is another process's. The
+ * kernel then walks the path again, asking every name afresh (a walk that
+ * met a stale node is redone with LOOKUP_REVAL), so a caller whose cached
+ * entry still names the old process (its end not told to the kernel yet,
+ * or while no daemon ran) gets the new one, as the procfs would give it. */
 static int pid_node_process(struct view *v, uint64_t ino, struct pid_stat *ret)
 {
 	struct pid_stat st;
@@ -113,7 +118,7 @@ static int pid_node_process(struct view *v, uint64_t ino, struct pid_stat *ret)
 	if (r < 0)
 		return r;
 	if (ino_process_tag(st.start_time) != ino_tag(ino))
-		return -ENOENT;
+		return -ESTALE;
 	*ret = st;
 	return 0;
 }
@@ -343,8 +348,8 @@ static int pid_dir_readdir(struct view *v, const struct caller *c, uint64_t ino,
 	struct pid_listing l = { v, entries, ino };
 	char path[16];
 	int r = pid_node_current(v, ino);
-	if (r < 0)
-		return r;
+	if (r < 0) /* a directory read is not walked again: the old one is gone */
+		return r == -ESTALE ? -ENOENT : r;
 	snprintf(path, sizeof(path), "%d", (int)ino_pid(ino));
 	return list_proc(v, c, ino_pid(ino), path, list_pid_entry, &l);
 }

@@ -183,6 +183,16 @@ def children_named(pid, comm):
     return found
 
 
+def sleeper_at_500(pid_ns):
+    """A sleep at pid 500 of the pid namespace that pid_ns enters (the
+    host's mount namespace: its /proc is the real one), its parent a shell
+    that reaps it."""
+    p = subprocess.Popen(pid_ns + ["sh", "-c", "echo 499 > /proc/sys/kernel/ns_last_pid; sleep 600 & echo $!; wait"],
+                         stdout=subprocess.PIPE, text=True)
+    check_equal(p.stdout.readline().strip(), "500", "the sleep's pid in the namespace")
+    return p
+
+
 def make_tests():
     exe = cgtest.daemon_exe()
     t, test = cgtest.test_registry()
@@ -391,6 +401,46 @@ def make_tests():
                   [threads_of(p) for p in notifiers if os.path.exists("/proc/%d" % p)])
             serves(d)
 
+    @test("a container's pid taken by another process before the daemon could tell the kernel that the first "
+          "one ended (the daemon stopped meanwhile, a read of the pid's directory waiting): the read gets the new "
+          "process, 5 times out of 5")
+    def _():
+        if not os.environ.get("CGPROCFS_OCI_HOOK"):
+            raise cgtest.Skip("CGPROCFS_OCI_HOOK is not set (run through meson test)")
+        with scratch_dir() as bundle, Daemon() as d:
+            with open(os.path.join(bundle, "config.json"), "w") as f:
+                json.dump(cgtest.HOOK_BUNDLE_CONFIG, f)
+            with cgtest.namespace_with_view(d.mnt, bundle, "stale-test") as (init, res):
+                check(res[0] == 0, "the hook", describe(res))
+                pid_ns = ["nsenter", "--target", str(init), "--pid"]
+                in_view = pid_ns + ["--mount"]
+                for attempt in range(5):
+                    first = sleeper_at_500(pid_ns)
+                    res = cgtest.run(in_view + ["stat", "/proc/500/status"])  # the kernel keeps proc/500
+                    check(res[0] == 0, "the first process's directory through the view", describe(res))
+                    second = reader = None
+                    os.kill(d.process.pid, signal.SIGSTOP)
+                    try:
+                        cgtest.run(pid_ns + ["kill", "500"])  # the host's /proc: no daemon asked
+                        first.wait(10)
+                        second = sleeper_at_500(pid_ns)
+                        reader = subprocess.Popen(in_view + ["cat", "/proc/500/stat"], stdout=subprocess.PIPE,
+                                                  stderr=subprocess.PIPE, text=True)
+                        time.sleep(0.3)  # its lookup of stat in the old proc/500 waits for the daemon
+                    finally:
+                        os.kill(d.process.pid, signal.SIGCONT)
+                    try:
+                        out, err = reader.communicate(timeout=10)
+                        real = cgtest.run(in_view + ["cat", "/proc/.real/500/stat"])
+                        check(reader.returncode == 0 and out == real[1],
+                              "read %d: the view's /proc/500/stat is not the new process's" % (attempt + 1),
+                              err.strip(), out.strip(), real[1].strip())
+                    finally:
+                        for p in (first, second):
+                            if p and p.poll() is None:
+                                cgtest.run(pid_ns + ["kill", "500"])
+                                p.wait(10)
+
     @test("SIGKILL of the daemon, and a container's pid taken by another process while no daemon runs: once "
           "a new daemon has taken over, the container's view shows the new process")
     def _():
@@ -407,11 +457,7 @@ def make_tests():
                 in_view = pid_ns + ["--mount"]
 
                 def sleeper():
-                    """A sleep at pid 500 of the namespace, its parent a shell that reaps it."""
-                    p = subprocess.Popen(pid_ns + ["sh", "-c", "echo 499 > /proc/sys/kernel/ns_last_pid; "
-                                                   "sleep 600 & echo $!; wait"], stdout=subprocess.PIPE, text=True)
-                    check_equal(p.stdout.readline().strip(), "500", "the sleep's pid in the namespace")
-                    return p
+                    return sleeper_at_500(pid_ns)
 
                 first = sleeper()
                 res = cgtest.run(in_view + ["stat", "/proc/500/status"])

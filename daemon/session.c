@@ -65,6 +65,7 @@ struct server {
 	guint64 answered;    /* requests answered: the watchdog sees progress */
 	guint64 stall_spawns; /* workers the watchdog made */
 	guint64 holds;       /* sessions held (RESERVE_WORKERS) */
+	guint64 stall_frees; /* held sessions the watchdog freed */
 	guint64 low_answers; /* requests answered at BUSY_NICE */
 	struct share_totals shares;
 	GQueue held;         /* sessions held, first held first */
@@ -94,6 +95,9 @@ struct session {
 	/* The watchdog's: answered when it last saw s held (stall_seen). */
 	guint64 stall_mark;
 	gboolean stall_seen;
+	/* Held with none of its requests answered for a while: not held
+	 * again until one is (a request in hand may wait for the next). */
+	gboolean stalled;
 	struct share_windows share;
 	gboolean stopping; /* no more requests: it ends once busy is 0 */
 	gboolean ended;
@@ -188,7 +192,7 @@ static void spawn(struct server *sv)
  * or while it takes more than its share. */
 static gboolean must_wait(const struct server *sv, const struct session *s)
 {
-	if (s->busy == 0)
+	if (s->busy == 0 || s->stalled)
 		return FALSE;
 	gint64 now = g_get_monotonic_time();
 	return share_sessions(&sv->shares, now) > 1 &&
@@ -217,7 +221,7 @@ static void arm(struct server *sv, struct session *s)
  * once: arm holds again those that do). Under sv->lock. */
 static void release_held(struct server *sv)
 {
-	for (guint n = sv->idle > RESERVE_WORKERS ? sv->held.length : 0; n > 0; n--) {
+	for (guint n = sv->held.length; n > 0; n--) {
 		struct session *s = g_queue_pop_head(&sv->held);
 		s->held = FALSE;
 		arm(sv, s);
@@ -269,6 +273,7 @@ static gboolean answer(struct server *sv, struct session *s, struct fuse_buf *bu
 	share_charge(&sv->shares, &s->share, end, end - start);
 	sv->answered++;
 	s->answered++;
+	s->stalled = FALSE;
 	return sound;
 }
 
@@ -435,6 +440,8 @@ void server_render_stats(struct server *sv, GString *out)
 	metrics_u64(out, "cgprocfs_sessions_held_total", "counter",
 		    "Times a view that had a worker busy waited for another, the rest being kept for other views.",
 		    sv->holds);
+	metrics_u64(out, "cgprocfs_held_stalls_total", "counter",
+		    "Times a held view had no request answered for a while and was let go.", sv->stall_frees);
 	metrics_u64(out, "cgprocfs_low_priority_requests_total", "counter",
 		    "Requests answered at a lower priority: their view had another worker busy, or more than its share.",
 		    sv->low_answers);
@@ -575,18 +582,27 @@ int session_start(struct session *s, session_ended_fn ended, void *data)
 	return 0;
 }
 
-/* Whether a held session has had no request answered since the last
- * call (the watchdog's, every STALL_US). Under sv->lock. */
-static gboolean held_stalled(struct server *sv)
+/* The held sessions that have had no request answered since the last
+ * look (the watchdog's, every STALL_US) are armed, and held no more until
+ * one is: a request in hand may wait for the one held. TRUE if any was.
+ * Under sv->lock. */
+static gboolean free_stalled(struct server *sv)
 {
-	gboolean stalled = FALSE;
-	for (GList *l = sv->held.head; l; l = l->next) {
-		struct session *s = l->data;
-		stalled = stalled || (s->stall_seen && s->stall_mark == s->answered);
+	gboolean freed = FALSE;
+	for (guint n = sv->held.length; n > 0; n--) {
+		struct session *s = g_queue_pop_head(&sv->held);
+		if (s->stall_seen && s->stall_mark == s->answered) {
+			s->held = FALSE;
+			s->stalled = freed = TRUE;
+			sv->stall_frees++;
+			arm(sv, s);
+			continue;
+		}
 		s->stall_seen = TRUE;
 		s->stall_mark = s->answered;
+		g_queue_push_tail(&sv->held, s);
 	}
-	return stalled;
+	return freed;
 }
 
 /* session_serve's end callback. */
@@ -604,9 +620,10 @@ int session_serve(struct session *s)
 	 * ended unsound while none of the others is free to. And it is the
 	 * watchdog: a request may wait for another of its session to be
 	 * answered (an OPEN that tells the kernel of new pages waits for the
-	 * READ that holds one), so when every worker is busy and none has
-	 * answered for a while, or a session held for the others' reserve
-	 * has had none answered, one more is made, past the bound. */
+	 * READ that holds one): a session held while it has none answered
+	 * for a while is held no more until it has, and when every worker is
+	 * busy and none has answered (or such a session was let go), one
+	 * more is made, past the bound. */
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
 	guint64 answered = sv->answered;
 	while (!s->ended) {
@@ -615,8 +632,9 @@ int session_serve(struct session *s)
 			spawn(sv);
 		}
 		if (!g_cond_wait_until(&sv->changed, &sv->lock, g_get_monotonic_time() + STALL_US)) {
-			gboolean stalled = held_stalled(sv) || (sv->idle == 0 && sv->answered == answered);
-			if (stalled && !sv->draining && sv->workers < STALL_WORKERS_MAX) {
+			gboolean freed = free_stalled(sv);
+			if (sv->idle == 0 && (freed || sv->answered == answered) && !sv->draining &&
+			    sv->workers < STALL_WORKERS_MAX) {
 				sv->stall_spawns++;
 				spawn(sv);
 			}

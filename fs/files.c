@@ -5,6 +5,7 @@
 
 #include "delegate.h"
 #include "memgroups.h"
+#include "pidns.h"
 #include "smaps.h"
 #include "cputime.h"
 
@@ -110,6 +111,15 @@ static const struct row_def {
  * the new version's text. */
 #define SHARED_ATTR_TIMEOUT 1.0
 G_STATIC_ASSERT(ROW_COUNT <= INO_ROW_MAX + 1);
+/* In the host's view, a caller of another pid namespace gets inodes of its
+ * own for the rows served per class: the row flagged, the namespace (its
+ * inode) as the class, the text rendered for each open for the caller.
+ * Such a caller is a container that binds single files of the host's view
+ * (docker -v, as LXCFS is used): its runtime makes the binds before it
+ * sets the container's limits, and a bind keeps the inode its maker looked
+ * up, which a class inode of the limits then in force would be. */
+#define ROW_NS_FLAG 0x80u
+G_STATIC_ASSERT(ROW_COUNT <= ROW_NS_FLAG && ROW_NS_FLAG <= INO_ROW_MAX);
 /* A row number fits where the named layout carries one. */
 G_STATIC_ASSERT(ROW_COUNT <= (1u << INO_ID_BITS));
 
@@ -238,10 +248,34 @@ static void decider_forget(struct view *v, const struct decider *d)
 		cpuview_forget_cached(v->cfg.cpuview);
 }
 
+/* The row of a served inode, and whether it is a namespace's (ROW_NS_FLAG). */
+static unsigned served_row(uint64_t ino)
+{
+	return ino_served_row(ino) & ~ROW_NS_FLAG;
+}
+
+static gboolean served_for_ns(uint64_t ino)
+{
+	return (ino_served_row(ino) & ROW_NS_FLAG) != 0;
+}
+
+/* The caller's pid namespace where it is not the view's, in the host's
+ * view; else 0. */
+static uint64_t foreign_ns(struct view *v, const struct caller *c)
+{
+	if (view_pid_ns_fd(v) >= 0)
+		return 0;
+	uint64_t ns = pidns_of(v->cfg.proc_fd, c->tid);
+	return ns == v->cfg.pid_ns ? 0 : ns & INO_SERVED_CLASS_MASK;
+}
+
 uint64_t files_row_ino_for(struct view *v, const struct caller *c, enum row r)
 {
 	if (rows[r].mode == SERVED_PER_OPEN)
 		return files_row_ino(r);
+	uint64_t ns = foreign_ns(v, c);
+	if (ns)
+		return ino_served_make(NODE_HOST_FILE, r | ROW_NS_FLAG, ns);
 	/* The inode of the caller's class. */
 	g_auto(decider) d = { 0 };
 	decider_of_caller(v, c, &rows[r], FALSE, &d);
@@ -320,15 +354,20 @@ const struct kind_ops files_real_dir_ops = {
  * open alike for all, any class for a row served per class. */
 static gboolean served_valid(const struct view *v, uint64_t ino)
 {
-	unsigned r = ino_served_row(ino);
+	unsigned r = served_row(ino);
+	gboolean per_class = rows[r].mode != SERVED_PER_OPEN;
 	return r > ROW_NONE && r < ROW_COUNT && rows[r].kind == NODE_HOST_FILE &&
-	       (ino_served_class(ino) == 0 || rows[r].mode != SERVED_PER_OPEN) && (!v || row_served(v, r));
+	       (served_for_ns(ino) ? per_class && ino_served_class(ino) != 0 && (!v || view_pid_ns_fd(v) < 0)
+				   : ino_served_class(ino) == 0 || per_class) &&
+	       (!v || row_served(v, r));
 }
 
+/* A namespace's inode is no class's: its text is each open's. */
 enum row files_class_row(uint64_t ino)
 {
-	unsigned r = ino_served_row(ino);
-	if (!served_valid(NULL, ino) || rows[r].mode == SERVED_PER_OPEN || ino_served_class(ino) == 0)
+	unsigned r = served_row(ino);
+	if (!served_valid(NULL, ino) || served_for_ns(ino) || rows[r].mode == SERVED_PER_OPEN ||
+	    ino_served_class(ino) == 0)
 		return ROW_NONE;
 	return (enum row)r;
 }
@@ -358,7 +397,7 @@ static int shared_text(struct view *v, uint64_t ino, const struct decider *d, gi
  * that took over, asked about a class none of its callers had yet). */
 static int class_decider(struct view *v, const struct caller *c, uint64_t ino, struct decider *ret)
 {
-	const struct row_def *row = &rows[ino_served_row(ino)];
+	const struct row_def *row = &rows[served_row(ino)];
 	if (decider_of_class(v, row, ino_served_class(ino), ret))
 		return 0;
 	decider_of_caller(v, c, row, FALSE, ret);
@@ -368,36 +407,61 @@ static int class_decider(struct view *v, const struct caller *c, uint64_t ino, s
 	return -ESTALE;
 }
 
+/* The text of a namespace's inode for the caller: its class inode's, at
+ * most max_age_us old. */
+static int text_for_ns(struct view *v, const struct caller *c, uint64_t ino, gint64 max_age_us, GBytes **ret,
+		       int64_t *ret_version)
+{
+	unsigned r = served_row(ino);
+	g_auto(decider) d = { 0 };
+	decider_of_caller(v, c, &rows[r], FALSE, &d);
+	return shared_text(v, ino_served_make(NODE_HOST_FILE, r, d.class_id), &d, max_age_us, ret, ret_version);
+}
+
 /* A per-class inode's size is its text's; its mtime, the text's version.
- * A file rendered per open gives its last open's text (rendered once, if
- * none has been yet). */
+ * A namespace's inode, the caller's text's. A file rendered per open
+ * gives its last open's text (rendered once, if none has been yet). */
 static int served_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
 		       double *ret_timeout)
 {
 	g_auto(decider) d = { 0 };
 	g_autoptr(GBytes) text = NULL;
 	int64_t version;
+	gint64 max_age = rows[served_row(ino)].mode == SERVED_FRESH_PER_CLASS ? G_MAXINT64 : SHARED_MAX_AGE_US;
+	int r;
 
-	if (files_class_row(ino) == ROW_NONE)
+	if (served_for_ns(ino)) {
+		r = text_for_ns(v, c, ino, max_age, &text, &version);
+	} else if (files_class_row(ino) == ROW_NONE) {
 		return view_served_file_attr(v, c, ino, ret, ret_timeout);
-	gboolean per_open = rows[ino_served_row(ino)].mode == SERVED_FRESH_PER_CLASS;
-	int r = class_decider(v, c, ino, &d);
-	if (r == 0)
-		r = shared_text(v, ino, &d, per_open ? G_MAXINT64 : SHARED_MAX_AGE_US, &text, &version);
+	} else {
+		r = class_decider(v, c, ino, &d);
+		if (r == 0)
+			r = shared_text(v, ino, &d, max_age, &text, &version);
+	}
 	if (r < 0)
 		return r;
 	view_attr_fill(v, ret, ino, S_IFREG | 0444, (off_t)g_bytes_get_size(text));
 	ret->st_mtim = (struct timespec){ version / 1000000000, version % 1000000000 };
 	ret->st_ctim = ret->st_mtim;
-	*ret_timeout = SHARED_ATTR_TIMEOUT;
+	/* A namespace's inode has each caller's attributes (and the kernel
+	 * keeps no name of it: see foreign_ns). */
+	*ret_timeout = served_for_ns(ino) ? 0 : SHARED_ATTR_TIMEOUT;
 	return 0;
 }
 
 static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret,
 		       int64_t *ret_version)
 {
-	const struct row_def *row = &rows[ino_served_row(ino)];
+	const struct row_def *row = &rows[served_row(ino)];
 	g_auto(decider) d = { 0 };
+	if (served_for_ns(ino)) {
+		/* Each open's text, the caller's: read past the page cache. */
+		int r = text_for_ns(v, c, ino, row->mode == SERVED_FRESH_PER_CLASS ? 0 : SHARED_MAX_AGE_US, ret,
+				    ret_version);
+		*ret_version = VIEW_FRESH;
+		return r;
+	}
 	if (files_class_row(ino) == ROW_NONE)
 		return row->render(v, NULL, row->name, ret);
 	/* Never another class's text: the dentry was cached for another

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <linux/nsfs.h>
 #include <poll.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -49,4 +51,12 @@ gboolean pidns_pidfd_exited(int pidfd)
 {
 	struct pollfd p = { .fd = pidfd, .events = POLLIN };
 	return pidfd >= 0 && poll(&p, 1, 0) != 0;
+}
+
+uint64_t pidns_of(int proc_fd, pid_t tid)
+{
+	char path[32];
+	struct stat st;
+	snprintf(path, sizeof(path), "%d/ns/pid", (int)tid);
+	return fstatat(proc_fd, path, &st, 0) == 0 ? (uint64_t)st.st_ino : 0;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <glib.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* A pidfd (flags as pidfd_open's) of the process numbered pid in the pid
@@ -14,6 +15,10 @@ int pidns_pidfd_open(int ns_fd, pid_t pid, unsigned flags);
  * daemon's namespace; -ESRCH if it has none there (or is gone), or
  * -EOPNOTSUPP (before Linux 6.9). */
 pid_t pidns_tgid_in(int ns_fd, pid_t tid);
+
+/* The pid namespace (its inode) of thread tid of proc_fd's namespace, or
+ * 0 if it cannot be told (the thread is gone). */
+uint64_t pidns_of(int proc_fd, pid_t tid);
 
 /* Has the process of pidfd exited (its pidfd polls readable)? FALSE for
  * -1, where there is no pidfd to ask. */

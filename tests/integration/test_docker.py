@@ -221,17 +221,33 @@ def make_tests(d, state):
         check_equal(probe_fields(res[1]).get("processors"), host_processors(), "processors")
         check_equal(res[1].split()[-1], "0", "cgprocfs mounts in the container")
 
-    @test("docker run -v of the view's cpuinfo, stat and CPU directory (no runtime change): 1 processor, CPU 0 online",
-          todo="dockerd binds the inode of its own CPU class; the container's reads of it get ESTALE (README)")
+    @test("docker run -v of the view's cpuinfo, stat, meminfo and CPU directory (no runtime change), --cpus 0.5 "
+          "--memory 256m: 1 processor (busybox cat too, which reads by sendfile), 1 CPU in stat, CPU 0 online, "
+          "MemTotal 256 MiB; after docker update --cpus 2, as many as the host has")
     def _():
         binds = []
-        for path in ("proc/cpuinfo", "proc/stat", "sys/devices/system/cpu"):
+        for path in ("proc/cpuinfo", "proc/stat", "proc/meminfo", "sys/devices/system/cpu"):
             binds += ["-v", "%s:/%s:ro" % (os.path.join(d.mnt, path), path)]
-        res = docker().docker(["run", "--rm", "--cpus", "0.5"] + binds + [IMAGE, "sh", "-c", PROBE])
+        probe = PROBE + '; echo "catted $(cat /proc/cpuinfo | grep -c ^processor)"; ' \
+                        'echo "statcpus $(grep -c "^cpu[0-9]" /proc/stat)"'
+        res = docker().docker(["run", "-d", "--cpus", "0.5", "--memory", "256m"] + binds + [IMAGE, "sleep", "600"])
         check(res[0] == 0, "docker run -v", describe(res))
-        fields = probe_fields(res[1])
-        check_equal(fields.get("processors"), "1", "processors in /proc/cpuinfo (%s)" % res[2].strip())
-        check_equal(fields.get("online"), "0", "/sys/devices/system/cpu/online")
+        cid = res[1].strip()
+        try:
+            res = docker().docker(["exec", cid, "sh", "-c", probe])
+            fields = probe_fields(res[1])
+            for key in ("processors", "catted", "statcpus"):
+                check_equal(fields.get(key), "1", "%s (%s)" % (key, res[2].strip()))
+            check_equal(fields.get("online"), "0", "/sys/devices/system/cpu/online")
+            check_equal(fields.get("MemTotal"), str(256 * 1024), "MemTotal (kB) in /proc/meminfo")
+            host = host_processors()
+            res = docker().docker(["update", "--cpus", host, cid])
+            check(res[0] == 0, "docker update", describe(res))
+            fields = probe_fields(docker().docker(["exec", cid, "sh", "-c", probe])[1])
+            for key in ("processors", "catted", "statcpus"):
+                check_equal(fields.get(key), host, "%s after docker update --cpus %s" % (key, host))
+        finally:
+            docker().docker(["rm", "-f", cid])
 
     @test("containerd alone: ctr run --runc-binary (the wrapper), annotated io.cgprocfs.enable=true: 1 processor, "
           "CPU 0 online, only the container's pids")

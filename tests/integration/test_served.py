@@ -9,6 +9,7 @@ Expectations come from the cpusets and the host's files in the same run."""
 
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -353,6 +354,46 @@ def make_tests(d):
                 if p.poll() is None:
                     p.kill()
                     p.wait()
+            cs.remove()
+
+    @test("a pid namespace of its own binds cpuinfo, stat and the CPU directory of the host's view while its "
+          "cpuset has every CPU (as runc does before it sets limits), then the cpuset is cut to one CPU: read, "
+          "busybox cat (sendfile) and stat show one; given every CPU again, all")
+    def _():
+        cs = Cpusets()
+        probe = ('echo bound; while read what; do grep -c ^processor /proc/cpuinfo; '
+                 'busybox cat /proc/cpuinfo | grep -c ^processor; grep -c "^cpu[0-9]" /proc/stat; '
+                 'cat /sys/devices/system/cpu/online; echo end; done')
+        group, n = cs.groups["all"]
+        cpus = read_text(os.path.join(group, "cpuset.cpus")).strip()
+        p = subprocess.Popen(in_cgroup(group, ["unshare", "--pid", "--fork", "sh", "-c", BIND_FILES + probe]),
+                             env=env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            check_equal(os.read(p.stdout.fileno(), 100), b"bound\n", "the binds (%s)" % (p.poll(),))
+
+            def probe_once():
+                os.write(p.stdin.fileno(), b"go\n")
+                out = b""
+                while not out.endswith(b"end\n"):
+                    ready = select.select([p.stdout], [], [], 30)[0]
+                    check(ready, "the prober said only %r in 30 s" % out, cgtest.describe(
+                        cgtest.run(["ps", "-o", "pid,stat,wchan:32,args", "--ppid", str(p.pid)])))
+                    chunk = os.read(p.stdout.fileno(), 4096)
+                    check(chunk, "the prober closed its output after %r" % out, cgtest.describe(
+                        cgtest.run(["ps", "-e", "--forest", "-o", "pid,ppid,stat,wchan:32,args"])))
+                    out += chunk
+                return out.decode().split()[:-1]
+
+            write(os.path.join(group, "cpuset.cpus"), str(max(parse_cpu_list(cpus))))
+            check_equal(probe_once(), ["1", "1", "1", "0"], "cpuinfo read, cpuinfo by sendfile, stat's CPUs, "
+                        "online with one CPU")
+            write(os.path.join(group, "cpuset.cpus"), cpus)
+            every = str(n)
+            check_equal(probe_once(), [every, every, every, "0-%d" % (n - 1)],
+                        "the same with every CPU again")
+        finally:
+            p.kill()
+            p.wait()
             cs.remove()
 
     return t

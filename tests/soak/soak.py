@@ -607,6 +607,9 @@ class Soak:
             if self.daemon.returncode not in (0, None):
                 problems.append("the daemon exited with status %s" % self.daemon.returncode)
             log = self.daemon.log()
+            if self.args.log:
+                with open(self.args.log, "w") as f:
+                    f.write(log)
             for m in SANITIZER.finditer(log):
                 problems.append("sanitizer report: " + log[m.start():m.start() + 8000])
                 break
@@ -623,6 +626,7 @@ def main():
     p.add_argument("--containers-every", type=float, default=30, help="s between container restarts (default 30)")
     p.add_argument("--replace-every", type=float, default=300, help="s between --replace (default 300)")
     p.add_argument("--kill-every", type=float, default=420, help="s between SIGKILLs of the daemon (default 420)")
+    p.add_argument("--log", help="write the daemons' stderr to this file at the end")
     p.add_argument("--warmup", type=float, default=60, help="s of a daemon's life before growth counts (default 60)")
     p.add_argument("--role", choices=("reader", "smaps", "holder", "churn"), help=argparse.SUPPRESS)
     p.add_argument("--pids", help=argparse.SUPPRESS)

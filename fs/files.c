@@ -265,7 +265,14 @@ static uint64_t foreign_ns(struct view *v, const struct caller *c)
 {
 	if (view_pid_ns_fd(v) >= 0)
 		return 0;
-	uint64_t ns = pidns_of(v->cfg.proc_fd, c->tid);
+	/* Kept a while, as the other findings of a caller (a thread's pid
+	 * namespace is its for life). */
+	uint64_t ns = GPOINTER_TO_SIZE(tidcache_get(&v->caller_ns, c->tid));
+	if (!ns) {
+		ns = pidns_of(v->cfg.proc_fd, c->tid);
+		if (ns)
+			tidcache_put(&v->caller_ns, c->tid, GSIZE_TO_POINTER(ns));
+	}
 	return ns == v->cfg.pid_ns ? 0 : ns & INO_SERVED_CLASS_MASK;
 }
 
@@ -456,9 +463,10 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 	const struct row_def *row = &rows[served_row(ino)];
 	g_auto(decider) d = { 0 };
 	if (served_for_ns(ino)) {
-		/* Each open's text, the caller's: read past the page cache. */
-		int r = text_for_ns(v, c, ino, row->mode == SERVED_FRESH_PER_CLASS ? 0 : SHARED_MAX_AGE_US, ret,
-				    ret_version);
+		/* Each open's text, the caller's, rendered now (its binds are
+		 * read first right after its runtime set its limits): read past
+		 * the page cache. */
+		int r = text_for_ns(v, c, ino, 0, ret, ret_version);
 		*ret_version = VIEW_FRESH;
 		return r;
 	}

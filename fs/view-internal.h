@@ -6,6 +6,7 @@
 #include "ino.h"
 #include "procfile.h"
 #include "served.h"
+#include "tidcache.h"
 #include "view.h"
 
 #include <glib.h>
@@ -50,6 +51,9 @@ struct view {
 	GPtrArray *pid_entry_names;
 	gint magic_generation; /* atomic */
 	struct served *served; /* texts of the files shared per content class */
+	/* Each caller thread's pid namespace, in the host's view (its inode,
+	 * as a pointer): files.c's foreign_ns. */
+	struct tidcache caller_ns;
 };
 
 /* The operations of a node kind. A slot the kind's type does not need is

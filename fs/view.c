@@ -108,6 +108,16 @@ static void intern_known_names(const struct view_config *cfg)
 	g_once_init_leave(&done, 1);
 }
 
+/* tidcache's ref and unref of values that are no references (caller_ns). */
+static gpointer same_pointer(gpointer p)
+{
+	return p;
+}
+
+static void no_unref(gpointer p)
+{
+}
+
 int view_new(const struct view_config *cfg, struct view **ret_view)
 {
 	g_autofree struct view *v = g_new0(struct view, 1);
@@ -125,6 +135,7 @@ int view_new(const struct view_config *cfg, struct view **ret_view)
 		return r;
 	}
 	v->served = served_new();
+	tidcache_init(&v->caller_ns, same_pointer, no_unref);
 	*ret_view = g_steal_pointer(&v);
 	return 0;
 }
@@ -136,6 +147,7 @@ void view_free(struct view *v)
 	g_hash_table_unref(v->pid_entry_index);
 	g_ptr_array_unref(v->pid_entry_names);
 	served_free(v->served);
+	tidcache_clear(&v->caller_ns);
 	g_free(v);
 }
 

@@ -3,11 +3,15 @@
  * /dev/fuse fds (non-blocking), each armed for one reader at a time
  * (EPOLLONESHOT). A worker takes one request, arms the session again for
  * the next worker, and answers. Ready sessions thus take turns, one
- * request each; a worker answering a session that has another worker busy
- * lowers its priority meanwhile. The pool grows while every worker is
- * busy, up to a bound set by the CPUs, never with the number of sessions;
- * past it only when no worker has answered for a while (a request can
- * wait for another one of its session: see session_serve). A pause stops
+ * request each. While other sessions were served lately, a session with a
+ * worker busy is held (not armed) while only the reserve is idle, or while
+ * it takes more than its share of the daemon's time (share.h); a worker
+ * answering a session that has another worker busy, or more than its
+ * share, lowers its priority meanwhile. The pool grows while no more than
+ * the reserve is idle, up to a bound set by the CPUs, never with the
+ * number of sessions; past it only when no worker has answered for a
+ * while (a request can wait for another one of its session: see
+ * session_serve). A pause stops
  * the workers between requests, so that a handover to another daemon
  * loses no request. */
 #include "session.h"
@@ -185,8 +189,6 @@ static void spawn(struct server *sv)
 	release_held(sv);
 }
 
-/* Let one more worker take a request of s, unless it is armed already or
- * ends. Under sv->lock. */
 /* Whether s, served by a worker already, must let its next request wait
  * for the other sessions served lately: while only the reserve is idle,
  * or while it takes more than its share. */
@@ -199,6 +201,8 @@ static gboolean must_wait(const struct server *sv, const struct session *s)
 	       (sv->idle <= RESERVE_WORKERS || share_over(&sv->shares, &s->share, now));
 }
 
+/* Let one more worker take a request of s, unless it is armed already,
+ * held, or ends; hold it if it must wait. Under sv->lock. */
 static void arm(struct server *sv, struct session *s)
 {
 	if (s->armed || s->held || s->stopping || sv->draining)

@@ -402,11 +402,14 @@ def daemon_threads_waiting(pid):
     return count
 
 
-def abort_stuck_views(pids, keep):
+def abort_stuck_views(pids, keep, patience=5.0):
     """Abort the FUSE connections of container views (mounts in the mount
-    namespaces of pids, none of those in keep) that have requests
-    waiting: a view that deadlocked would otherwise hold its callers and
-    the daemon forever. Returns ["connection N: W requests waiting"]."""
+    namespaces of pids, none of those in keep) that still have requests
+    waiting after patience seconds: a view that deadlocked would otherwise
+    hold its callers and the daemon forever. A request in flight a moment
+    is no deadlock (a killed reader's is answered after it died, a slow
+    sanitized daemon's a little later). Returns ["connection N: W requests
+    waiting"]."""
     conns = set()
     for pid in pids:
         conns |= set(fuse_connections("/proc/%d/mountinfo" % pid).values())
@@ -418,11 +421,16 @@ def abort_stuck_views(pids, keep):
         mounted = cgtest.run(["mount", "-t", "fusectl", "fusectl", FUSECTL])[0] == 0
     aborted = []
     try:
+        deadline = time.monotonic() + patience
         for conn in sorted(conns):
             path = os.path.join(FUSECTL, str(conn))
             with contextlib.suppress(OSError, ValueError):
-                with open(os.path.join(path, "waiting")) as f:
-                    waiting = int(f.read())
+                while True:
+                    with open(os.path.join(path, "waiting")) as f:
+                        waiting = int(f.read())
+                    if waiting == 0 or time.monotonic() >= deadline:
+                        break
+                    time.sleep(0.05)
                 if waiting > 0:
                     with open(os.path.join(path, "abort"), "w") as f:
                         f.write("1")

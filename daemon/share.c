@@ -36,7 +36,9 @@ static void roll_totals(struct share_totals *t, gint64 now)
 
 void share_charge(struct share_totals *t, struct share_windows *s, gint64 now_us, gint64 cost_us)
 {
-	gint64 now = now_us / SHARE_WINDOW_US;
+	/* Workers charge in the order they get the lock, not of their
+	 * clocks: a charge stamped before the latest window goes to it. */
+	gint64 now = MAX(now_us / SHARE_WINDOW_US, t->all.window);
 	cost_us = MAX(cost_us, 1); /* a request served is a session served */
 	roll_totals(t, now);
 	if (s->window != now) {

@@ -82,3 +82,17 @@ Test(share, a_request_that_cost_nothing_still_counts_its_session)
 	share_charge(&t, &idle, AT(1000, 20), 0);
 	cr_assert(share_over(&t, &heavy, AT(1000, 30)), "two sessions were served: heavy took all");
 }
+
+Test(share, a_charge_stamped_before_the_latest_window_goes_to_it)
+{
+	struct share_totals t = { 0 };
+	struct share_windows a = { 0 }, b = { 0 };
+
+	share_charge(&t, &a, AT(1001, 10), SHARE_FLOOR_US);
+	/* b's worker read its clock before a's, and got the lock after. */
+	share_charge(&t, &b, AT(1000, SHARE_WINDOW_US - 1), HEAVY);
+	cr_assert_eq(share_sessions(&t, AT(1001, 20)), 2);
+	cr_assert(share_over(&t, &b, AT(1001, 20)));
+	cr_assert_not(share_over(&t, &a, AT(1001, 20)), "a's cost is still counted: %d", (int)a.cost[1001 & 1]);
+	cr_assert_eq(t.all.window, 1001);
+}

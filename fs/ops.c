@@ -198,12 +198,22 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		pidwatch_adopt(s->watch, s, e.pid, e.pidfd);
 }
 
+/* ESTALE has the kernel walk a path again. A request on an open file (an
+ * fstat, a READ after a handover) is walked again by nobody: there, a pid
+ * node whose process is gone (its pid another's now) is ENOENT. */
+static int unwalked(fuse_ino_t ino, int r)
+{
+	return r == -ESTALE && !view_class_row(ino) ? -ENOENT : r;
+}
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct caller c = req_caller(req);
 	struct stat attr;
 	double timeout;
 	int r = view_getattr(state(req)->view, &c, ino, &attr, &timeout);
+	if (fi)
+		r = unwalked(ino, r);
 	if (r < 0) {
 		reply_err(req, r);
 		return;
@@ -526,7 +536,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	size_t len;
 
 	if (!f) { /* opened before a handover: a snapshot of now */
-		int r = served_file_new(req, ino, fi->flags, &f);
+		int r = unwalked(ino, served_file_new(req, ino, fi->flags, &f));
 		if (r < 0) {
 			reply_err(req, r);
 			return;

@@ -12,6 +12,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
+#include "pidns.h"
 #include "session.h"
 #include "view.h"
 
@@ -137,7 +138,6 @@ static int procfs_of_pid_ns(int host_proc_fd, int ns, int *ret_fd)
  * Under cs->lock. */
 static int ns_view_new(struct containers *cs, int ns_fd, uint64_t ns, struct ns_view **ret)
 {
-	struct stat init_ns;
 	struct statfs sfs;
 	_cleanup_close_ int proc_fd = -1;
 	_cleanup_close_ int own_ns_fd = fcntl(ns_fd, F_DUPFD_CLOEXEC, 3);
@@ -149,7 +149,7 @@ static int ns_view_new(struct containers *cs, int ns_fd, uint64_t ns, struct ns_
 		return r;
 	/* A procfs, and of that namespace (its init is pid 1 there). */
 	if (fstatfs(proc_fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC ||
-	    fstatat(proc_fd, "1/ns/pid", &init_ns, 0) < 0 || init_ns.st_ino != ns)
+	    pidns_of(proc_fd, 1) != ns)
 		return -EINVAL;
 	const struct view_config vcfg = {
 		.proc_fd = proc_fd,
@@ -392,6 +392,8 @@ static gboolean handle_handover(struct containers *cs, int conn)
 		g_warning("a handover to a new daemon was refused: a request has been answered for 10 s");
 		return FALSE;
 	}
+	if (cs->cfg.cputimes)
+		cputimes_hand_over(cs->cfg.cputimes);
 	if (control_send_word(conn, CONTROL_OK, &hs.error) == 0)
 		(void)!handover_send_session(conn, session_proto_minor(host), session_fuse_fd(host), -1, &hs.error);
 	g_hash_table_insert(hs.index, session_ops(host), GUINT_TO_POINTER(1));

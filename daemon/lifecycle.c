@@ -5,6 +5,7 @@
 #include "metrics.h"
 #include "caller.h"
 #include "mountinfo.h"
+#include "pidns.h"
 #include "pidwatch.h"
 #include "session.h"
 #include "view.h"
@@ -297,8 +298,7 @@ static gboolean make_views(struct daemon *d, GError **error)
 		.report_data = (void *)"CPU time",
 	};
 	d->cputimes = cputimes_new(&tcfg);
-	struct stat pidns;
-	uint64_t own_ns = fstatat(d->proc_fd, "self/ns/pid", &pidns, 0) == 0 ? pidns.st_ino : 0;
+	uint64_t own_ns = pidns_of(d->proc_fd, getpid());
 	struct memo_config memo = d->cfg->smaps;
 	/* Half the memo at most for a container; the host view's callers,
 	 * who see every process, may use all of it. */
@@ -349,6 +349,8 @@ static gboolean make_host_session(struct daemon *d, GError **error)
 		g_prefix_error(error, "cannot take over %s: ", cfg->mountpoint);
 		return FALSE;
 	}
+	if (taking_over(cfg) && d->cputimes)
+		cputimes_take_over(d->cputimes);
 	d->host = session_new(d->server, d->view, d->watch, d->proc_fd, opts);
 	if (!d->host)
 		return log_set_message(error, "cannot start the FUSE session (check the -o options)"), FALSE;

@@ -1,11 +1,13 @@
 #include "nsinit.h"
 
 #include "dirwalk.h"
+#include "pidns.h"
 #include "procfile.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 struct nsinit {
 	pid_t pid;           /* in the daemon's namespace */
@@ -22,30 +24,11 @@ struct nsinits {
 	GHashTable *by_ns; /* namespace inode -> struct nsinit */
 };
 
-/* The inode of proc_fd/<path>'s pid namespace ("<pid>/ns/pid"), or 0. */
-static uint64_t ns_of(int proc_fd, const char *path)
-{
-	g_autofree char *target = NULL;
-	guint64 ino;
-	if (procfile_readlink_at(proc_fd, path, &target) < 0 || !g_str_has_prefix(target, "pid:[") ||
-	    !g_str_has_suffix(target, "]"))
-		return 0;
-	target[strlen(target) - 1] = '\0';
-	return g_ascii_string_to_unsigned(target + 5, 10, 1, G_MAXUINT64, &ino, NULL) ? ino : 0;
-}
-
-static uint64_t ns_of_pid(int proc_fd, pid_t pid)
-{
-	char path[32];
-	snprintf(path, sizeof(path), "%d/ns/pid", (int)pid);
-	return ns_of(proc_fd, path);
-}
-
 struct nsinits *nsinits_new(int proc_fd)
 {
 	struct nsinits *n = g_new0(struct nsinits, 1);
 	n->proc_fd = proc_fd;
-	n->own_ns = ns_of(proc_fd, "self/ns/pid");
+	n->own_ns = pidns_of(proc_fd, getpid());
 	g_mutex_init(&n->lock);
 	n->by_ns = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
 	return n;
@@ -81,7 +64,7 @@ static void look_at(const struct dirent *de, void *data)
 	guint64 pid;
 	struct pid_stat st;
 	if (s->found.pid || !g_ascii_string_to_unsigned(de->d_name, 10, 1, G_MAXINT32, &pid, NULL) ||
-	    ns_of_pid(s->proc_fd, (pid_t)pid) != s->ns || !is_ns_init(s->proc_fd, (pid_t)pid) ||
+	    pidns_of(s->proc_fd, (pid_t)pid) != s->ns || !is_ns_init(s->proc_fd, (pid_t)pid) ||
 	    procfile_pid_stat(s->proc_fd, (pid_t)pid, &st) < 0)
 		return;
 	s->found = (struct nsinit){ (pid_t)pid, st.start_time };
@@ -92,12 +75,12 @@ static gboolean still_init(struct nsinits *n, uint64_t ns, const struct nsinit *
 {
 	struct pid_stat st;
 	return procfile_pid_stat(n->proc_fd, i->pid, &st) == 0 && st.start_time == i->start_time &&
-	       ns_of_pid(n->proc_fd, i->pid) == ns;
+	       pidns_of(n->proc_fd, i->pid) == ns;
 }
 
 gboolean nsinits_of(struct nsinits *n, pid_t tid, uint64_t *ret_ns, uint64_t *ret_start)
 {
-	uint64_t ns = ns_of_pid(n->proc_fd, tid);
+	uint64_t ns = pidns_of(n->proc_fd, tid);
 	if (!ns || ns == n->own_ns)
 		return FALSE;
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&n->lock);

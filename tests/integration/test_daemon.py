@@ -183,14 +183,48 @@ def children_named(pid, comm):
     return found
 
 
-def sleeper_at_500(pid_ns):
-    """A sleep at pid 500 of the pid namespace that pid_ns enters (the
-    host's mount namespace: its /proc is the real one), its parent a shell
-    that reaps it."""
-    p = subprocess.Popen(pid_ns + ["sh", "-c", "echo 499 > /proc/sys/kernel/ns_last_pid; sleep 600 & echo $!; wait"],
-                         stdout=subprocess.PIPE, text=True)
-    check_equal(p.stdout.readline().strip(), "500", "the sleep's pid in the namespace")
-    return p
+class Pid500:
+    """A daemon and a pid namespace with its view (given by the OCI hook),
+    where sleeper() puts a sleep at pid 500. pid_ns enters the pid
+    namespace only (the host's mount namespace: nothing there asks the
+    daemon), in_view its mount namespace too. Sleepers left are ended."""
+
+    def __init__(self, d, init):
+        self.d = d
+        self.pid_ns = ["nsenter", "--target", str(init), "--pid"]
+        self.in_view = self.pid_ns + ["--mount"]
+        self.sleepers = []
+
+    def sleeper(self):
+        """A sleep at pid 500, its parent a shell that reaps it."""
+        p = subprocess.Popen(self.pid_ns + ["sh", "-c", "echo 499 > /proc/sys/kernel/ns_last_pid; "
+                                            "sleep 600 & echo $!; wait"], stdout=subprocess.PIPE, text=True)
+        self.sleepers.append(p)
+        check_equal(p.stdout.readline().strip(), "500", "the sleep's pid in the namespace")
+        return p
+
+    def end(self, p):
+        """End the sleeper p (at pid 500, if it still runs)."""
+        if p.poll() is None:
+            cgtest.run(self.pid_ns + ["kill", "500"])
+            p.wait(10)
+
+    @classmethod
+    @contextlib.contextmanager
+    def started(cls, name):
+        if not os.environ.get("CGPROCFS_OCI_HOOK"):
+            raise cgtest.Skip("CGPROCFS_OCI_HOOK is not set (run through meson test)")
+        with scratch_dir() as bundle, Daemon() as d:
+            with open(os.path.join(bundle, "config.json"), "w") as f:
+                json.dump(cgtest.HOOK_BUNDLE_CONFIG, f)
+            with cgtest.namespace_with_view(d.mnt, bundle, name) as (init, res):
+                check(res[0] == 0, "the hook", describe(res))
+                ns = cls(d, init)
+                try:
+                    yield ns
+                finally:
+                    for p in ns.sleepers:
+                        ns.end(p)
 
 
 def make_tests():
@@ -405,84 +439,47 @@ def make_tests():
           "one ended (the daemon stopped meanwhile, a read of the pid's directory waiting): the read gets the new "
           "process, 5 times out of 5")
     def _():
-        if not os.environ.get("CGPROCFS_OCI_HOOK"):
-            raise cgtest.Skip("CGPROCFS_OCI_HOOK is not set (run through meson test)")
-        with scratch_dir() as bundle, Daemon() as d:
-            with open(os.path.join(bundle, "config.json"), "w") as f:
-                json.dump(cgtest.HOOK_BUNDLE_CONFIG, f)
-            with cgtest.namespace_with_view(d.mnt, bundle, "stale-test") as (init, res):
-                check(res[0] == 0, "the hook", describe(res))
-                pid_ns = ["nsenter", "--target", str(init), "--pid"]
-                in_view = pid_ns + ["--mount"]
-                for attempt in range(5):
-                    first = sleeper_at_500(pid_ns)
-                    res = cgtest.run(in_view + ["stat", "/proc/500/status"])  # the kernel keeps proc/500
-                    check(res[0] == 0, "the first process's directory through the view", describe(res))
-                    second = reader = None
-                    os.kill(d.process.pid, signal.SIGSTOP)
-                    try:
-                        cgtest.run(pid_ns + ["kill", "500"])  # the host's /proc: no daemon asked
-                        first.wait(10)
-                        second = sleeper_at_500(pid_ns)
-                        reader = subprocess.Popen(in_view + ["cat", "/proc/500/stat"], stdout=subprocess.PIPE,
-                                                  stderr=subprocess.PIPE, text=True)
-                        time.sleep(0.3)  # its lookup of stat in the old proc/500 waits for the daemon
-                    finally:
-                        os.kill(d.process.pid, signal.SIGCONT)
-                    try:
-                        out, err = reader.communicate(timeout=10)
-                        real = cgtest.run(in_view + ["cat", "/proc/.real/500/stat"])
-                        check(reader.returncode == 0 and out == real[1],
-                              "read %d: the view's /proc/500/stat is not the new process's" % (attempt + 1),
-                              err.strip(), out.strip(), real[1].strip())
-                    finally:
-                        for p in (first, second):
-                            if p and p.poll() is None:
-                                cgtest.run(pid_ns + ["kill", "500"])
-                                p.wait(10)
+        with Pid500.started("stale-test") as ns:
+            for attempt in range(5):
+                first = ns.sleeper()
+                res = cgtest.run(ns.in_view + ["stat", "/proc/500/status"])  # the kernel keeps proc/500
+                check(res[0] == 0, "the first process's directory through the view", describe(res))
+                os.kill(ns.d.process.pid, signal.SIGSTOP)
+                try:
+                    ns.end(first)  # through the host's /proc: no daemon asked
+                    second = ns.sleeper()
+                    reader = subprocess.Popen(ns.in_view + ["cat", "/proc/500/stat"], stdout=subprocess.PIPE,
+                                              stderr=subprocess.PIPE, text=True)
+                    time.sleep(0.3)  # its lookup of stat in the old proc/500 waits for the daemon
+                finally:
+                    os.kill(ns.d.process.pid, signal.SIGCONT)
+                out, err = reader.communicate(timeout=10)
+                real = cgtest.run(ns.in_view + ["cat", "/proc/.real/500/stat"])
+                check(reader.returncode == 0 and out == real[1],
+                      "read %d: the view's /proc/500/stat is not the new process's" % (attempt + 1),
+                      err.strip(), out.strip(), real[1].strip())
+                ns.end(second)
 
     @test("SIGKILL of the daemon, and a container's pid taken by another process while no daemon runs: once "
           "a new daemon has taken over, the container's view shows the new process")
     def _():
-        if not os.environ.get("CGPROCFS_OCI_HOOK"):
-            raise cgtest.Skip("CGPROCFS_OCI_HOOK is not set (run through meson test)")
-        with scratch_dir() as bundle, Daemon() as d:
-            with open(os.path.join(bundle, "config.json"), "w") as f:
-                json.dump(cgtest.HOOK_BUNDLE_CONFIG, f)
-            with cgtest.namespace_with_view(d.mnt, bundle, "recover-test") as (init, res):
-                check(res[0] == 0, "the hook", describe(res))
-                # In the namespace's pid namespace, the host's mount
-                # namespace: nothing here asks the daemon.
-                pid_ns = ["nsenter", "--target", str(init), "--pid"]
-                in_view = pid_ns + ["--mount"]
+        with Pid500.started("recover-test") as ns:
+            first = ns.sleeper()
+            res = cgtest.run(ns.in_view + ["stat", "/proc/500/status"])
+            check(res[0] == 0, "the first process's directory through the view", describe(res))
 
-                def sleeper():
-                    return sleeper_at_500(pid_ns)
+            def swap():  # no daemon serves meanwhile
+                ns.end(first)
+                ns.sleeper()
 
-                first = sleeper()
-                res = cgtest.run(in_view + ["stat", "/proc/500/status"])
-                check(res[0] == 0, "the first process's directory through the view", describe(res))
-                second = []
+            ns.d.crash_and_restart(after_kill=swap)
 
-                def swap():  # no daemon serves meanwhile
-                    cgtest.run(pid_ns + ["kill", "500"])
-                    first.wait(10)
-                    second.append(sleeper())
-
-                try:
-                    d.crash_and_restart(after_kill=swap)
-
-                    def same():
-                        res = cgtest.run(in_view + ["sh", "-c", "cat /proc/500/stat; cat /proc/.real/500/stat"])
-                        lines = res[1].splitlines()
-                        return res[0] == 0 and len(lines) == 2 and lines[0] == lines[1]
-                    check(cgtest.wait_until(same, timeout=10), "the view does not show the new process at pid 500",
-                          describe(cgtest.run(in_view + ["ls", "-l", "/proc/500/"])))
-                finally:
-                    for p in [first] + second:
-                        if p.poll() is None:
-                            cgtest.run(pid_ns + ["kill", "500"])
-                            p.wait(10)
+            def same():
+                res = cgtest.run(ns.in_view + ["sh", "-c", "cat /proc/500/stat; cat /proc/.real/500/stat"])
+                lines = res[1].splitlines()
+                return res[0] == 0 and len(lines) == 2 and lines[0] == lines[1]
+            check(cgtest.wait_until(same, timeout=10), "the view does not show the new process at pid 500",
+                  describe(cgtest.run(ns.in_view + ["ls", "-l", "/proc/500/"])))
 
     @test("SIGKILL of the daemon and no new one within --keeper-wait: the keeper (started even where its "
           "socket's directory did not exist) lets go, the mount is dead")

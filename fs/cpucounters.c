@@ -63,7 +63,10 @@ static char *key_of(const char *group, gint64 epoch)
 	return g_strdup_printf("%" G_GINT64_FORMAT " %s", epoch, group);
 }
 
-/* A line of the file: "epoch n off... group", group escaped. */
+/* A group's lines in the file: "epoch n off... group", group escaped;
+ * then, once rows were given, "=n last...": the next daemon gives no less
+ * (its first reading may come out a tick lower, as one here would have
+ * been held). */
 static void save_line(GString *out, const struct state *s)
 {
 	g_autofree char *group = g_strescape(s->group, NULL);
@@ -72,6 +75,38 @@ static void save_line(GString *out, const struct state *s)
 		for (int f = 0; f < CPU_TICKS_FIELDS; f++)
 			g_string_append_printf(out, " %" G_GINT64_FORMAT, s->off[r].f[f]);
 	g_string_append_printf(out, " %s\n", group);
+	if (!s->last)
+		return;
+	g_string_append_printf(out, "=%u", s->n);
+	for (unsigned r = 0; r <= s->n; r++)
+		for (int f = 0; f < CPU_TICKS_FIELDS; f++)
+			g_string_append_printf(out, " %" G_GUINT64_FORMAT, s->last[r].f[f]);
+	g_string_append_c(out, '\n');
+}
+
+/* A "=n last..." line, for s (the line before's): FALSE if it is not one
+ * of s's n. */
+static gboolean load_last(const char *line, struct state *s)
+{
+	char *end;
+	guint64 n = g_ascii_strtoull(line + 1, &end, 10);
+	if (!s || n != s->n || end == line + 1)
+		return FALSE;
+	g_autofree cpu_ticks *last = g_new(cpu_ticks, n + 1);
+	for (unsigned r = 0; r <= n; r++)
+		for (int f = 0; f < CPU_TICKS_FIELDS; f++) {
+			line = end;
+			if (*line != ' ')
+				return FALSE;
+			last[r].f[f] = g_ascii_strtoull(line + 1, &end, 10);
+			if (end == line + 1)
+				return FALSE;
+		}
+	if (*end != '\0')
+		return FALSE;
+	g_free(s->last);
+	s->last = g_steal_pointer(&last);
+	return TRUE;
 }
 
 static struct state *load_line(const char *line)
@@ -127,27 +162,48 @@ static void save(struct cpu_counters *c)
 	}
 }
 
+/* The groups of the file, if there is one. Under c->lock (or before c is
+ * shared). */
+static void load(struct cpu_counters *c)
+{
+	g_autofree char *text = NULL;
+	if (!c->path || !g_file_get_contents(c->path, &text, NULL, NULL))
+		return;
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	unsigned bad = 0;
+	struct state *prev = NULL;
+	for (char **l = lines; *l; l++) {
+		if (**l == '=') {
+			bad += !load_last(*l, prev);
+			continue;
+		}
+		struct state *s = **l ? load_line(*l) : NULL;
+		if (s)
+			keep(c, s);
+		else
+			bad += **l != '\0';
+		prev = s;
+	}
+	if (bad)
+		g_warning("%s: %u lines not understood, their CPU counters start over", c->path, bad);
+}
+
 struct cpu_counters *cpu_counters_new(const char *path)
 {
 	struct cpu_counters *c = g_new0(struct cpu_counters, 1);
 	g_mutex_init(&c->lock);
 	c->states = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, state_free);
 	c->path = g_strdup(path);
-	g_autofree char *text = NULL;
-	if (!path || !g_file_get_contents(path, &text, NULL, NULL))
-		return c;
-	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-	unsigned bad = 0;
-	for (char **l = lines; *l; l++) {
-		struct state *s = **l ? load_line(*l) : NULL;
-		if (s)
-			keep(c, s);
-		else
-			bad += **l != '\0';
-	}
-	if (bad)
-		g_warning("%s: %u lines not understood, their CPU counters start over", path, bad);
+	load(c);
 	return c;
+}
+
+void cpu_counters_reload(struct cpu_counters *c)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&c->lock);
+	g_hash_table_remove_all(c->states);
+	c->dirty = FALSE;
+	load(c);
 }
 
 void cpu_counters_free(struct cpu_counters *c)
@@ -175,8 +231,14 @@ static void change_n(struct state *s, uint64_t user, uint64_t system, uint64_t e
 	cpu_ticks_spread(user, system, elapsed, s->n, was);
 	cpu_offsets *off = g_new0(cpu_offsets, n + 1);
 	for (unsigned r = 0; r <= MIN(n, s->n); r++)
-		for (int f = 0; f < CPU_TICKS_FIELDS; f++)
-			off[r].f[f] = moved(was[r].f[f], s->off[r].f[f]) - (int64_t)rows[r].f[f];
+		for (int f = 0; f < CPU_TICKS_FIELDS; f++) {
+			/* from no less than was last given (held, or kept by the
+			 * daemon before) */
+			int64_t from = moved(was[r].f[f], s->off[r].f[f]);
+			if (s->last)
+				from = MAX(from, (int64_t)MIN(s->last[r].f[f], (uint64_t)G_MAXINT64));
+			off[r].f[f] = from - (int64_t)rows[r].f[f];
+		}
 	g_free(s->off);
 	s->off = off;
 	g_clear_pointer(&s->last, g_free);
@@ -212,6 +274,7 @@ void cpu_counters_follow(struct cpu_counters *c, const char *group, gint64 epoch
 	if (!s->last)
 		s->last = g_new(cpu_ticks, n + 1);
 	memcpy(s->last, rows, (n + 1) * sizeof(rows[0]));
+	c->dirty = TRUE; /* the rows given, kept for the next daemon */
 	/* A new n is kept at once: a daemon after this one must go on from
 	 * it. The rest (a new group, a tick of rounding held) waits for the
 	 * background thread. */

@@ -44,6 +44,11 @@ void cpu_counters_follow(struct cpu_counters *c, const char *group, gint64 epoch
  * that hold a counter) by this, from the background thread. */
 void cpu_counters_flush(struct cpu_counters *c);
 
+/* Read the file again, in place of what is kept: a daemon that took over
+ * from another before serving, which wrote it (cpu_counters_flush) once
+ * it had stopped answering. */
+void cpu_counters_reload(struct cpu_counters *c);
+
 /* Forget the groups that are gone: gone(group, epoch, data) TRUE. (Kept
  * until then, read or not: a reader may come back after any time.) */
 void cpu_counters_sweep(struct cpu_counters *c, gboolean (*gone)(const char *group, gint64 epoch, void *data),

@@ -167,6 +167,16 @@ static gboolean group_gone(const char *group, gint64 epoch, void *data)
 	return made_at(data, group) != epoch;
 }
 
+void cputimes_hand_over(struct cputimes *t)
+{
+	cpu_counters_flush(t->counters);
+}
+
+void cputimes_take_over(struct cputimes *t)
+{
+	cpu_counters_reload(t->counters);
+}
+
 void cputimes_sample_due(struct cputimes *t, gint64 *ret_wait_us)
 {
 	gint64 now = g_get_monotonic_time();

@@ -69,6 +69,13 @@ int cputimes_render_loadavg(struct cputimes *t, const struct cputime_key *key, G
  * gone; *ret_wait_us until the next. */
 void cputimes_sample_due(struct cputimes *t, gint64 *ret_wait_us);
 
+/* A handover: the daemon that hands its views over writes its /proc/stat
+ * counters once it answers no more (a counter held a tick since the last
+ * write would otherwise go back under the next daemon), and the one that
+ * takes them reads them again before it answers. */
+void cputimes_hand_over(struct cputimes *t);
+void cputimes_take_over(struct cputimes *t);
+
 /* The host's uptime text for a namespace whose init started init_start_s
  * after boot, with cpus CPUs that used used_s of CPU time: the first field
  * the time since then, the second cpus x that less used_s; neither

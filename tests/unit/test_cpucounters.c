@@ -209,3 +209,23 @@ Test(cpucounters, a_new_group_is_kept_by_the_flush_a_new_n_at_once)
 	cpu_counters_free(c);
 	remove_temp(path);
 }
+
+Test(cpucounters, a_daemon_that_takes_over_gives_no_less_than_the_last_rows_kept)
+{
+	g_autofree char *path = temp_path();
+	struct reader r = { cpu_counters_new(path), 0, { { { 0 } } } };
+	read_at(&r, 1, 100, 0, 1000);
+	cpu_counters_flush(r.c); /* as at a handover */
+	cpu_counters_free(r.c);
+
+	r.c = cpu_counters_new(path);
+	read_on(&r, 1, 150, 0, 1010); /* a burst, right after the takeover */
+	assert_row(&r, 0, 150, 0, 900);
+	cpu_counters_flush(r.c);
+	cpu_counters_free(r.c);
+
+	r.c = cpu_counters_new(path);
+	read_on(&r, 2, 170, 0, 1012); /* and one as n changes */
+	cpu_counters_free(r.c);
+	remove_temp(path);
+}

@@ -2,9 +2,12 @@
  * controllers: v1 per-controller mounts, the v2 unified mount, or both (hybrid); and the
  * unified mount itself, for its pressure files. */
 #include "daemon.h"
+#include "log.h"
 #include "mountinfo.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -82,6 +85,54 @@ void cgroups_log(const struct daemon_cgroups *c)
 {
 	g_message("CPU limits from: cpuset %s, quota %s; memory from %s; I/O from %s", describe(&c->config.cpuset),
 		  describe(&c->config.cpu), describe(&c->config.memory), describe(&c->config.io));
+}
+
+/* Write pid to dir's cgroup.procs. 0 or -errno. */
+static int join(const char *dir, pid_t pid)
+{
+	g_autofree char *procs = g_build_filename(dir, "cgroup.procs", NULL);
+	char text[16];
+	int n = snprintf(text, sizeof(text), "%d", (int)pid);
+	int fd = open(procs, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = write(fd, text, (size_t)n) == n ? 0 : -errno;
+	close(fd);
+	return r;
+}
+
+gboolean cgroups_move(pid_t pid, const char *path, GError **error)
+{
+	g_autoptr(GPtrArray) mounts = mountinfo_read();
+	g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+	guint moved = 0;
+
+	/* Top mount first: one under it, hidden, is another view of the same
+	 * hierarchy or none that counts. */
+	for (guint i = mounts->len; i-- > 0;) {
+		const struct mount_entry *e = g_ptr_array_index(mounts, i);
+		gboolean v2 = strcmp(e->fstype, "cgroup2") == 0;
+		if ((!v2 && strcmp(e->fstype, "cgroup") != 0) || !g_hash_table_add(seen, e->mountpoint))
+			continue;
+		const struct cgroup_hierarchy h = { v2 ? CGROUP_V2 : CGROUP_V1, -1, e->root };
+		g_autofree char *rel = cgroup_relative_dir(&h, path);
+		if (!rel) {
+			log_set_message(error, "%s is outside the cgroups mounted at %s (which hold %s): run in the "
+					"host's cgroup namespace, with the host's /sys/fs/cgroup", path,
+					e->mountpoint, e->root);
+			return FALSE;
+		}
+		g_autofree char *dir = g_build_filename(e->mountpoint, rel, NULL);
+		int r = join(dir, pid);
+		if (r < 0) {
+			log_set_error(error, r, "cannot move to the cgroup %s", dir);
+			return FALSE;
+		}
+		moved++;
+	}
+	if (moved == 0)
+		log_set_message(error, "no cgroup hierarchy is mounted");
+	return moved > 0;
 }
 
 void cgroups_clear(struct daemon_cgroups *c)

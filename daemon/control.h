@@ -142,9 +142,10 @@ int handover_finish(int conn, GError **error);
 /* The keeper (keeper.c): a process holding a copy of every session's fd,
  * so that a new daemon can take the views over if this one dies. Started
  * before any thread (it forks); listens on path for that new daemon, and
- * waits wait_s for one. NULL is a valid keeper that keeps nothing. */
+ * waits wait_s for one; moved to the cgroup path of every hierarchy if
+ * cgroup is not NULL. NULL is a valid keeper that keeps nothing. */
 struct keeper;
-int keeper_start(const char *path, int wait_s, struct keeper **ret);
+int keeper_start(const char *path, int wait_s, const char *cgroup, struct keeper **ret);
 /* Session id 0 is the host view's; a container's comes with its pid
  * namespace (ns_fd), the host's with -1; proto_minor: the FUSE protocol
  * minor version the kernel spoke to it. The fds stay the caller's. */

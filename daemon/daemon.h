@@ -27,6 +27,8 @@ struct daemon_config {
 	int recover_fd;            /* >= 0: take over from the keeper of a dead daemon */
 	const char *keeper_path;   /* where this daemon's keeper listens */
 	int keeper_wait_s;         /* --keeper-wait */
+	const char *keeper_cgroup; /* --keeper-cgroup, or NULL */
+	gboolean stop_keeps_views; /* --keep-views-on-stop */
 };
 
 /* Containers: views of other pid namespaces, attached by the OCI hook
@@ -85,6 +87,10 @@ struct daemon_cgroups {
 void cgroups_discover(struct daemon_cgroups *out);
 void cgroups_log(const struct daemon_cgroups *c);
 void cgroups_clear(struct daemon_cgroups *c);
+/* Move process pid into the cgroup path ("/" the top, as /proc/<pid>/cgroup
+ * names cgroups) of every cgroup hierarchy mounted. FALSE with *error set
+ * at the first that failed. */
+gboolean cgroups_move(pid_t pid, const char *path, GError **error);
 
 /* Mount the view at cfg->mountpoint and serve until SIGINT or SIGTERM,
  * then unmount. Returns the process exit status. Signals must already

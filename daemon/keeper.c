@@ -1,5 +1,6 @@
 /* The keeper: a small process, forked at start, that holds a copy of every
- * session's /dev/fuse fd while the daemon runs. If the daemon dies (a
+ * session's /dev/fuse fd while the daemon runs (moved to --keeper-cgroup,
+ * it outlives the daemon's container). If the daemon dies (a
  * crash, SIGKILL), the views then wait instead of failing with ENOTCONN:
  * a new daemon started on the same mountpoint takes the sessions over from
  * the keeper (the handover protocol, control.h) and has the kernel
@@ -7,7 +8,7 @@
  * --keeper-wait seconds without a new daemon; a daemon that stops cleanly tells
  * it to go first, so that its views end as they always did. */
 #include "cleanup.h"
-#include "control.h"
+#include "daemon.h"
 #include "log.h"
 
 #include <errno.h>
@@ -166,7 +167,7 @@ int keeper_connect(const char *path)
 	return conn >= 0 ? conn : -1;
 }
 
-int keeper_start(const char *path, int wait_s, struct keeper **ret)
+int keeper_start(const char *path, int wait_s, const char *cgroup, struct keeper **ret)
 {
 	struct stat st;
 
@@ -183,6 +184,12 @@ int keeper_start(const char *path, int wait_s, struct keeper **ret)
 		keeper_main(sock, listen_fd, wait_s, path, st.st_ino);
 		_exit(0);
 	}
+	g_autoptr(GError) err = NULL;
+	if (cgroup && cgroups_move(pid, cgroup, &err))
+		g_message("the keeper (pid %d) is in the cgroup %s: it outlives this daemon's cgroup", (int)pid,
+			  cgroup);
+	else if (cgroup)
+		log_warning_consequence(g_steal_pointer(&err), "the keeper ends with this daemon's cgroup");
 	struct keeper *k = g_new0(struct keeper, 1);
 	g_mutex_init(&k->lock);
 	k->sock = sock;

@@ -449,6 +449,20 @@ static int exit_handed_over(struct daemon *d)
 	return 0;
 }
 
+/* --keep-views-on-stop: leave every view to the keeper, as a crash would,
+ * but with no request taken and left unanswered, and the counters the
+ * next daemon starts from written; exit with everything mounted. */
+static int exit_leaving_views(struct daemon *d, int sig)
+{
+	if (!server_pause(d->server))
+		g_warning("a request is still being answered: the next daemon has the kernel send it again");
+	if (d->cputimes)
+		cputimes_hand_over(d->cputimes);
+	g_message("%s: leaving the views to the keeper; a cgprocfs started on %s within %d s takes them over, "
+		  "or they end", strsignal(sig), d->cfg->mountpoint, d->cfg->keeper_wait_s);
+	return 0;
+}
+
 /* Unmount and stop what start_serving started. FALSE if the host session's
  * workers are still serving binds of the view elsewhere: then nothing
  * they use may be freed. */
@@ -524,7 +538,7 @@ static gboolean open_roots(struct daemon *d, GError **error)
 	if (d->sys_cpu_fd < 0)
 		return log_set_error(error, -errno, "cannot open /sys/devices/system/cpu"), FALSE;
 	raise_fd_limit();
-	int r = keeper_start(d->cfg->keeper_path, d->cfg->keeper_wait_s, &d->keeper);
+	int r = keeper_start(d->cfg->keeper_path, d->cfg->keeper_wait_s, d->cfg->keeper_cgroup, &d->keeper);
 	if (r < 0)
 		g_warning("cannot start the keeper at %s (%s): the views end if this daemon dies",
 			  d->cfg->keeper_path, g_strerror(-r));
@@ -571,6 +585,8 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		int sig = wait_for_stop_signal(d);
 		if (g_atomic_int_get(&d->handed_over))
 			return exit_handed_over(d);
+		if (cfg->stop_keeps_views && d->keeper)
+			return exit_leaving_views(d, sig);
 		g_message("%s: unmounting %s", strsignal(sig), cfg->mountpoint);
 #ifdef HAVE_LIBSYSTEMD
 		sd_notify(0, "STOPPING=1");

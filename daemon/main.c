@@ -21,8 +21,9 @@ static char *socket_for(const char *mountpoint)
 /* What the command line says. */
 struct options {
 	gboolean debug_enabled, version, foreground, replace, no_memory_view, no_swap_view, no_loadavg,
-		no_io_view;
+		no_io_view, keep_views_on_stop;
 	int keeper_wait;
+	char *keeper_cgroup;
 	char *cpu_limit;
 	double max_age, max_age_idle, budget_percent;
 	gint max_entries;
@@ -34,6 +35,7 @@ struct options {
 static void options_clear(struct options *o)
 {
 	g_free(o->cpu_limit);
+	g_free(o->keeper_cgroup);
 	g_free(o->control_socket);
 	g_strfreev(o->fuse_opts);
 	g_strfreev(o->rest);
@@ -69,6 +71,12 @@ static gboolean parse_options(int *argc, char ***argv, struct options *o, GError
 		  "Processes the smaps_rollup memo keeps at most (default 8192)", "N" },
 		{ "keeper-wait", 0, 0, G_OPTION_ARG_INT, &o->keeper_wait,
 		  "How long the views wait for a new daemon if this one dies (default 60)", "SECONDS" },
+		{ "keeper-cgroup", 0, 0, G_OPTION_ARG_FILENAME, &o->keeper_cgroup,
+		  "Move the keeper to this cgroup (e.g. /) of every hierarchy: it outlives the daemon's container",
+		  "PATH" },
+		{ "keep-views-on-stop", 0, 0, G_OPTION_ARG_NONE, &o->keep_views_on_stop,
+		  "On SIGTERM or SIGINT, leave the views to the keeper for the next daemon instead of ending them",
+		  NULL },
 		{ "replace", 0, 0, G_OPTION_ARG_NONE, &o->replace,
 		  "Take over from the cgprocfs serving MOUNTPOINT: its views go on without a remount", NULL },
 		{ "control-socket", 0, 0, G_OPTION_ARG_FILENAME, &o->control_socket,
@@ -103,6 +111,15 @@ static gboolean check_options(const struct options *o, GError **error)
 	    !(o->budget_percent > 0 && o->budget_percent <= 100) || o->max_entries < 1) {
 		log_set_message(error, "need --smaps-max-age > 0, --smaps-max-age-idle >= --smaps-max-age, "
 			       "0 < --refresh-budget <= 100 and --smaps-max-entries >= 1");
+		return FALSE;
+	}
+	if (o->keeper_cgroup && o->keeper_cgroup[0] != '/') {
+		log_set_message(error, "--keeper-cgroup takes a cgroup as /proc/self/cgroup names it (e.g. /), "
+			       "not '%s'", o->keeper_cgroup);
+		return FALSE;
+	}
+	if (o->keeper_wait < 0) {
+		log_set_message(error, "--keeper-wait takes seconds, 0 or more, not %d", o->keeper_wait);
 		return FALSE;
 	}
 	if (o->rest && o->rest[0] && o->rest[1]) {
@@ -173,6 +190,8 @@ static int serve(const struct options *o)
 		.recover_fd = recover_fd,
 		.keeper_path = keeper_path,
 		.keeper_wait_s = o->keeper_wait,
+		.keeper_cgroup = o->keeper_cgroup,
+		.stop_keeps_views = o->keep_views_on_stop,
 		.cpu_quota = !o->cpu_limit || strcmp(o->cpu_limit, "cpuset+quota") == 0,
 		.memory_view = !o->no_memory_view,
 		.swap_view = !o->no_swap_view,

@@ -130,6 +130,58 @@ def serves(d):
         check(f.read(), "proc/cpuinfo reads empty")
 
 
+class ContainerCgroup:
+    """A cgroup of every hierarchy, named name, that a daemon runs in as in
+    a container's; kill() ends its processes as runc ends a container
+    that shares the host's pid namespace (every process of its cgroup)."""
+
+    def __init__(self, name):
+        tops = sorted({m[2] for m in cgtest.mount_table() if m[3] in ("cgroup", "cgroup2")})
+        self.dirs = [os.path.join(top, name) for top in tops]
+        for path in self.dirs:
+            os.makedirs(path, exist_ok=True)
+            for name in ("cpuset.cpus", "cpuset.mems"):  # a v1 cpuset starts empty
+                if os.path.exists(os.path.join(path, name)):
+                    with open(os.path.join(os.path.dirname(path), name)) as f, \
+                            open(os.path.join(path, name), "w") as out:
+                        out.write(f.read())
+
+    def prefix(self):
+        """A command that execs its arguments in the cgroup (Daemon's prefix)."""
+        script = "".join("echo $$ > %s/cgroup.procs || exit 96\n" % d for d in self.dirs) + 'exec "$@"\n'
+        return ["sh", "-c", script, "sh"]
+
+    def pids(self):
+        found = set()
+        for path in self.dirs:
+            with contextlib.suppress(OSError), open(os.path.join(path, "cgroup.procs")) as f:
+                found.update(int(p) for p in f.read().split())
+        return found
+
+    def kill(self):
+        """SIGKILL every process in it until none is left."""
+        for _ in range(100):
+            pids = self.pids()
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.05)
+        raise cgtest.Failure("processes left in the container's cgroup after 5 s", self.pids())
+
+    def remove(self):
+        self.kill()
+        for path in self.dirs:
+            cgtest.remove_cgroups([path], os.path.dirname(path))
+
+
+def cgroups_of(pid):
+    """The cgroup paths of pid, one per hierarchy."""
+    with open("/proc/%d/cgroup" % pid) as f:
+        return sorted({line.rstrip("\n").split(":", 2)[2] for line in f})
+
+
 class Tracer:
     """Threads of another process stopped with ptrace (PTRACE_SEIZE, then
     PTRACE_INTERRUPT), the rest of it running on. A traced thread that
@@ -385,6 +437,56 @@ def make_tests():
             check(cgtest.wait_until(lambda: d.log().count("keeper of a daemon that died") == 2, timeout=10),
                   "the daemon started with --replace did not take over from the keeper", d.log())
             serves(d)
+
+    @test("a daemon in a cgroup of its own, as in a container (--keeper-cgroup=/ --keep-views-on-stop): "
+          "its keeper moves to the top cgroups; every process of its cgroup killed (as runc ends a container), "
+          "then a new daemon there; that one stopped with SIGTERM and its cgroup killed, then a third: "
+          "each takes the views over, and readers in the view see no error")
+    def _():
+        box = ContainerCgroup("cgprocfs-test-daemon-%d" % os.getpid())
+        daemons = []
+
+        def start(mnt, keep):
+            args = ["--keeper-cgroup=/"] + (["--keep-views-on-stop"] if keep else [])
+            daemons.append(Daemon(mountpoint=mnt, args=args, prefix=box.prefix()))
+            return daemons[-1].start()
+
+        def took_over(d):
+            check(cgtest.wait_until(lambda: "keeper of a daemon that died" in d.log(), timeout=10),
+                  "the new daemon did not say it took over from the keeper", d.log())
+
+        try:
+            with scratch_dir() as tmp:
+                first = start(os.path.join(os.path.realpath(tmp), "mnt"), keep=True)
+                with reader_in_view(first.mnt, 6) as reader:
+                    serves(first)
+                    check("outlives this daemon's cgroup" in first.log(), "the keeper was not moved", first.log())
+                    keepers = keepers_of(first.mnt)
+                    check_equal([cgroups_of(k) for k in keepers], [["/"]], "the keeper's cgroups")
+                    time.sleep(1)
+                    box.kill()
+                    first._stopped = True
+                    check_equal(keepers_of(first.mnt), keepers, "keepers after the container's cgroup was killed")
+                    second = start(first.mnt, keep=True)
+                    took_over(second)
+                    serves(second)
+                    time.sleep(1)
+                    second.process.send_signal(signal.SIGTERM)
+                    check_equal(second.process.wait(cgtest.STOP_TIMEOUT), 0, "exit status after SIGTERM")
+                    second._stopped = True
+                    check("leaving the views to the keeper" in second.log(), "what SIGTERM did", second.log())
+                    check(cgtest.mounts_under(first.mnt), "nothing mounted after SIGTERM")
+                    box.kill()  # what is left of it, as runc would
+                    third = start(first.mnt, keep=False)
+                    took_over(third)
+                    check_reader(reader, "two ends of the daemon's cgroup")
+                    serves(third)
+                problems = third.stop()
+                check(not problems, "the last daemon did not stop cleanly", *problems, third.log())
+        finally:
+            for d in daemons:
+                d._stopped = True
+            box.remove()
 
     @test("SIGKILL of the daemon while it invalidates a dead process's entry that a lookup in flight holds "
           "up (every worker stopped by ptrace): the daemon exits, a new one answers the lookup, and the "

@@ -185,6 +185,17 @@ static void keep_real_mounted(struct daemon *d)
 		g_warning("the real procfs at %s was unmounted: mounted it again", d->real_path);
 }
 
+/* The root's attributes stay in the kernel's cache (for a day each time
+ * they are asked), so that a stat of the mountpoint is answered while no
+ * daemon serves it: a container runtime stats the source of a bind (the
+ * DaemonSet's state directory) before it starts the next daemon's
+ * container, and would wait for that daemon. */
+static void keep_root_cached(struct daemon *d)
+{
+	struct stat st;
+	(void)!stat(d->cfg->mountpoint, &st);
+}
+
 static int wait_for_stop_signal(struct daemon *d)
 {
 	sigset_t set;
@@ -196,8 +207,10 @@ static int wait_for_stop_signal(struct daemon *d)
 		siginfo_t info;
 		const struct timespec wait = { REAL_CHECK_S, 0 };
 		int sig = sigtimedwait(&set, &info, &wait);
-		if (sig < 0 && errno == EAGAIN && !g_atomic_int_get(&d->handed_over))
+		if (sig < 0 && errno == EAGAIN && !g_atomic_int_get(&d->handed_over)) {
 			keep_real_mounted(d);
+			keep_root_cached(d);
+		}
 		if (sig == SIGHUP) {
 			g_message("SIGHUP: nothing to reload");
 			continue;
@@ -581,6 +594,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 #ifdef HAVE_LIBSYSTEMD
 		sd_notify(0, "READY=1");
 #endif
+		keep_root_cached(d);
 		announce(cfg->mountpoint);
 		int sig = wait_for_stop_signal(d);
 		if (g_atomic_int_get(&d->handed_over))

@@ -64,9 +64,16 @@ static gboolean served(const char *path)
  * mount is removed, so a restart after a crash works. */
 static gboolean mountpoint_free(const char *path, GError **error)
 {
-	g_autofree char *fstype = top_fstype(path);
+	struct mount_entry top = { 0 };
 
-	if (!fstype)
+	if (!mountinfo_find(path, &top))
+		return TRUE;
+	/* A directory bound there (a container's volume: not a filesystem's
+	 * root) is a directory to mount on, as it is on the host. */
+	gboolean bound_dir = strcmp(top.root, "/") != 0;
+	g_autofree char *fstype = g_strdup(top.fstype);
+	mountinfo_entry_clear(&top);
+	if (strcmp(fstype, "fuse.cgprocfs") != 0 && bound_dir)
 		return TRUE;
 	if (strcmp(fstype, "fuse.cgprocfs") != 0) {
 		log_set_message(error, "mountpoint %s is busy: a %s filesystem is mounted there; "

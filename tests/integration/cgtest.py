@@ -207,6 +207,16 @@ def force_unmount(path):
         subprocess.run(["umount", "-l", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def keepers_of(mnt):
+    """The keeper processes of the daemons of mountpoint mnt."""
+    found = []
+    for pid in run(["pgrep", "-x", "cgprocfs-keeper"])[1].split():
+        with contextlib.suppress(OSError), open("/proc/%s/cmdline" % pid) as f:
+            if f.read().split("\0")[-2:-1] == [mnt]:
+                found.append(int(pid))
+    return found
+
+
 def daemon_exe():
     return os.environ["CGPROCFS"]
 

@@ -104,16 +104,6 @@ def check_reader(reader, across):
     return res
 
 
-def keepers_of(mnt):
-    """The keeper processes of the daemon of mountpoint mnt."""
-    found = []
-    for pid in cgtest.run(["pgrep", "-x", "cgprocfs-keeper"])[1].split():
-        with contextlib.suppress(OSError), open("/proc/%s/cmdline" % pid) as f:
-            if f.read().split("\0")[-2:-1] == [mnt]:
-                found.append(int(pid))
-    return found
-
-
 def serves(d):
     """Fail unless daemon d answers: its view shows this process as the
     real procfs does."""
@@ -327,6 +317,26 @@ def make_tests():
             start_fails(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, exe, tmp],
                         1, ["busy"], "on a tmpfs")
 
+    @test("a mountpoint that is a directory bound on itself (as a container's volume): served; the stop "
+          "unmounts the view only, the bind stays")
+    def _():
+        with scratch_dir() as tmp:
+            mnt = os.path.join(os.path.realpath(tmp), "volume")
+            os.mkdir(mnt)
+            res = cgtest.run(["mount", "--bind", mnt, mnt])
+            check(res[0] == 0, "mount --bind", describe(res))
+            d = Daemon(mountpoint=mnt)
+            try:
+                d.start()
+                serves(d)
+                check_equal(cgtest.mounts_under(mnt), [mnt, mnt, mnt + "/proc/.real"], "mounts under it")
+                d.process.send_signal(signal.SIGTERM)
+                check_equal(d.process.wait(cgtest.STOP_TIMEOUT), 0, "exit status after SIGTERM")
+                check_equal(cgtest.mounts_under(mnt), [mnt], "mounts left: the bind alone")
+            finally:
+                d._stopped = True  # scratch_dir detaches what is left
+                d.process and d.process.poll() is None and d.process.kill()
+
     @test("a regular file as mountpoint: exit 1 'not a directory', the file is untouched")
     def _():
         with scratch_dir() as tmp:
@@ -378,7 +388,7 @@ def make_tests():
                 serves(dead)
                 dead.process.send_signal(signal.SIGKILL)
                 dead.process.wait()
-                check(cgtest.wait_until(lambda: not keepers_of(mnt), timeout=10),
+                check(cgtest.wait_until(lambda: not cgtest.keepers_of(mnt), timeout=10),
                       "the keeper still runs 10 s after its daemon died, with --keeper-wait=0")
                 # stat() of the root may still answer from cached attributes.
                 check_equal(cgtest.errno_of(os.listdir, mnt), errno.ENOTCONN, "listing the dead mount: errno")
@@ -461,12 +471,12 @@ def make_tests():
                 with reader_in_view(first.mnt, 6) as reader:
                     serves(first)
                     check("outlives this daemon's cgroup" in first.log(), "the keeper was not moved", first.log())
-                    keepers = keepers_of(first.mnt)
+                    keepers = cgtest.keepers_of(first.mnt)
                     check_equal([cgroups_of(k) for k in keepers], [["/"]], "the keeper's cgroups")
                     time.sleep(1)
                     box.kill()
                     first._stopped = True
-                    check_equal(keepers_of(first.mnt), keepers, "keepers after the container's cgroup was killed")
+                    check_equal(cgtest.keepers_of(first.mnt), keepers, "keepers after the container's cgroup was killed")
                     second = start(first.mnt, keep=True)
                     took_over(second)
                     serves(second)
@@ -597,8 +607,8 @@ def make_tests():
                 serves(d)
                 d.process.send_signal(signal.SIGKILL)
                 d.process.wait()
-                check(keepers_of(d.mnt), "no keeper process after the daemon died")
-                check(cgtest.wait_until(lambda: not keepers_of(d.mnt), timeout=10),
+                check(cgtest.keepers_of(d.mnt), "no keeper process after the daemon died")
+                check(cgtest.wait_until(lambda: not cgtest.keepers_of(d.mnt), timeout=10),
                       "the keeper still runs 10 s after a 1 s wait")
                 # The keeper's fuse fd is released after its process is gone
                 # (a deferred close): a listing sent meanwhile is aborted

@@ -10,18 +10,24 @@ import, the daemon on a temporary mountpoint.
     the same;
   - a runtime gated on the annotation (Docker 20.10 passes none): the real
     /proc;
-  - per-file -v binds of the view (no runtime change): the same CPU checks
-    (a known gap, marked TODO: dockerd makes the binds, so they hold the
-    inode of dockerd's CPU class, and the container's reads get ESTALE);
+  - per-file -v binds of the view (no runtime change): the same CPU checks,
+    and again after docker update;
   - the daemon stopped: containers still start, with the real /proc;
   - containerd alone (ctr run --runc-binary, a container annotated
-    io.cgprocfs.enable=true): the same CPU checks.
+    io.cgprocfs.enable=true): the same CPU checks;
+  - contrib/Containerfile builds the DaemonSet's image on a Debian 12 base
+    made with debootstrap, and the DaemonSet's pod runs as Docker would run
+    it: containers started afterwards get the view, and a reader in one
+    reads on, with no error, across a kill and a restart of the daemon's
+    container.
 
 busybox free takes MemTotal from sysinfo(2), which no file can change, so
 MemTotal is read from /proc/meminfo."""
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -31,6 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
+import yaml  # noqa: E402
 from cgtest import check, check_equal, describe  # noqa: E402
 
 # Debian's docker.io (or docker-ce); the client as packaged, not another
@@ -42,6 +49,21 @@ BUSYBOX = "/bin/busybox"
 IMAGE = "cgprocfs-busybox"
 CGROUP_PARENT = "cgprocfs-docker-test-%d" % os.getpid()
 START_TIMEOUT = 60
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DAEMONSET = os.path.join(SOURCE, "contrib", "kubernetes", "cgprocfs-daemonset.yaml")
+BASE_IMAGE = "cgprocfs-debian:bookworm"
+DAEMON_IMAGE = "cgprocfs-daemon"
+POD = "cgprocfs-pod-test"
+# Linux's capabilities by number, as Docker names them.
+CAPS = ("CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP LINUX_IMMUTABLE NET_BIND_SERVICE "
+        "NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER SYS_MODULE SYS_RAWIO SYS_CHROOT SYS_PTRACE SYS_PACCT "
+        "SYS_ADMIN SYS_BOOT SYS_NICE SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE AUDIT_WRITE AUDIT_CONTROL SETFCAP "
+        "MAC_OVERRIDE MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ PERFMON BPF CHECKPOINT_RESTORE").split()
+# In a container with the view: reads cpuinfo and /proc/1 until /tmp/stop
+# exists, then says how many reads were right and how many were not.
+READER = ('n=0; bad=0; while [ ! -e /tmp/stop ]; do c=$(grep -c ^processor /proc/cpuinfo 2>&1); '
+          'if [ "$c" = 1 ] && [ -r /proc/1/status ]; then n=$((n+1)); else bad=$((bad+1)); echo "bad: $c"; fi; '
+          'sleep 0.05; done; echo "reads $n bad $bad"')
 # What every check runs in the container: its CPUs, processes and memory.
 PROBE = ('echo "processors $(grep -c ^processor /proc/cpuinfo)"; echo "online $(cat /sys/devices/system/cpu/online)"; '
          'echo "pids $(ls /proc | grep -c "^[0-9]")"; grep MemTotal /proc/meminfo; '
@@ -60,7 +82,7 @@ def probe_fields(out):
 class Docker:
     """dockerd with everything in work/, the cgprocfs runtimes of daemon.json."""
 
-    def __init__(self, work, runtime, hook, mnt):
+    def __init__(self, work, runtime, hook, mnt, pod_mnt):
         self.work = work
         self.sock = os.path.join(work, "docker.sock")
         config = {"runtimes": {
@@ -68,6 +90,9 @@ class Docker:
                                                           "--cgprocfs-mountpoint=" + mnt]},
             "cgprocfs-gated": {"path": runtime, "runtimeArgs": ["--cgprocfs-hook=" + hook,
                                                                 "--cgprocfs-mountpoint=" + mnt]},
+            # the view the DaemonSet's pod serves
+            "cgprocfs-pod": {"path": runtime, "runtimeArgs": ["--cgprocfs-always", "--cgprocfs-hook=" + hook,
+                                                              "--cgprocfs-mountpoint=" + pod_mnt]},
             # runc itself, named as Docker names a runtime of daemon.json
             # (the benchmark's baseline).
             "runc-by-path": {"path": shutil.which("runc") or "/usr/sbin/runc"},
@@ -162,6 +187,80 @@ def host_processors():
         return str(sum(1 for line in f if line.startswith("processor")))
 
 
+def source_context(work):
+    """A copy of the source tree without its build directories: docker
+    build's context, as from a fresh clone."""
+    def build_dirs(top, names):
+        if top != SOURCE:
+            return []
+        return [n for n in names if n == ".git" or os.path.exists(os.path.join(top, n, "meson-private"))]
+    context = os.path.join(work, "context")
+    shutil.copytree(SOURCE, context, ignore=build_dirs, symlinks=True)
+    return context
+
+
+def privileged_args():
+    """--privileged; where this machine's capability bounding set lacks one
+    that Docker gives a privileged container (runc then fails: "unable to
+    apply caps"), what --privileged does, without that one."""
+    with open("/proc/self/status") as f:
+        bounding = int(next(line for line in f if line.startswith("CapBnd:")).split()[1], 16)
+    missing = [CAPS[n] for n in range(len(CAPS)) if not bounding >> n & 1]
+    if not missing:
+        return ["--privileged"]
+    cgtest.diag("this machine's bounding set lacks %s: the pod runs with every other capability, no seccomp or "
+                "AppArmor profile, every device, as --privileged would" % " ".join(missing))
+    args = ["--cap-add", "ALL"]
+    for cap in missing:
+        args += ["--cap-drop", cap]
+    return args + ["--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+                   "--security-opt", "systempaths=unconfined", "--device-cgroup-rule", "a *:* rwm"]
+
+
+def pod_run_args(pod_mnt, pod_run):
+    """docker run's arguments for the DaemonSet's pod, read from its
+    manifest: its command, privileged, the host's pid namespace, its
+    volumes (Bidirectional: rshared); the node's /var/lib/cgprocfs and
+    /run/cgprocfs are pod_mnt and pod_run, on both sides, and the control
+    socket is named, as its default follows the mountpoint."""
+    with open(DAEMONSET) as f:
+        ds = next(doc for doc in yaml.safe_load_all(f) if doc and doc.get("kind") == "DaemonSet")
+    spec = ds["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    moved = {"/var/lib/cgprocfs": pod_mnt, "/run/cgprocfs": pod_run}
+    args = ["--pid", "host"] if spec.get("hostPID") else []
+    if container.get("securityContext", {}).get("privileged"):
+        args += privileged_args()
+    host_paths = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
+    for m in container["volumeMounts"]:
+        mode = "rshared" if m.get("mountPropagation") == "Bidirectional" else "ro" if m.get("readOnly") else "rw"
+        host = host_paths[m["name"]]
+        args += ["-v", "%s:%s:%s" % (moved.get(host, host), moved.get(m["mountPath"], m["mountPath"]), mode)]
+    command = [moved.get(a, a) for a in container["command"]]
+    command[-1:-1] = ["--control-socket=" + os.path.join(pod_run, "cgprocfs.sock")]
+    if command[0] == "nsenter" and cgtest.errno_of(os.readlink, "/proc/1/ns/cgroup"):
+        # Docker's own way into the host's cgroup namespace.
+        cgtest.diag("this machine's pid 1 does not let its namespaces be opened: the pod runs with --cgroupns host "
+                    "instead of nsenter --target 1 --cgroup")
+        command = command[command.index("--") + 1:]
+        args += ["--cgroupns", "host"]
+    return args + ["--entrypoint", command[0], DAEMON_IMAGE] + command[1:]
+
+
+def end_pod(docker, state):
+    """The pod's containers removed, its keeper killed (it would wait for a
+    new daemon), its mounts detached."""
+    docker.docker(["rm", "-f", POD, POD + "-reader"], timeout=60)
+    mnt = state.get("pod_mnt")
+    if not mnt:
+        return
+    for pid in cgtest.keepers_of(mnt):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    cgtest.wait_until(lambda: not cgtest.keepers_of(mnt), timeout=10)
+    cgtest.force_unmount(mnt)
+
+
 def make_tests(d, state):
     t, test = cgtest.test_registry()
 
@@ -175,7 +274,10 @@ def make_tests(d, state):
                 raise cgtest.Skip("%s is not set (run through meson test)" % var)
         state["work"] = tempfile.mkdtemp(prefix="cgprocfs-docker-")
         state["run_before"] = set(os.listdir("/run"))
-        state["docker"] = Docker(state["work"], os.environ["CGPROCFS_RUNTIME_WRAPPER"], hook_of(state["work"]), d.mnt)
+        state["pod_mnt"] = os.path.join(state["work"], "pod", "state")
+        state["pod_run"] = os.path.join(state["work"], "pod", "run")
+        state["docker"] = Docker(state["work"], os.environ["CGPROCFS_RUNTIME_WRAPPER"], hook_of(state["work"]), d.mnt,
+                                 state["pod_mnt"])
         make_image(state["docker"], state["work"])
 
     def docker():
@@ -277,6 +379,113 @@ def make_tests(d, state):
             cgtest.run(ctr + ["containers", "rm", "cgprocfs-ctr-test"])
             cgtest.run(ctr + ["images", "rm", "docker.io/library/%s:latest" % IMAGE])
 
+    @test("contrib/Containerfile builds the DaemonSet's image (docker build --network host) on a Debian 12 base "
+          "made with debootstrap and docker import; its cgprocfs is this tree's")
+    def _():
+        docker()
+        if os.environ.get("CGPROCFS_SANITIZED"):
+            raise cgtest.Skip("the image builds its own daemon, unsanitized: built in the plain run")
+        if not shutil.which("debootstrap"):
+            raise cgtest.Skip("debootstrap is missing (apt-get install debootstrap)")
+        base = os.path.join(state["work"], "debian")
+        res = cgtest.run(["debootstrap", "--variant=minbase", "bookworm", base], timeout=900)
+        check(res[0] == 0, "debootstrap (it needs Debian's mirror, as apt-get does)", describe(res))
+        res = cgtest.run(["sh", "-c", 'tar -C "$1" -c . | "$2" -H "unix://$3" import - "$4"', "sh", base, DOCKER,
+                          docker().sock, BASE_IMAGE], timeout=300)
+        shutil.rmtree(base)
+        check(res[0] == 0, "docker import of the Debian base", describe(res))
+        context = source_context(state["work"])
+        res = docker().docker(["build", "--network", "host", "--build-arg", "BASE=" + BASE_IMAGE,
+                               "-f", os.path.join(context, "contrib", "Containerfile"), "-t", DAEMON_IMAGE, context],
+                              timeout=1500)
+        shutil.rmtree(context)
+        check(res[0] == 0, "docker build -f contrib/Containerfile", res[1][-3000:], res[2][-3000:])
+        res = docker().docker(["run", "--rm", DAEMON_IMAGE, "--version"])
+        ours = cgtest.run([cgtest.daemon_exe(), "--version"])[1]
+        check_equal(res[1].split()[:2], ours.split()[:2], "cgprocfs --version in the image")
+        state["image"] = DAEMON_IMAGE
+
+    @test("the DaemonSet's pod run as Docker would run it (its command, privileged, the host's pid namespace, its "
+          "volumes, the state directory with shared propagation): a container started afterwards gets the view; "
+          "the daemon's container killed and started again, then restarted (SIGTERM): each new daemon takes the "
+          "views over from the keeper, which is out of the pod's cgroups, and a reader in the container reads on "
+          "with 0 failed reads")
+    def _():
+        if "image" not in state:
+            raise cgtest.Skip("no image: see the test above")
+        mnt = state["pod_mnt"]
+        for path in (mnt, state["pod_run"]):
+            os.makedirs(path)
+        # Docker binds with rshared only from a shared mount.
+        for argv in (["mount", "--bind", mnt, mnt], ["mount", "--make-shared", mnt]):
+            res = cgtest.run(argv)
+            check(res[0] == 0, " ".join(argv[:2]), describe(res))
+        try:
+            res = docker().docker(["run", "-d", "--name", POD] + pod_run_args(mnt, state["pod_run"]))
+            check(res[0] == 0, "docker run of the pod", describe(res))
+
+            def logs():
+                return docker().docker(["logs", POD])[2]
+
+            def took_over(times):
+                check(cgtest.wait_until(lambda: logs().count("keeper of a daemon that died") == times, timeout=60),
+                      "the pod's new daemon did not take the views over from the keeper", logs())
+
+            def keeper_outside():
+                keepers = cgtest.keepers_of(mnt)
+                check_equal(len(keepers), 1, "keepers of the pod's daemon")
+                with open("/proc/%d/cgroup" % keepers[0]) as f:
+                    cgroups = sorted({line.rstrip("\n").split(":", 2)[2] for line in f})
+                check_equal(cgroups, ["/"], "the keeper's cgroups")
+                return keepers
+
+            def probe(what):
+                res = docker().docker(["exec", POD + "-reader", "sh", "-c", PROBE])
+                check(res[0] == 0, "docker exec " + what, describe(res))
+                check_limited(probe_fields(res[1]), what)
+
+            # Not stat() of mnt, as serving_mounts would: nothing but the
+            # daemon may have the kernel cache its root's attributes, which
+            # Docker's stat of the source of the state directory's bind asks
+            # for while no daemon serves it.
+            check(cgtest.wait_until(lambda: os.path.exists(os.path.join(mnt, "proc", ".real", "self")), timeout=60),
+                  "the pod's daemon does not serve its state directory on the host", logs())
+            keepers = keeper_outside()
+            res = docker().docker(["run", "-d", "--name", POD + "-reader", "--runtime", "cgprocfs-pod", "--cpus", "0.5",
+                                   IMAGE, "sh", "-c", READER])
+            check(res[0] == 0, "docker run of the reader", describe(res))
+            probe("with the pod's daemon")
+            time.sleep(1)
+            res = docker().docker(["kill", POD])
+            check(res[0] == 0, "docker kill of the pod", describe(res))
+            docker().docker(["wait", POD])
+            check_equal(cgtest.keepers_of(mnt), keepers, "the keeper once the pod's container is gone")
+            res = docker().docker(["start", POD])
+            check(res[0] == 0, "docker start of the pod", describe(res))
+            took_over(1)
+            keeper_outside()
+            probe("after the kill")
+            time.sleep(1)
+            res = docker().docker(["restart", "-t", "30", POD])
+            check(res[0] == 0, "docker restart of the pod", describe(res))
+            took_over(2)
+            check("leaving the views to the keeper" in logs(), "what SIGTERM did", logs())
+            keeper_outside()
+            probe("after the restart")
+            time.sleep(1)
+            res = docker().docker(["exec", POD + "-reader", "sh", "-c", ": > /tmp/stop"])
+            check(res[0] == 0, "docker exec to stop the reader", describe(res))
+            res = docker().docker(["wait", POD + "-reader"], timeout=30)
+            check(res[0] == 0, "docker wait for the reader", describe(res))
+            said = docker().docker(["logs", POD + "-reader"])[1]
+            m = re.search(r"reads (\d+) bad (\d+)", said)
+            check(m and int(m.group(1)) > 0, "the reader did not read", said)
+            check_equal(m.group(2), "0", "failed reads (%s)" % said.strip()[-500:])
+            cgtest.diag("the reader: %s reads, 0 failed, across a kill and a restart of the daemon's container"
+                        % m.group(1))
+        finally:
+            end_pod(docker(), state)
+
     @test("the daemon stopped: docker run --runtime cgprocfs still starts containers, with the real /proc")
     def _():
         docker()
@@ -294,6 +503,7 @@ def make_tests(d, state):
         left = [p for p in ("/run/docker", "/run/containerd") if os.path.exists(p)
                 and os.path.basename(p) not in state.get("run_before", ())]
         left += [c for c in os.listdir("/sys/fs/cgroup") if os.path.isdir(os.path.join("/sys/fs/cgroup", c, CGROUP_PARENT))]
+        left += ["keeper %d" % pid for pid in cgtest.keepers_of(state.get("pod_mnt", ""))]
         check_equal(left, [], "left behind")
 
     return t
@@ -317,6 +527,7 @@ def main():
             cgtest.run_tests(make_tests(d, state))
     finally:
         if "docker" in state:
+            end_pod(state["docker"], state)
             state.pop("docker").close()
         cleanup(state)
 

@@ -3,7 +3,7 @@ contrib/kubernetes agree with each other and with the programs: the
 RuntimeClass's handler is the runtime the containerd and CRI-O snippets
 define, they let through the annotation the runtime wrapper reads,
 containerd itself reads its snippet, and the DaemonSet serves the daemon's
-default mountpoint. TAP; argv: KUBERNETES-DIR DAEMON RUNTIME-WRAPPER."""
+default mountpoint, with options the daemon takes. TAP; argv: KUBERNETES-DIR DAEMON RUNTIME-WRAPPER."""
 
 import glob
 import os
@@ -93,6 +93,21 @@ def main():
         ok = default and command[-1] == default.group(1) and mounts.get("state") == default.group(1) == \
             paths.get("state")
         return ok, (default and default.group(1), command, mounts.get("state"), paths.get("state"))
+
+    @test("the DaemonSet's daemon takes every option its command gives (the daemon's --help lists them), and "
+          "runs in the node's pid namespace with a writable /sys/fs/cgroup, where its keeper outlives the pod")
+    def _():
+        (_, ds), = docs["DaemonSet"]
+        spec = ds["spec"]["template"]["spec"]
+        container = spec["containers"][0]
+        command = container["command"]
+        given = [a.split("=")[0] for a in command[command.index("/usr/sbin/cgprocfs") + 1:] if a.startswith("--")]
+        helped = subprocess.run([daemon, "--help"], capture_output=True, text=True, timeout=30).stdout
+        unknown = [a for a in given if not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(a), helped)]
+        cgroup = [m for m in container["volumeMounts"] if m["mountPath"] == "/sys/fs/cgroup"]
+        ok = (not unknown and "--keeper-cgroup" in given and spec.get("hostPID") is True and cgroup and
+              not cgroup[0].get("readOnly"))
+        return ok, ("options unknown to the daemon", unknown, "given", given, "hostPID", spec.get("hostPID"), cgroup)
 
     print("1..%d" % len(tests))
     failed = False

@@ -28,7 +28,6 @@
 #include <sys/statfs.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,8 +80,9 @@ static void ns_view_release(struct containers *cs, struct ns_view *nsv)
 	g_free(nsv);
 }
 
-/* In a child: mount a procfs (detached) and send its fd on sock. Only
- * async-signal-safe calls: the daemon that forked it has threads. */
+/* In a child sharing the daemon's memory (as vfork's): mount a procfs
+ * (detached) and send its fd on sock. System calls only: no allocation,
+ * no lock, nothing written but the stack and errno. */
 static void send_new_procfs(int sock)
 {
 	int mnt = -1;
@@ -96,9 +96,12 @@ static void send_new_procfs(int sock)
 
 /* A procfs of the pid namespace ns, the daemon's own: this thread makes
  * the namespace its children's (setns CLONE_NEWPID changes only that),
- * forks one child, born in it, which mounts a procfs there and sends it
+ * starts one child, born in it, which mounts a procfs there and sends it
  * back, and takes its own namespace back for its children. No mount of
- * the container is used. 0 or -errno. */
+ * the container is used. The child shares the daemon's memory and this
+ * thread waits until it has exited (vfork: no atfork handler runs);
+ * copying the daemon's page tables took most of an attach's time. 0 or
+ * -errno. */
 static int procfs_of_pid_ns(int host_proc_fd, int ns, int *ret_fd)
 {
 	int sv[2];
@@ -109,20 +112,18 @@ static int procfs_of_pid_ns(int host_proc_fd, int ns, int *ret_fd)
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	_cleanup_close_ int sock = sv[0];
-	_cleanup_close_ int child_sock = sv[1];
-	if (setns(ns, CLONE_NEWPID) < 0)
-		return -errno;
-	pid_t child = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+	const int child_sock = sv[1]; /* not changed after vfork: closed by hand */
+	pid_t child = setns(ns, CLONE_NEWPID) < 0 ? -1 : vfork();
 	if (child == 0)
 		send_new_procfs(child_sock);
 	int err = errno;
+	close(child_sock);
 	/* Harmless if it fails: this thread forks only here, after a setns. */
 	if (setns(own, CLONE_NEWPID) < 0)
 		g_warning("cannot take the daemon's pid namespace back for the control thread: %s",
 			  g_strerror(errno));
 	if (child < 0)
 		return -err;
-	close(steal_fd(&child_sock));
 	char buf[4];
 	int fd = -1;
 	size_t n_fds = 1;

@@ -99,7 +99,8 @@ static char *bundle_of(int argc, char **argv, int cmd)
 }
 
 /* Write text over path atomically (a new file renamed over it), with the
- * old file's mode. */
+ * old file's mode. Not synced: a bundle lives only as long as its
+ * runtime's state (under /run), and a crash ends both. */
 static gboolean replace_file(const char *path, const char *text, GError **error)
 {
 	struct stat st;
@@ -112,7 +113,7 @@ static gboolean replace_file(const char *path, const char *text, GError **error)
 		return g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "cannot write beside %s: %s",
 				   path, g_strerror(errno)), FALSE;
 	size_t len = strlen(text);
-	gboolean ok = write(fd, text, len) == (ssize_t)len && fsync(fd) == 0;
+	gboolean ok = write(fd, text, len) == (ssize_t)len;
 	int err = errno;
 	ok = close(fd) == 0 && ok;
 	if (ok && rename(tmp, path) == 0)

@@ -82,7 +82,7 @@ def probe_fields(out):
 class Docker:
     """dockerd with everything in work/, the cgprocfs runtimes of daemon.json."""
 
-    def __init__(self, work, runtime, hook, mnt, pod_mnt):
+    def __init__(self, work, runtime, hook, mnt, pod_mnt=None):
         self.work = work
         self.sock = os.path.join(work, "docker.sock")
         config = {"runtimes": {
@@ -90,13 +90,17 @@ class Docker:
                                                           "--cgprocfs-mountpoint=" + mnt]},
             "cgprocfs-gated": {"path": runtime, "runtimeArgs": ["--cgprocfs-hook=" + hook,
                                                                 "--cgprocfs-mountpoint=" + mnt]},
-            # the view the DaemonSet's pod serves
-            "cgprocfs-pod": {"path": runtime, "runtimeArgs": ["--cgprocfs-always", "--cgprocfs-hook=" + hook,
-                                                              "--cgprocfs-mountpoint=" + pod_mnt]},
             # runc itself, named as Docker names a runtime of daemon.json
             # (the benchmark's baseline).
             "runc-by-path": {"path": shutil.which("runc") or "/usr/sbin/runc"},
+            # ... and with an argument, which Docker passes through a shell
+            # script of its own (the cgprocfs runtimes' case)
+            "runc-with-args": {"path": shutil.which("runc") or "/usr/sbin/runc", "runtimeArgs": ["--log-format",
+                                                                                               "json"]},
         }}
+        if pod_mnt:  # the view the DaemonSet's pod serves
+            config["runtimes"]["cgprocfs-pod"] = {"path": runtime, "runtimeArgs": [
+                "--cgprocfs-always", "--cgprocfs-hook=" + hook, "--cgprocfs-mountpoint=" + pod_mnt]}
         with open(os.path.join(work, "daemon.json"), "w") as f:
             json.dump(config, f)
         self.log = open(os.path.join(work, "dockerd.log"), "w+")

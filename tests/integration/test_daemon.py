@@ -267,6 +267,10 @@ class Pid500:
                 finally:
                     for p in ns.sleepers:
                         ns.end(p)
+            # Its view ends once the kernel lets go of the namespace's mount.
+            # Stopped before, the daemon would leave it served to the end
+            # (and not free what it uses: a leak for LeakSanitizer).
+            cgtest.wait_until(lambda: cgtest.read_stats(d.mnt).get("cgprocfs_container_views") == 0, timeout=10)
 
 
 def make_tests():

@@ -7,7 +7,7 @@
  * session_proto_minor).
  *
  * The server is every session of one daemon: one pool of workers, bound
- * by the CPUs and not by the sessions, serves them all (see session.c);
+ * by the CPUs and not by the sessions, serves them all (see server.c);
  * it counts their requests, and drains them all at a handover. */
 #pragma once
 

@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -98,25 +97,6 @@ static gpointer pidwatch_thread(gpointer data)
 		g_warning("watching processes failed (%s): exited processes stay listed until looked up again",
 			  g_strerror(-r));
 	return NULL;
-}
-
-/* Below it, the start says the limit of open files is low. */
-#define FD_LIMIT_ADVISED 4096
-
-/* One pidfd per cached process: allow as many fds as the system lets us. */
-static void raise_fd_limit(void)
-{
-	struct rlimit lim;
-	if (getrlimit(RLIMIT_NOFILE, &lim) < 0)
-		return;
-	if (lim.rlim_cur < lim.rlim_max) {
-		lim.rlim_cur = lim.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &lim);
-	}
-	if (lim.rlim_cur < FD_LIMIT_ADVISED)
-		g_warning("the open-files limit is %llu: with many processes or containers, requests will fail with "
-			  "EMFILE; raise it to %d or more (LimitNOFILE= in the unit, ulimit -n)",
-			  (unsigned long long)lim.rlim_cur, FD_LIMIT_ADVISED);
 }
 
 /* The options of the daemon's /proc that restrict what a reader sees
@@ -550,7 +530,6 @@ static gboolean open_roots(struct daemon *d, GError **error)
 	d->sys_cpu_fd = open("/sys/devices/system/cpu", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (d->sys_cpu_fd < 0)
 		return log_set_error(error, -errno, "cannot open /sys/devices/system/cpu"), FALSE;
-	raise_fd_limit();
 	int r = keeper_start(d->cfg->keeper_path, d->cfg->keeper_wait_s, d->cfg->keeper_cgroup, &d->keeper);
 	if (r < 0)
 		g_warning("cannot start the keeper at %s (%s): the views end if this daemon dies",

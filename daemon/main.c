@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* The default control socket of the canonical mountpoint (NULL: none). */
@@ -147,6 +148,25 @@ static gboolean check_host(GError **error)
 	return TRUE;
 }
 
+/* Below it, the start says the limit of open files is low. */
+#define FD_LIMIT_ADVISED 4096
+
+/* One pidfd per cached process: allow as many fds as the system lets us. */
+static void raise_fd_limit(void)
+{
+	struct rlimit lim;
+	if (getrlimit(RLIMIT_NOFILE, &lim) < 0)
+		return;
+	if (lim.rlim_cur < lim.rlim_max) {
+		lim.rlim_cur = lim.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &lim);
+	}
+	if (lim.rlim_cur < FD_LIMIT_ADVISED)
+		g_warning("the open-files limit is %llu: with many processes or containers, requests will fail with "
+			  "EMFILE; raise it to %d or more (LimitNOFILE= in the unit, ulimit -n)",
+			  (unsigned long long)lim.rlim_cur, FD_LIMIT_ADVISED);
+}
+
 /* Mount and serve until stopped, as o says: the exit status. */
 static int serve(const struct options *o)
 {
@@ -182,6 +202,7 @@ static int serve(const struct options *o)
 		keeper_path = g_strconcat(socket_path, ".keeper", NULL);
 	}
 	g_autofree char *joined = o->fuse_opts ? g_strjoinv(",", o->fuse_opts) : NULL;
+	raise_fd_limit();
 	const struct daemon_config cfg = {
 		.mountpoint = mountpoint,
 		.fuse_options = joined,

@@ -34,6 +34,13 @@ def scratch_dir():
         shutil.rmtree(path, ignore_errors=True)
 
 
+def mountpoint_in(tmp, name):
+    """A new directory name in tmp, by the canonical path the daemon gives it."""
+    path = os.path.join(os.path.realpath(tmp), name)
+    os.mkdir(path)
+    return path
+
+
 def start_fails(argv, status, words, what, **kw):
     """Run argv, expect exit status and a one-line stderr holding words."""
     result = cgtest.run(argv, timeout=ERROR_TIMEOUT, **kw)
@@ -325,8 +332,7 @@ def make_tests():
           "unmounts the view only, the bind stays")
     def _():
         with scratch_dir() as tmp:
-            mnt = os.path.join(os.path.realpath(tmp), "volume")
-            os.mkdir(mnt)
+            mnt = mountpoint_in(tmp, "volume")
             res = cgtest.run(["mount", "--bind", mnt, mnt])
             check(res[0] == 0, "mount --bind", describe(res))
             d = Daemon(mountpoint=mnt)
@@ -384,8 +390,7 @@ def make_tests():
           "the dead mount and serves")
     def _():
         with scratch_dir() as tmp:
-            mnt = os.path.join(os.path.realpath(tmp), "mnt")
-            os.mkdir(mnt)
+            mnt = mountpoint_in(tmp, "mnt")
             dead = Daemon(mountpoint=mnt, args=["--keeper-wait=0"])
             try:
                 dead.start()
@@ -471,7 +476,7 @@ def make_tests():
 
         try:
             with scratch_dir() as tmp:
-                first = start(os.path.join(os.path.realpath(tmp), "mnt"), keep=True)
+                first = start(mountpoint_in(tmp, "mnt"), keep=True)
                 with reader_in_view(first.mnt, 6) as reader:
                     serves(first)
                     check("outlives this daemon's cgroup" in first.log(), "the keeper was not moved", first.log())

@@ -473,8 +473,8 @@ static gboolean stop_serving(struct daemon *d, gboolean *ret_containers_live)
 		g_warning("cannot unmount %s: %s", d->cfg->mountpoint, g_strerror(errno));
 	gboolean done = loop_wait_done(d, LOOP_EXIT_WAIT_US);
 	/* No daemon goes on from these counters: the views end here. */
-	if (d->counters_path)
-		unlink(d->counters_path);
+	if (d->cputimes)
+		cputimes_unkeep(d->cputimes);
 	if (!done) {
 		/* Binds of the view elsewhere keep the FUSE connection up; they
 		 * fail with ENOTCONN once this process is gone. */

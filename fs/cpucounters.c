@@ -1,7 +1,9 @@
 #include "cpucounters.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 /* One group's counters: the n they were last given for, the offsets that
  * move the spread, and the last rows given (NULL until the first call for
@@ -22,6 +24,12 @@ struct cpu_counters {
 	GMutex lock;
 	GHashTable *states; /* "epoch group" -> struct state */
 	char *path;         /* where they are kept, or NULL */
+	/* path.log: each group's lines as given since path was last written,
+	 * appended before the reader gets them, so that a daemon after a
+	 * SIGKILL gives no less (a write to the page cache outlives the
+	 * process); emptied once path is written. */
+	char *log_path;
+	int log_fd;
 	gboolean dirty;     /* changed since they were last kept */
 	gboolean told;      /* that they could not be */
 };
@@ -141,6 +149,39 @@ static void keep(struct cpu_counters *c, struct state *s)
 	g_hash_table_replace(c->states, key_of(s->group, s->epoch), s);
 }
 
+/* A group's lines read from the file or its log: kept if the group is
+ * new; for the n kept, what both give no less than (offsets only grow
+ * while n stays, as do the rows given); for another n, dropped (an n is
+ * written to the file at once, and the log emptied: the log's is older).
+ * Frees s or keeps it. */
+static void merge(struct cpu_counters *c, struct state *s)
+{
+	g_autofree char *key = key_of(s->group, s->epoch);
+	struct state *had = g_hash_table_lookup(c->states, key);
+	if (!had) {
+		keep(c, s);
+		return;
+	}
+	if (had->n == s->n) {
+		for (unsigned r = 0; r <= s->n; r++)
+			for (int f = 0; f < CPU_TICKS_FIELDS; f++) {
+				had->off[r].f[f] = MAX(had->off[r].f[f], s->off[r].f[f]);
+				if (had->last && s->last)
+					had->last[r].f[f] = MAX(had->last[r].f[f], s->last[r].f[f]);
+			}
+		if (!had->last && s->last)
+			had->last = g_steal_pointer(&s->last);
+	}
+	state_free(s);
+}
+
+static void tell(struct cpu_counters *c, const char *path, const char *why)
+{
+	if (!c->told)
+		g_warning("cannot keep CPU counters for a restart in %s: %s", path, why);
+	c->told = TRUE;
+}
+
 /* Under c->lock. */
 static void save(struct cpu_counters *c)
 {
@@ -154,38 +195,60 @@ static void save(struct cpu_counters *c)
 	while (g_hash_table_iter_next(&it, NULL, &value))
 		save_line(out, value);
 	g_autoptr(GError) error = NULL;
-	if (!g_file_set_contents_full(c->path, out->str, (gssize)out->len, G_FILE_SET_CONTENTS_CONSISTENT, 0600,
-				      &error) &&
-	    !c->told) {
-		g_warning("cannot keep CPU counters for a restart: %s", error->message);
-		c->told = TRUE;
+	if (g_file_set_contents_full(c->path, out->str, (gssize)out->len, G_FILE_SET_CONTENTS_CONSISTENT, 0600,
+				     &error)) {
+		if (c->log_fd >= 0 && ftruncate(c->log_fd, 0) < 0)
+			tell(c, c->log_path, g_strerror(errno));
+	} else {
+		tell(c, c->path, error->message);
 	}
 }
 
-/* The groups of the file, if there is one. Under c->lock (or before c is
- * shared). */
-static void load(struct cpu_counters *c)
+/* s's lines as just given, to the log. Under c->lock. */
+static void log_given(struct cpu_counters *c, const struct state *s)
+{
+	if (c->log_fd < 0)
+		return;
+	g_autoptr(GString) out = g_string_new(NULL);
+	save_line(out, s);
+	/* One write of both lines: O_APPEND keeps them together. */
+	errno = 0;
+	if (write(c->log_fd, out->str, out->len) != (ssize_t)out->len)
+		tell(c, c->log_path, errno ? g_strerror(errno) : "short write");
+}
+
+/* The groups of file (path or its log), if there is one. Under c->lock
+ * (or before c is shared). */
+static void load_file(struct cpu_counters *c, const char *file)
 {
 	g_autofree char *text = NULL;
-	if (!c->path || !g_file_get_contents(c->path, &text, NULL, NULL))
+	if (!g_file_get_contents(file, &text, NULL, NULL))
 		return;
 	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
 	unsigned bad = 0;
-	struct state *prev = NULL;
+	struct state *s = NULL;
 	for (char **l = lines; *l; l++) {
 		if (**l == '=') {
-			bad += !load_last(*l, prev);
+			bad += !load_last(*l, s);
 			continue;
 		}
-		struct state *s = **l ? load_line(*l) : NULL;
 		if (s)
-			keep(c, s);
-		else
-			bad += **l != '\0';
-		prev = s;
+			merge(c, s);
+		s = **l ? load_line(*l) : NULL;
+		bad += !s && **l != '\0';
 	}
+	if (s)
+		merge(c, s);
 	if (bad)
-		g_warning("%s: %u lines not understood, their CPU counters start over", c->path, bad);
+		g_warning("%s: %u lines not understood, their CPU counters start over", file, bad);
+}
+
+static void load(struct cpu_counters *c)
+{
+	if (!c->path)
+		return;
+	load_file(c, c->path);
+	load_file(c, c->log_path);
 }
 
 struct cpu_counters *cpu_counters_new(const char *path)
@@ -194,6 +257,13 @@ struct cpu_counters *cpu_counters_new(const char *path)
 	g_mutex_init(&c->lock);
 	c->states = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, state_free);
 	c->path = g_strdup(path);
+	c->log_fd = -1;
+	if (path) {
+		c->log_path = g_strconcat(path, ".log", NULL);
+		c->log_fd = open(c->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		if (c->log_fd < 0)
+			tell(c, c->log_path, g_strerror(errno));
+	}
 	load(c);
 	return c;
 }
@@ -206,12 +276,28 @@ void cpu_counters_reload(struct cpu_counters *c)
 	load(c);
 }
 
+void cpu_counters_unkeep(struct cpu_counters *c)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&c->lock);
+	if (c->path)
+		unlink(c->path);
+	if (c->log_path)
+		unlink(c->log_path);
+	g_clear_pointer(&c->path, g_free);
+	if (c->log_fd >= 0)
+		close(c->log_fd);
+	c->log_fd = -1;
+}
+
 void cpu_counters_free(struct cpu_counters *c)
 {
 	if (!c)
 		return;
 	g_hash_table_unref(c->states);
 	g_mutex_clear(&c->lock);
+	if (c->log_fd >= 0)
+		close(c->log_fd);
+	g_free(c->log_path);
 	g_free(c->path);
 	g_free(c);
 }
@@ -271,15 +357,18 @@ void cpu_counters_follow(struct cpu_counters *c, const char *group, gint64 epoch
 			}
 			rows[r].f[f] = out;
 		}
+	gboolean given_new = !s->last || memcmp(s->last, rows, (n + 1) * sizeof(rows[0])) != 0;
 	if (!s->last)
 		s->last = g_new(cpu_ticks, n + 1);
 	memcpy(s->last, rows, (n + 1) * sizeof(rows[0]));
 	c->dirty = TRUE; /* the rows given, kept for the next daemon */
 	/* A new n is kept at once: a daemon after this one must go on from
-	 * it. The rest (a new group, a tick of rounding held) waits for the
-	 * background thread. */
+	 * it. Other rows given go to the log, and the file is written again
+	 * from the background thread. */
 	if (n_changed)
 		save(c);
+	else if (given_new)
+		log_given(c, s);
 }
 
 void cpu_counters_flush(struct cpu_counters *c)

@@ -25,9 +25,14 @@ void cpu_ticks_spread(uint64_t user, uint64_t system, uint64_t elapsed, unsigned
 struct cpu_counters;
 
 /* path: the file that keeps the offsets over a restart (read now, written
- * when they change: cpu_counters_flush), or NULL for none. */
+ * when they change: cpu_counters_flush), or NULL for none. Rows given
+ * since it was last written are appended to path.log before the reader
+ * gets them, so that they hold over a SIGKILL too. */
 struct cpu_counters *cpu_counters_new(const char *path);
 void cpu_counters_free(struct cpu_counters *c);
+/* Remove the file and its log, and keep nothing more: no daemon goes on
+ * from these counters. */
+void cpu_counters_unkeep(struct cpu_counters *c);
 
 /* The counters of group (with epoch: a cgroup made again under its name
  * starts over) for a reader of n CPUs, given its totals: the spread

@@ -177,6 +177,11 @@ void cputimes_take_over(struct cputimes *t)
 	cpu_counters_reload(t->counters);
 }
 
+void cputimes_unkeep(struct cputimes *t)
+{
+	cpu_counters_unkeep(t->counters);
+}
+
 void cputimes_sample_due(struct cputimes *t, gint64 *ret_wait_us)
 {
 	gint64 now = g_get_monotonic_time();

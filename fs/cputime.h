@@ -75,6 +75,8 @@ void cputimes_sample_due(struct cputimes *t, gint64 *ret_wait_us);
  * takes them reads them again before it answers. */
 void cputimes_hand_over(struct cputimes *t);
 void cputimes_take_over(struct cputimes *t);
+/* The views end with this daemon: the counters kept for the next one go. */
+void cputimes_unkeep(struct cputimes *t);
 
 /* The host's uptime text for a namespace whose init started init_start_s
  * after boot, with cpus CPUs that used used_s of CPU time: the first field

@@ -129,6 +129,8 @@ static char *temp_path(void)
 
 static void remove_temp(const char *path)
 {
+	g_autofree char *log = g_strconcat(path, ".log", NULL);
+	g_unlink(log);
 	g_unlink(path);
 	g_autofree char *dir = g_path_get_dirname(path);
 	g_rmdir(dir);
@@ -227,5 +229,50 @@ Test(cpucounters, a_daemon_that_takes_over_gives_no_less_than_the_last_rows_kept
 	r.c = cpu_counters_new(path);
 	read_on(&r, 2, 170, 0, 1012); /* and one as n changes */
 	cpu_counters_free(r.c);
+	remove_temp(path);
+}
+
+Test(cpucounters, a_daemon_after_a_sigkill_gives_no_less_than_the_rows_given_since_the_last_write)
+{
+	g_autofree char *path = temp_path();
+	struct reader r = { cpu_counters_new(path), 0, { { { 0 } } } };
+	read_at(&r, 1, 100, 0, 1000);
+	cpu_counters_flush(r.c); /* the background thread's last write */
+	read_on(&r, 1, 100, 0, 1050);
+	assert_row(&r, 0, 100, 0, 950);
+	cpu_counters_free(r.c); /* SIGKILLed: nothing more written */
+
+	r.c = cpu_counters_new(path);
+	read_on(&r, 1, 150, 0, 1060); /* a burst across the restart: 910 would go back */
+	assert_row(&r, 0, 150, 0, 950);
+	cpu_counters_free(r.c);
+	remove_temp(path);
+}
+
+Test(cpucounters, the_log_is_emptied_once_the_file_is_written_and_its_older_n_gives_way)
+{
+	g_autofree char *path = temp_path();
+	g_autofree char *log = g_strconcat(path, ".log", NULL);
+	struct cpu_counters *c = cpu_counters_new(path);
+	cpu_ticks rows[3];
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 10, 1, rows);
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 20, 1, rows);
+	g_autofree char *logged = NULL;
+	cr_assert(g_file_get_contents(log, &logged, NULL, NULL));
+	cr_assert(g_str_has_prefix(logged, "100 1 ") && strstr(logged, "\n=1 0 0 20 0 0 20\n"), "%s", logged);
+	cpu_counters_flush(c);
+	g_autofree char *emptied = NULL;
+	cr_assert(g_file_get_contents(log, &emptied, NULL, NULL));
+	cr_assert_str_empty(emptied);
+	/* A kill between the file's write and the log's emptying: the log's
+	 * lines are older. Its n (1) is not the file's (2): dropped. */
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 30, 2, rows);
+	cpu_counters_free(c);
+	cr_assert(g_file_set_contents(log, logged, -1, NULL));
+	c = cpu_counters_new(path);
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 40, 2, rows);
+	/* from the file's offsets: 30 given at 30 for both CPUs, 20 more */
+	cr_assert_eq(rows[0].f[CPU_TICKS_IDLE], 50, "cpu idle %lu", (unsigned long)rows[0].f[CPU_TICKS_IDLE]);
+	cpu_counters_free(c);
 	remove_temp(path);
 }

@@ -1,5 +1,6 @@
 #include "ops.h"
 
+#include "kcache.h"
 #include "snapshot.h"
 
 #include <errno.h>
@@ -58,120 +59,6 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 }
 
-/* Served files shared per content class (view_class_row). The kernel keeps
- * one dentry per name for every caller of a session: in a container's view
- * it may keep a class row's name while every caller has looked up the same
- * class; once a second class shows, the row is mixed and every walk asks.
- * An open of another class's inode through a kept name gets ESTALE, which
- * has the kernel look the name up again, as the caller. */
-#define CLASS_MIXED GUINT_TO_POINTER(1)
-
-static double class_entry_timeout(struct ops_state *s, uint64_t ino, double timeout)
-{
-	/* The host's view serves callers of every cgroup: a name kept for
-	 * one would be used unasked by another's bind mount or stat. */
-	if (view_pid_ns_fd(s->view) < 0)
-		return 0;
-	gpointer row = GUINT_TO_POINTER(view_class_row(ino));
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
-	gpointer seen = g_hash_table_lookup(s->row_class, row);
-	if (!seen) {
-		g_hash_table_insert(s->row_class, row, (gpointer)(uintptr_t)ino);
-		return timeout;
-	}
-	if (seen == (gpointer)(uintptr_t)ino)
-		return timeout;
-	g_hash_table_insert(s->row_class, row, CLASS_MIXED);
-	return 0;
-}
-
-static void class_mixed(struct ops_state *s, uint64_t ino)
-{
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
-	g_hash_table_insert(s->row_class, GUINT_TO_POINTER(view_class_row(ino)), CLASS_MIXED);
-}
-
-static gint64 version_of(const struct stat *attr)
-{
-	return (gint64)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
-}
-
-/* What the kernel was last told of a served file: its text's version and
- * size (by attributes, or a store). Every regular file's attributes are
- * noted (a smaps_rollup's size 0 undoes its open's store); past TOLD_MAX
- * inodes the table starts over. */
-#define TOLD_MAX 65536
-struct told {
-	gint64 version;
-	gint64 size;
-};
-
-/* The kernel was told of version and size of ino's text. TRUE if it had
- * been told another version. Under cache_lock. */
-static gboolean told_locked(struct ops_state *s, uint64_t ino, gint64 version, gint64 size)
-{
-	struct told *had = g_hash_table_lookup(s->told, &ino);
-	gboolean changed = !had || had->version != version;
-	if (!had && g_hash_table_size(s->told) >= TOLD_MAX)
-		g_hash_table_remove_all(s->told); /* forgetting costs a store each */
-	if (!had) {
-		had = g_new0(struct told, 1);
-		g_hash_table_insert(s->told, g_memdup2(&ino, sizeof(ino)), had);
-	}
-	*had = (struct told){ version, size };
-	return changed;
-}
-
-static gboolean told(struct ops_state *s, uint64_t ino, gint64 version, gint64 size)
-{
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
-	return told_locked(s, ino, version, size);
-}
-
-/* Attributes of a regular file about to go to the kernel. A file rendered
- * per open has no size of its own (smaps_rollup: 0; stat: its text of the
- * last second), but the kernel must keep at least the size of the text its
- * last open stored, or a sendfile under way would stop short of it. */
-static void told_attr(struct ops_state *s, uint64_t ino, struct stat *attr)
-{
-	if (!S_ISREG(attr->st_mode))
-		return;
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
-	const struct told *had = g_hash_table_lookup(s->told, &ino);
-	if (had && had->version == 0 && had->size > attr->st_size) /* a store's */
-		attr->st_size = had->size;
-	else
-		told_locked(s, ino, version_of(attr), attr->st_size);
-}
-
-/* Whether the kernel's size of ino, as it was told, is below size: a text
- * rendered for one open, longer than that, must be stored for sendfile to
- * read all of it (a shorter one cuts the size at its first read). */
-static gboolean told_shorter(struct ops_state *s, uint64_t ino, gint64 size)
-{
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
-	const struct told *had = g_hash_table_lookup(s->told, &ino);
-	return !had || had->size < size;
-}
-
-/* Have the kernel's page cache of ino hold content: its pages dropped and
- * filled anew, its size grown to it (a shorter text shrinks it at the
- * first read of its end). Not from within a READ of ino: the store waits
- * for pages a READ holds. */
-static void store_shared(struct ops_state *s, uint64_t ino, GBytes *content)
-{
-	gsize len;
-	const void *data = g_bytes_get_data(content, &len);
-	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(len);
-	buf.buf[0].mem = (void *)data;
-	int r = fuse_lowlevel_notify_inval_inode(s->session, ino, 0, 0);
-	if (r == 0 || r == -ENOENT)
-		r = fuse_lowlevel_notify_store(s->session, ino, 0, &buf, 0);
-	if (r < 0 && r != -ENOENT)
-		g_debug("cannot refresh the kernel's copy of inode %" G_GUINT64_FORMAT ": %s", (guint64)ino,
-			g_strerror(-r));
-}
-
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct ops_state *s = state(req);
@@ -189,9 +76,9 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		.entry_timeout = e.entry_timeout,
 	};
 	if (e.ino)
-		told_attr(s, e.ino, &param.attr);
+		kcache_told_attr(s, e.ino, &param.attr);
 	if (e.ino && view_class_row(e.ino))
-		param.entry_timeout = class_entry_timeout(s, e.ino, e.entry_timeout);
+		param.entry_timeout = kcache_entry_timeout(s, e.ino, e.entry_timeout);
 	fuse_reply_entry(req, &param); /* req is gone from here on */
 	/* After the reply: an exit seen from now on drops the new entry. */
 	if (e.pidfd >= 0)
@@ -218,7 +105,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		reply_err(req, r);
 		return;
 	}
-	told_attr(state(req), ino, &attr);
+	kcache_told_attr(state(req), ino, &attr);
 	fuse_reply_attr(req, &attr, timeout);
 }
 
@@ -286,9 +173,7 @@ static void handle_object_free(uint64_t fh, gpointer object)
 
 void ops_state_init(struct ops_state *s)
 {
-	g_mutex_init(&s->cache_lock);
-	s->told = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
-	s->row_class = g_hash_table_new(g_direct_hash, g_direct_equal);
+	kcache_init(s);
 	g_mutex_init(&s->handles_lock);
 	s->handles = g_hash_table_new(g_direct_hash, g_direct_equal);
 	s->handle_tag = ((uint64_t)g_random_int_range(1, 1 << 23)) << HANDLE_TAG_SHIFT;
@@ -307,9 +192,7 @@ void ops_state_clear(struct ops_state *s)
 		handle_object_free((uint64_t)(uintptr_t)fh, object);
 	g_clear_pointer(&s->handles, g_hash_table_unref);
 	g_mutex_clear(&s->handles_lock);
-	g_clear_pointer(&s->told, g_hash_table_unref);
-	g_clear_pointer(&s->row_class, g_hash_table_unref);
-	g_mutex_clear(&s->cache_lock);
+	kcache_clear(s);
 }
 
 /* An open past HANDLES_MAX: ENFILE, said at most once a minute. */
@@ -471,7 +354,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct served_file *f;
 	int r = served_file_new(req, ino, fi->flags, &f);
 	if (r == -ESTALE && view_class_row(ino))
-		class_mixed(s, ino); /* a name kept for another class */
+		kcache_class_mixed(s, ino); /* a name kept for another class */
 	if (r < 0) {
 		reply_err(req, r);
 		return;
@@ -479,8 +362,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (f->version > 0) {
 		/* Shared by every caller of the inode: the page cache keeps it,
 		 * told of a new version before the open completes. */
-		if (told(s, ino, f->version, (gint64)g_bytes_get_size(f->content)))
-			store_shared(s, ino, f->content);
+		if (kcache_told(s, ino, f->version, (gint64)g_bytes_get_size(f->content)))
+			kcache_store(s, ino, f->content);
 		fi->keep_cache = 1;
 	} else {
 		/* Content can differ per open and per read pass: read past the
@@ -490,9 +373,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		 * text (the inode is of one content class: they are never
 		 * another class's). */
 		gint64 size = (gint64)g_bytes_get_size(f->content);
-		if (f->version == VIEW_FRESH && told_shorter(s, ino, size)) {
-			store_shared(s, ino, f->content);
-			told(s, ino, 0, size);
+		if (f->version == VIEW_FRESH && kcache_told_shorter(s, ino, size)) {
+			kcache_store(s, ino, f->content);
+			kcache_told(s, ino, 0, size);
 		}
 		fi->direct_io = 1;
 	}

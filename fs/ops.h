@@ -31,7 +31,7 @@ struct ops_state {
 	 * inode (class) its callers have looked up, or every class if several
 	 * (then the kernel may not keep the name). cache_lock guards both. */
 	GMutex cache_lock;
-	GHashTable *told;      /* ino -> what the kernel was told (ops.c) */
+	GHashTable *told;      /* ino -> what the kernel was told (kcache.c) */
 	GHashTable *row_class; /* row -> ino, or CLASS_MIXED */
 };
 

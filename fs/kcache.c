@@ -1,0 +1,115 @@
+#include "kcache.h"
+
+#include <errno.h>
+
+void kcache_init(struct ops_state *s)
+{
+	g_mutex_init(&s->cache_lock);
+	s->told = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+	s->row_class = g_hash_table_new(g_direct_hash, g_direct_equal);
+}
+
+void kcache_clear(struct ops_state *s)
+{
+	g_clear_pointer(&s->told, g_hash_table_unref);
+	g_clear_pointer(&s->row_class, g_hash_table_unref);
+	g_mutex_clear(&s->cache_lock);
+}
+
+/* A row whose callers looked up more than one class. */
+#define CLASS_MIXED GUINT_TO_POINTER(1)
+
+double kcache_entry_timeout(struct ops_state *s, uint64_t ino, double timeout)
+{
+	/* The host's view serves callers of every cgroup: a name kept for
+	 * one would be used unasked by another's bind mount or stat. */
+	if (view_pid_ns_fd(s->view) < 0)
+		return 0;
+	gpointer row = GUINT_TO_POINTER(view_class_row(ino));
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
+	gpointer seen = g_hash_table_lookup(s->row_class, row);
+	if (!seen) {
+		g_hash_table_insert(s->row_class, row, (gpointer)(uintptr_t)ino);
+		return timeout;
+	}
+	if (seen == (gpointer)(uintptr_t)ino)
+		return timeout;
+	g_hash_table_insert(s->row_class, row, CLASS_MIXED);
+	return 0;
+}
+
+void kcache_class_mixed(struct ops_state *s, uint64_t ino)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
+	g_hash_table_insert(s->row_class, GUINT_TO_POINTER(view_class_row(ino)), CLASS_MIXED);
+}
+
+static gint64 version_of(const struct stat *attr)
+{
+	return (gint64)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
+}
+
+/* What the kernel was last told of a served file: its text's version and
+ * size (by attributes, or a store). Every regular file's attributes are
+ * noted (a smaps_rollup's size 0 undoes its open's store); past TOLD_MAX
+ * inodes the table starts over. */
+#define TOLD_MAX 65536
+struct told {
+	gint64 version;
+	gint64 size;
+};
+
+/* kcache_told, under cache_lock. */
+static gboolean told_locked(struct ops_state *s, uint64_t ino, gint64 version, gint64 size)
+{
+	struct told *had = g_hash_table_lookup(s->told, &ino);
+	gboolean changed = !had || had->version != version;
+	if (!had && g_hash_table_size(s->told) >= TOLD_MAX)
+		g_hash_table_remove_all(s->told); /* forgetting costs a store each */
+	if (!had) {
+		had = g_new0(struct told, 1);
+		g_hash_table_insert(s->told, g_memdup2(&ino, sizeof(ino)), had);
+	}
+	*had = (struct told){ version, size };
+	return changed;
+}
+
+gboolean kcache_told(struct ops_state *s, uint64_t ino, gint64 version, gint64 size)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
+	return told_locked(s, ino, version, size);
+}
+
+void kcache_told_attr(struct ops_state *s, uint64_t ino, struct stat *attr)
+{
+	if (!S_ISREG(attr->st_mode))
+		return;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
+	const struct told *had = g_hash_table_lookup(s->told, &ino);
+	if (had && had->version == 0 && had->size > attr->st_size) /* a store's */
+		attr->st_size = had->size;
+	else
+		told_locked(s, ino, version_of(attr), attr->st_size);
+}
+
+gboolean kcache_told_shorter(struct ops_state *s, uint64_t ino, gint64 size)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
+	const struct told *had = g_hash_table_lookup(s->told, &ino);
+	return !had || had->size < size;
+}
+
+void kcache_store(struct ops_state *s, uint64_t ino, GBytes *content)
+{
+	gsize len;
+	const void *data = g_bytes_get_data(content, &len);
+	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(len);
+	buf.buf[0].mem = (void *)data;
+	int r = fuse_lowlevel_notify_inval_inode(s->session, ino, 0, 0);
+	if (r == 0 || r == -ENOENT)
+		r = fuse_lowlevel_notify_store(s->session, ino, 0, &buf, 0);
+	if (r < 0 && r != -ENOENT)
+		g_debug("cannot refresh the kernel's copy of inode %" G_GUINT64_FORMAT ": %s", (guint64)ino,
+			g_strerror(-r));
+}
+

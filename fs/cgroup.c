@@ -1,5 +1,6 @@
 #include "cgroup.h"
 
+#include "cgroup-internal.h"
 #include "procfile.h"
 
 #include <errno.h>
@@ -98,8 +99,7 @@ static gboolean step_up(char *dir)
 	return TRUE;
 }
 
-/* The text of dir/name; -ENOENT if the file does not exist. */
-static int read_text(const struct cgroup_hierarchy *h, const char *dir, const char *name, char **ret)
+int cgroup_read_text(const struct cgroup_hierarchy *h, const char *dir, const char *name, char **ret)
 {
 	g_autofree char *path = g_build_filename(dir, name, NULL);
 	int r = procfile_read_text_at(h->root_fd, path, ret);
@@ -108,7 +108,7 @@ static int read_text(const struct cgroup_hierarchy *h, const char *dir, const ch
 	return r;
 }
 
-static int bad(const char *dir, const char *name, char **ret_culprit)
+int cgroup_bad(const char *dir, const char *name, char **ret_culprit)
 {
 	if (ret_culprit)
 		*ret_culprit = g_build_filename(dir, name, NULL);
@@ -150,33 +150,33 @@ static int level_quota(const struct cgroup_hierarchy *h, const char *dir, uint64
 
 	*ret_limited = FALSE;
 	if (h->version == CGROUP_V2) {
-		r = read_text(h, dir, "cpu.max", &a);
+		r = cgroup_read_text(h, dir, "cpu.max", &a);
 		if (r == -ENOENT)
 			return 0; /* the root cgroup has none */
 		if (r < 0)
-			return r == -EINVAL ? bad(dir, "cpu.max", ret_culprit) : r;
+			return r == -EINVAL ? cgroup_bad(dir, "cpu.max", ret_culprit) : r;
 		g_auto(GStrv) f = g_strsplit(a, " ", -1);
 		if (g_strv_length(f) != 2 || !parse_positive(f[1], p))
-			return bad(dir, "cpu.max", ret_culprit);
+			return cgroup_bad(dir, "cpu.max", ret_culprit);
 		if (strcmp(f[0], "max") == 0)
 			return 0;
 		if (!parse_positive(f[0], q))
-			return bad(dir, "cpu.max", ret_culprit);
+			return cgroup_bad(dir, "cpu.max", ret_culprit);
 		*ret_limited = TRUE;
 		return 0;
 	}
-	r = read_text(h, dir, "cpu.cfs_quota_us", &a);
+	r = cgroup_read_text(h, dir, "cpu.cfs_quota_us", &a);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
-		return r == -EINVAL ? bad(dir, "cpu.cfs_quota_us", ret_culprit) : r;
+		return r == -EINVAL ? cgroup_bad(dir, "cpu.cfs_quota_us", ret_culprit) : r;
 	if (strcmp(a, "-1") == 0)
 		return 0;
 	if (!parse_positive(a, q))
-		return bad(dir, "cpu.cfs_quota_us", ret_culprit);
-	r = read_text(h, dir, "cpu.cfs_period_us", &b);
+		return cgroup_bad(dir, "cpu.cfs_quota_us", ret_culprit);
+	r = cgroup_read_text(h, dir, "cpu.cfs_period_us", &b);
 	if (r < 0 || !parse_positive(b, p))
-		return r < 0 && r != -EINVAL ? r : bad(dir, "cpu.cfs_period_us", ret_culprit);
+		return r < 0 && r != -EINVAL ? r : cgroup_bad(dir, "cpu.cfs_period_us", ret_culprit);
 	*ret_limited = TRUE;
 	return 0;
 }
@@ -217,11 +217,11 @@ static int read_cpuset(const struct cgroup_hierarchy *h, const char *path, struc
 		g_autofree char *walk = g_strdup(dir);
 		do {
 			g_autofree char *text = NULL;
-			int r = read_text(h, walk, names[i], &text);
+			int r = cgroup_read_text(h, walk, names[i], &text);
 			if (r == -ENOENT)
 				continue;
 			if (r < 0 || cpuset_parse_list(text, &l->cpuset) < 0)
-				return r < 0 && r != -EINVAL ? r : bad(walk, names[i], ret_culprit);
+				return r < 0 && r != -EINVAL ? r : cgroup_bad(walk, names[i], ret_culprit);
 			if (cpuset_count(&l->cpuset) == 0)
 				continue;
 			l->has_cpuset = TRUE;
@@ -229,7 +229,7 @@ static int read_cpuset(const struct cgroup_hierarchy *h, const char *path, struc
 		} while (step_up(walk));
 	}
 	/* The controller is there but no level names a CPU: garbage. */
-	return bad(dir, names[0], ret_culprit);
+	return cgroup_bad(dir, names[0], ret_culprit);
 }
 
 int cgroup_read_limits(const struct cgroup_config *cfg, const struct cgroup_paths *p,
@@ -298,12 +298,12 @@ static int read_bytes(const struct cgroup_hierarchy *h, const char *dir, const c
 {
 	g_autofree char *text = NULL;
 	guint64 v = 0;
-	int r = read_text(h, dir, name, &text);
+	int r = cgroup_read_text(h, dir, name, &text);
 	if (r < 0)
-		return r == -EINVAL ? bad(dir, name, ret_culprit) : r;
+		return r == -EINVAL ? cgroup_bad(dir, name, ret_culprit) : r;
 	gboolean none = h->version == CGROUP_V2 && strcmp(text, "max") == 0;
 	if (!none && !g_ascii_string_to_unsigned(text, 10, 0, G_MAXUINT64, &v, NULL))
-		return bad(dir, name, ret_culprit);
+		return cgroup_bad(dir, name, ret_culprit);
 	if (ret_none)
 		*ret_none = none || (h->version == CGROUP_V1 && v >= V1_UNLIMITED);
 	*ret = v;
@@ -339,9 +339,9 @@ static int read_lines(const struct cgroup_hierarchy *h, const char *dir, const c
 		      char **ret_culprit)
 {
 	g_autofree char *text = NULL;
-	int r = read_text(h, dir, name, &text);
+	int r = cgroup_read_text(h, dir, name, &text);
 	if (r < 0)
-		return r == -EINVAL ? bad(dir, name, ret_culprit) : r;
+		return r == -EINVAL ? cgroup_bad(dir, name, ret_culprit) : r;
 	*ret = g_strsplit(text, "\n", -1);
 	return 0;
 }
@@ -390,7 +390,7 @@ static int read_stat(const struct cgroup_hierarchy *h, const char *dir, GHashTab
 		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
 		guint64 v;
 		if (g_strv_length(f) != 2 || !g_ascii_string_to_unsigned(f[1], 10, 0, G_MAXUINT64, &v, NULL))
-			return bad(dir, "memory.stat", ret_culprit);
+			return cgroup_bad(dir, "memory.stat", ret_culprit);
 		const char *name = stat_name(h, f[0]);
 		if (name)
 			g_hash_table_insert(stat, g_strdup(name), g_memdup2(&v, sizeof(v)));
@@ -466,7 +466,7 @@ static char *existing_dir(const struct cgroup_hierarchy *h, const char *path)
 	return g_steal_pointer(&dir);
 }
 
-static gboolean parse_u64(const char *text, uint64_t *ret)
+gboolean cgroup_parse_u64(const char *text, uint64_t *ret)
 {
 	guint64 v;
 	if (!g_ascii_string_to_unsigned(text, 10, 0, G_MAXUINT64, &v, NULL))
@@ -484,15 +484,15 @@ static int read_usage_all(const struct cgroup_hierarchy *h, const char *dir, str
 	if (r < 0)
 		return r;
 	if (!lines[0] || strcmp(lines[0], "cpu user system") != 0)
-		return bad(dir, "cpuacct.usage_all", ret_culprit);
+		return cgroup_bad(dir, "cpuacct.usage_all", ret_culprit);
 	u->per_cpu = g_array_new(FALSE, TRUE, sizeof(struct cgroup_cpu_time));
 	for (char **line = lines + 1; *line; line++) {
 		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
 		uint64_t cpu;
 		struct cgroup_cpu_time t;
-		if (g_strv_length(f) != 3 || !parse_u64(f[0], &cpu) || cpu != u->per_cpu->len ||
-		    !parse_u64(f[1], &t.user_ns) || !parse_u64(f[2], &t.system_ns))
-			return bad(dir, "cpuacct.usage_all", ret_culprit);
+		if (g_strv_length(f) != 3 || !cgroup_parse_u64(f[0], &cpu) || cpu != u->per_cpu->len ||
+		    !cgroup_parse_u64(f[1], &t.user_ns) || !cgroup_parse_u64(f[2], &t.system_ns))
+			return cgroup_bad(dir, "cpuacct.usage_all", ret_culprit);
 		g_array_append_val(u->per_cpu, t);
 		u->total.user_ns += t.user_ns;
 		u->total.system_ns += t.system_ns;
@@ -512,14 +512,14 @@ static int read_cpu_stat(const struct cgroup_hierarchy *h, const char *dir, stru
 	for (char **line = lines; *line; line++) {
 		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
 		uint64_t us;
-		if (g_strv_length(f) != 2 || !parse_u64(f[1], &us) || us > UINT64_MAX / 1000)
-			return bad(dir, "cpu.stat", ret_culprit);
+		if (g_strv_length(f) != 2 || !cgroup_parse_u64(f[1], &us) || us > UINT64_MAX / 1000)
+			return cgroup_bad(dir, "cpu.stat", ret_culprit);
 		if (strcmp(f[0], "user_usec") == 0)
 			user = TRUE, u->total.user_ns = us * 1000;
 		else if (strcmp(f[0], "system_usec") == 0)
 			system = TRUE, u->total.system_ns = us * 1000;
 	}
-	return user && system ? 0 : bad(dir, "cpu.stat", ret_culprit);
+	return user && system ? 0 : cgroup_bad(dir, "cpu.stat", ret_culprit);
 }
 
 int cgroup_read_cpu_usage(const struct cgroup_config *cfg, const struct cgroup_paths *p,
@@ -541,109 +541,5 @@ int cgroup_read_cpu_usage(const struct cgroup_config *cfg, const struct cgroup_p
 		return r;
 	}
 	*ret = u;
-	return 0;
-}
-
-/* ---------------------------------------------------------------- I/O -- */
-
-static gboolean parse_device(const char *text, unsigned *major, unsigned *minor)
-{
-	guint64 a, b;
-	g_auto(GStrv) f = g_strsplit(text, ":", -1);
-	if (g_strv_length(f) != 2 || !g_ascii_string_to_unsigned(f[0], 10, 0, G_MAXUINT32, &a, NULL) ||
-	    !g_ascii_string_to_unsigned(f[1], 10, 0, G_MAXUINT32, &b, NULL))
-		return FALSE;
-	*major = (unsigned)a;
-	*minor = (unsigned)b;
-	return TRUE;
-}
-
-/* ret's entry for major:minor, added if new. */
-static struct cgroup_io_device *device_in(GArray *ret, unsigned major, unsigned minor)
-{
-	for (guint i = 0; i < ret->len; i++) {
-		struct cgroup_io_device *d = &g_array_index(ret, struct cgroup_io_device, i);
-		if (d->major == major && d->minor == minor)
-			return d;
-	}
-	const struct cgroup_io_device d = { major, minor, { 0 }, { 0 } };
-	g_array_append_val(ret, d);
-	return &g_array_index(ret, struct cgroup_io_device, ret->len - 1);
-}
-
-int cgroup_parse_io_stat(const char *text, GArray *ret)
-{
-	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-	for (char **line = lines; *line; line++) {
-		if (!**line)
-			continue;
-		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
-		unsigned major, minor;
-		if (!parse_device(f[0], &major, &minor))
-			return -EINVAL;
-		struct cgroup_io_device *d = device_in(ret, major, minor);
-		const struct {
-			const char *key;
-			uint64_t *value;
-		} keys[] = { { "rbytes", &d->bytes[CGROUP_IO_READ] },	 { "wbytes", &d->bytes[CGROUP_IO_WRITE] },
-			     { "dbytes", &d->bytes[CGROUP_IO_DISCARD] }, { "rios", &d->ios[CGROUP_IO_READ] },
-			     { "wios", &d->ios[CGROUP_IO_WRITE] },	 { "dios", &d->ios[CGROUP_IO_DISCARD] } };
-		for (char **kv = f + 1; *kv; kv++) {
-			const char *eq = strchr(*kv, '=');
-			if (!eq)
-				return -EINVAL;
-			for (size_t k = 0; k < G_N_ELEMENTS(keys); k++)
-				if ((size_t)(eq - *kv) == strlen(keys[k].key) && strncmp(*kv, keys[k].key, eq - *kv) == 0 &&
-				    !parse_u64(eq + 1, keys[k].value))
-					return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-/* One of the v1 files: per device, its "Read", "Write" and "Discard"
- * counts into requests (ios) or bytes (!ios). */
-static int parse_blkio_file(const char *text, GArray *ret, gboolean ios)
-{
-	static const char *const dirs[CGROUP_IO_DIRS] = { "Read", "Write", "Discard" };
-	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-	for (char **line = lines; *line; line++) {
-		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
-		guint n = g_strv_length(f);
-		uint64_t value;
-		unsigned major, minor;
-		if (!**line || (n == 2 && strcmp(f[0], "Total") == 0 && parse_u64(f[1], &value)))
-			continue; /* the sum over devices */
-		if (n != 3 || !parse_device(f[0], &major, &minor) || !parse_u64(f[2], &value))
-			return -EINVAL;
-		for (int d = 0; d < CGROUP_IO_DIRS; d++)
-			if (strcmp(f[1], dirs[d]) == 0) {
-				struct cgroup_io_device *dev = device_in(ret, major, minor);
-				(ios ? dev->ios : dev->bytes)[d] = value;
-			}
-	}
-	return 0;
-}
-
-int cgroup_parse_blkio(const char *serviced, const char *bytes, GArray *ret)
-{
-	int r = parse_blkio_file(serviced, ret, TRUE);
-	return r < 0 ? r : parse_blkio_file(bytes, ret, FALSE);
-}
-
-int cgroup_read_io(const struct cgroup_hierarchy *h, const char *dir, GArray *ret, char **ret_culprit)
-{
-	gboolean v2 = h->version == CGROUP_V2;
-	const char *files[] = { v2 ? "io.stat" : "blkio.throttle.io_serviced_recursive",
-				v2 ? NULL : "blkio.throttle.io_service_bytes_recursive" };
-	g_autofree char *a = NULL, *b = NULL;
-	char **texts[] = { &a, &b };
-	for (size_t i = 0; i < G_N_ELEMENTS(files) && files[i]; i++) {
-		int r = read_text(h, dir, files[i], texts[i]);
-		if (r < 0)
-			return r == -EINVAL ? bad(dir, files[i], ret_culprit) : r;
-	}
-	if ((v2 ? cgroup_parse_io_stat(a, ret) : cgroup_parse_blkio(a, b, ret)) < 0)
-		return bad(dir, files[0], ret_culprit);
 	return 0;
 }

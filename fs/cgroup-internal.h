@@ -1,0 +1,14 @@
+/* What fs/cgroup.c and fs/cgroup-io.c share. Not for use elsewhere. */
+#pragma once
+
+#include "cgroup.h"
+
+#include <glib.h>
+#include <stdint.h>
+
+/* The text of dir/name in h, stripped; -ENOENT if the file does not exist. */
+int cgroup_read_text(const struct cgroup_hierarchy *h, const char *dir, const char *name, char **ret);
+/* -EINVAL, with dir/name as the culprit (if ret_culprit). */
+int cgroup_bad(const char *dir, const char *name, char **ret_culprit);
+/* A whole decimal number. */
+gboolean cgroup_parse_u64(const char *text, uint64_t *ret);

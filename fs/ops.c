@@ -411,6 +411,24 @@ static GBytes *snapshot_for_read(fuse_req_t req, struct served_file *f, off_t of
 	return g_bytes_ref(f->content);
 }
 
+/* A file opened before a handover or a crash, whose snapshot went with
+ * the daemon that took it: a snapshot of now. If the caller's content
+ * class changed meanwhile (a new limit), nobody walks the path again: a
+ * read that starts over gets the caller's own text, as an open now would,
+ * from that snapshot only (the inode's shared text is another class's);
+ * past the start, ESTALE (the pass began with the other class's text). */
+static int adopted_file(fuse_req_t req, fuse_ino_t ino, off_t off, int flags, struct served_file **ret)
+{
+	int r = served_file_new(req, ino, flags, ret);
+	if (r == -ESTALE && off == 0 && view_class_row(ino)) {
+		struct caller c = req_caller(req);
+		r = served_file_new(req, view_own_class_ino(state(req)->view, &c, ino), flags, ret);
+		if (r == 0)
+			(*ret)->version = 0;
+	}
+	return unwalked(ino, r);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -418,8 +436,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	const char *data;
 	size_t len;
 
-	if (!f) { /* opened before a handover: a snapshot of now */
-		int r = unwalked(ino, served_file_new(req, ino, fi->flags, &f));
+	if (!f) {
+		int r = adopted_file(req, ino, off, fi->flags, &f);
 		if (r < 0) {
 			reply_err(req, r);
 			return;

@@ -126,6 +126,9 @@ int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, G
  * class): its row, which the kernel may cache by name only while every
  * caller of a session has the same class; 0 for any other node. */
 unsigned view_class_row(uint64_t ino);
+/* The inode of ino's row that is of the caller's content class now (ino
+ * itself for a node of no class). */
+uint64_t view_own_class_ino(struct view *v, const struct caller *c, uint64_t ino);
 /* The current text of a shared served file (view_open gave a version):
  * 0, or -ENOENT if there is none now. */
 int view_read_shared(struct view *v, uint64_t ino, GBytes **ret);

@@ -127,6 +127,27 @@ def serves(d):
         check(f.read(), "proc/cpuinfo reads empty")
 
 
+# Opens argv[1], prints what it reads from offset 0 (or the error), waits
+# for a line on stdin, and does it again with the same open file (JSON).
+HELD_READ = r"""
+import json, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+def read():
+    try:
+        return os.pread(fd, 1 << 20, 0).decode()
+    except OSError as e:
+        return "error: " + e.strerror
+print(json.dumps(read()), flush=True)
+sys.stdin.readline()
+print(json.dumps(read()), flush=True)
+"""
+
+
+def cpu_lines(text):
+    """The cpuN lines of a /proc/stat text."""
+    return sum(1 for line in text.splitlines() if line[:3] == "cpu" and line[3:4].isdigit())
+
+
 class ContainerCgroup:
     """A cgroup of every hierarchy, named name, that a daemon runs in as in
     a container's; kill() ends its processes as runc ends a container
@@ -142,6 +163,16 @@ class ContainerCgroup:
                     with open(os.path.join(os.path.dirname(path), name)) as f, \
                             open(os.path.join(path, name), "w") as out:
                         out.write(f.read())
+
+    def cpu_quota(self, cpus):
+        """Limit it to cpus CPUs by CFS quota (v1 or v2), or lift the limit (None)."""
+        files = {"cpu.cfs_quota_us": "-1" if cpus is None else str(cpus * 100000),
+                 "cpu.max": "max" if cpus is None else "%d 100000" % (cpus * 100000)}
+        for path in self.dirs:
+            for name, value in files.items():
+                if os.path.exists(os.path.join(path, name)):
+                    with open(os.path.join(path, name), "w") as f:
+                        f.write(value)
 
     def prefix(self):
         """A command that execs its arguments in the cgroup (Daemon's prefix)."""
@@ -601,6 +632,32 @@ def make_tests():
                 return res[0] == 0 and len(lines) == 2 and lines[0] == lines[1]
             check(cgtest.wait_until(same, timeout=10), "the view does not show the new process at pid 500",
                   describe(cgtest.run(ns.in_view + ["ls", "-l", "/proc/500/"])))
+
+    @test("/proc/stat opened at a 1-CPU quota, the daemon SIGKILLed, the quota lifted, a new daemon: a read of "
+          "the open file from its start gives the caller's text now (every CPU), not ESTALE")
+    def _():
+        host_cpus = cpu_lines(cgtest.read_all("/proc/stat").decode())
+        if host_cpus < 2:
+            raise cgtest.Skip("this machine has 1 CPU: a 1-CPU quota shows no change")
+        box = ContainerCgroup("cgprocfs-test-adopt-%d" % os.getpid())
+        try:
+            box.cpu_quota(1)
+            with Daemon() as d:
+                opener = subprocess.Popen(box.prefix() + [cgtest.PYTHON, "-c", HELD_READ, os.path.join(d.proc, "stat")],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                try:
+                    first = json.loads(opener.stdout.readline())
+                    check_equal(cpu_lines(first), 1, "stat's CPU lines at its open")
+                    d.crash_and_restart(after_kill=lambda: box.cpu_quota(None))
+                    again = json.loads(opener.communicate("\n", timeout=30)[0])
+                finally:
+                    if opener.poll() is None:
+                        opener.kill()
+                        opener.wait()
+                check(again.startswith("cpu "), "stat read again from the start", again)
+                check_equal(cpu_lines(again), host_cpus, "stat's CPU lines read again from the start")
+        finally:
+            box.remove()
 
     @test("SIGKILL of the daemon and no new one within --keeper-wait: the keeper (started even where its "
           "socket's directory did not exist) lets go, the mount is dead")

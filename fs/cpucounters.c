@@ -30,6 +30,7 @@ struct cpu_counters {
 	 * process); emptied once path is written. */
 	char *log_path;
 	int log_fd;
+	size_t logged; /* bytes in the log: past LOG_MAX, path is written */
 	gboolean dirty;     /* changed since they were last kept */
 	gboolean told;      /* that they could not be */
 };
@@ -199,10 +200,15 @@ static void save(struct cpu_counters *c)
 				     &error)) {
 		if (c->log_fd >= 0 && ftruncate(c->log_fd, 0) < 0)
 			tell(c, c->log_path, g_strerror(errno));
+		c->logged = 0;
 	} else {
 		tell(c, c->path, error->message);
 	}
 }
+
+/* The log's size that has the file written at once (and the log emptied)
+ * rather than at the background thread's next flush. */
+#define LOG_MAX (1u << 20)
 
 /* s's lines as just given, to the log. Under c->lock. */
 static void log_given(struct cpu_counters *c, const struct state *s)
@@ -215,6 +221,9 @@ static void log_given(struct cpu_counters *c, const struct state *s)
 	errno = 0;
 	if (write(c->log_fd, out->str, out->len) != (ssize_t)out->len)
 		tell(c, c->log_path, errno ? g_strerror(errno) : "short write");
+	c->logged += out->len;
+	if (c->logged > LOG_MAX)
+		save(c);
 }
 
 /* The groups of file (path or its log), if there is one. Under c->lock

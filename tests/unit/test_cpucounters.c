@@ -276,3 +276,22 @@ Test(cpucounters, the_log_is_emptied_once_the_file_is_written_and_its_older_n_gi
 	cpu_counters_free(c);
 	remove_temp(path);
 }
+
+Test(cpucounters, a_log_past_a_mebibyte_has_the_file_written_and_the_log_emptied)
+{
+	g_autofree char *path = temp_path();
+	g_autofree char *log = g_strconcat(path, ".log", NULL);
+	struct cpu_counters *c = cpu_counters_new(path);
+	cpu_ticks rows[2];
+	GStatBuf st = { 0 };
+	off_t largest = 0;
+	for (uint64_t t = 1; t <= 50000; t++) { /* about 2 MiB logged, no flush: a busy group, --no-loadavg */
+		cpu_counters_follow(c, "/ctr", 100, t, 0, 2 * t, 1, rows);
+		cr_assert_eq(g_stat(log, &st), 0);
+		largest = MAX(largest, st.st_size);
+	}
+	cr_assert_leq(largest, (1 << 20) + 128, "the log grew to %ld bytes", (long)largest);
+	cr_assert(g_file_test(path, G_FILE_TEST_EXISTS), "the file was never written");
+	cpu_counters_free(c);
+	remove_temp(path);
+}

@@ -276,8 +276,8 @@ unsigned view_class_row(uint64_t ino)
 
 uint64_t view_own_class_ino(struct view *v, const struct caller *c, uint64_t ino)
 {
-	enum row r = ino_kind(ino) == NODE_HOST_FILE ? files_class_row(ino) : ROW_NONE;
-	return r == ROW_NONE ? ino : files_row_ino_for(v, c, r);
+	unsigned r = view_class_row(ino);
+	return r ? files_row_ino_for(v, c, (enum row)r) : ino;
 }
 
 int view_read_shared(struct view *v, uint64_t ino, GBytes **ret)

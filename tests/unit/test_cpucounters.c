@@ -127,9 +127,15 @@ static char *temp_path(void)
 	return g_build_filename(dir, "cputime", NULL);
 }
 
+/* Where the counters of path log the rows given since its last write. */
+static char *log_of(const char *path)
+{
+	return g_strconcat(path, ".log", NULL);
+}
+
 static void remove_temp(const char *path)
 {
-	g_autofree char *log = g_strconcat(path, ".log", NULL);
+	g_autofree char *log = log_of(path);
 	g_unlink(log);
 	g_unlink(path);
 	g_autofree char *dir = g_path_get_dirname(path);
@@ -252,7 +258,7 @@ Test(cpucounters, a_daemon_after_a_sigkill_gives_no_less_than_the_rows_given_sin
 Test(cpucounters, the_log_is_emptied_once_the_file_is_written_and_its_older_n_gives_way)
 {
 	g_autofree char *path = temp_path();
-	g_autofree char *log = g_strconcat(path, ".log", NULL);
+	g_autofree char *log = log_of(path);
 	struct cpu_counters *c = cpu_counters_new(path);
 	cpu_ticks rows[3];
 	cpu_counters_follow(c, "/ctr", 100, 0, 0, 10, 1, rows);
@@ -280,7 +286,7 @@ Test(cpucounters, the_log_is_emptied_once_the_file_is_written_and_its_older_n_gi
 Test(cpucounters, a_log_past_a_mebibyte_has_the_file_written_and_the_log_emptied)
 {
 	g_autofree char *path = temp_path();
-	g_autofree char *log = g_strconcat(path, ".log", NULL);
+	g_autofree char *log = log_of(path);
 	struct cpu_counters *c = cpu_counters_new(path);
 	cpu_ticks rows[2];
 	GStatBuf st = { 0 };

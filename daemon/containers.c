@@ -10,6 +10,7 @@
  * and gets every session, the host view's included (handle_handover). */
 #include "cleanup.h"
 #include "daemon.h"
+#include "faults.h"
 #include "log.h"
 #include "metrics.h"
 #include "pidns.h"
@@ -393,6 +394,7 @@ static gboolean handle_handover(struct containers *cs, int conn)
 		g_warning("a handover to a new daemon was refused: a request has been answered for 10 s");
 		return FALSE;
 	}
+	fault_point("give-paused");
 	if (cs->cfg.cputimes)
 		cputimes_hand_over(cs->cfg.cputimes);
 	if (control_send_word(conn, CONTROL_OK, &hs.error) == 0)
@@ -409,6 +411,7 @@ static gboolean handle_handover(struct containers *cs, int conn)
 	pidwatch_foreach(cs->cfg.watch, send_watch, &hs);
 	guint sessions = cs->served->len;
 	g_mutex_unlock(&cs->lock);
+	fault_point("give-sent");
 	/* Meanwhile no container can attach: handover_finish gives up on a
 	 * silent new daemon. */
 	if (hs.error || handover_finish(conn, &hs.error) < 0) {
@@ -417,6 +420,7 @@ static gboolean handle_handover(struct containers *cs, int conn)
 		log_warning_consequence(hs.error, "this one serves on");
 		return FALSE;
 	}
+	fault_point("give-served");
 	g_message("handed %u container view(s) and the host's over to a new daemon", sessions);
 	cs->handed_over = TRUE;
 	cs->cfg.handed_over(cs->cfg.handed_over_data);

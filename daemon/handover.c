@@ -6,6 +6,7 @@
  * messages are control.h's. */
 #include "cleanup.h"
 #include "control.h"
+#include "faults.h"
 #include "log.h"
 
 #include <errno.h>
@@ -71,11 +72,13 @@ int handover_take(const char *mountpoint, int given_conn, struct handover *ret, 
 	_cleanup_close_ int conn = given_conn >= 0 ? given_conn : ask_daemon(mountpoint, error);
 	if (conn < 0)
 		return conn;
+	fault_point("take-asked");
 	h.sessions = g_array_new(FALSE, FALSE, sizeof(struct handover_session));
 	h.watches = g_array_new(FALSE, FALSE, sizeof(struct handover_watch));
 	while ((r = take_one(&h, conn, error)) > 0)
 		;
 	if (r == 0) {
+		fault_point("take-received");
 		h.conn = steal_fd(&conn);
 		*ret = h;
 		return 0;
@@ -140,6 +143,7 @@ int handover_finish(int conn, GError **error)
 	if (setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) < 0)
 		return log_set_error(error, -errno, "cannot wait for the new daemon");
 	int r = control_send_word(conn, CONTROL_END, error);
+	fault_point("give-end");
 	if (r == 0)
 		r = control_receive(conn, CONTROL_WORD(CONTROL_SERVING), &answer, error);
 	if (r < 0)

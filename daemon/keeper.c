@@ -9,6 +9,7 @@
  * it to go first, so that its views end as they always did. */
 #include "cleanup.h"
 #include "daemon.h"
+#include "faults.h"
 #include "log.h"
 
 #include <errno.h>
@@ -61,6 +62,8 @@ static int hand_over(int conn, GHashTable *kept)
 		if (GPOINTER_TO_UINT(id) != 0)
 			r = handover_send_session(conn, k->minor, k->fuse_fd, k->ns_fd, NULL);
 	}
+	if (r == 0)
+		fault_point("give-sent");
 	return r < 0 ? r : handover_finish(conn, NULL);
 }
 
@@ -126,6 +129,7 @@ static void keeper_main(int sock, int listen_fd, int wait_s, const char *path, i
 	gint64 deadline = 0;
 
 	prctl(PR_SET_NAME, "cgprocfs-keeper");
+	fault_set_role("keeper");
 	/* The daemon's signals are not the keeper's: it goes when told, or
 	 * when nobody came for the views in time. */
 	signal(SIGINT, SIG_IGN);

@@ -1,6 +1,7 @@
 /* Start-up, serving and teardown of one daemon. */
 #include "cleanup.h"
 #include "daemon.h"
+#include "faults.h"
 #include "log.h"
 #include "metrics.h"
 #include "caller.h"
@@ -377,7 +378,9 @@ static void resume_the_rest(struct daemon *d, gboolean resend)
 			  ho->sessions->len - 1 - resumed);
 	if (resend)
 		recover_entries(d->host, d->proc_fd);
+	fault_point("take-resumed");
 	handover_done(ho);
+	fault_point("take-serving");
 	g_message("took over the host view and %u container view(s) from %s", resumed,
 		  resend ? "the keeper of a daemon that died" : "the running daemon");
 }
@@ -393,6 +396,8 @@ static gboolean start_serving(struct daemon *d, GError **error)
 	d->watch_th = g_thread_new("pidwatch", pidwatch_thread, d->watch);
 	refresher_start(d->refresher, d->smaps, d->cputimes);
 	d->loop_th = g_thread_new("fuse", loop_thread, d);
+	if (taking_over(cfg))
+		fault_point("take-host");
 	/* The mount's own path walk is answered by the loop just started.
 	 * Taken over, it is there already. */
 	if (!taking_over(cfg) && (r = mount_real(d)) < 0)

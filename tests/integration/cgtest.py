@@ -301,7 +301,9 @@ class Daemon:
         return (self.process is not None and self.process.poll() is None and not self._stopped
                 and os.path.exists(os.path.join(self.proc, ".real", "self")) and serving_mounts(self.mnt))
 
-    def start(self):
+    def start(self, wait=True):
+        """Start the daemon and, if wait, wait until it serves (a failure
+        raises); without wait, return at once (a daemon meant to die)."""
         if self.mnt is None:
             self.mnt = tempfile.mkdtemp(prefix="cgprocfs-test-")
         # As the daemon resolves it (a dead mount cannot be resolved).
@@ -311,6 +313,8 @@ class Daemon:
         self._log = tempfile.NamedTemporaryFile(prefix="cgprocfs-log-", mode="w+")
         self.process = subprocess.Popen(self.prefix + [daemon_exe()] + self.args + [self.mnt], stdin=subprocess.DEVNULL,
                                         stdout=self._log, stderr=self._log, start_new_session=True)
+        if not wait:
+            return self
         ready = os.path.join(self.proc, ".real", "self")
         deadline = time.monotonic() + self.ready_timeout
         while time.monotonic() < deadline:

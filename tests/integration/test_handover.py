@@ -1,0 +1,284 @@
+"""Never dark: each process of a handover, a takeover from the keeper and
+the keeper itself is killed at each step (CGPROCFS_FAULT, see
+daemon/faults.h), and the views must survive it with no failed read:
+readers in the host's view and in a container's see at most a pause, a
+daemon serves them afterwards (the one left, or one started again as
+systemd would), and a keeper holds them all (the daemon serving at the
+end is SIGKILLed, and one more takes every view over from its keeper)."""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cgtest  # noqa: E402
+from cgtest import Daemon, check, check_equal  # noqa: E402
+
+SETTLE_TIMEOUT = 75  # a giver waits up to 60 s for "serving"
+READER_TIMEOUT = 30
+
+# Reads served and delegated files and lists pids, in whatever /proc it
+# is given, until a line comes on stdin; then prints the counts as JSON.
+# A file opened at the start is read again at the end.
+READER = r"""
+import json, os, select, sys
+out = {"reads": 0, "errors": []}
+held = open("/proc/stat", "rb")
+held.read(10)
+while not select.select([sys.stdin], [], [], 0)[0] and len(out["errors"]) < 20:
+    try:
+        with open("/proc/cpuinfo") as f:
+            assert "processor" in f.read(), "cpuinfo without processor lines"
+        with open("/proc/self/status") as f:
+            assert f.read().startswith("Name:"), "status does not start with Name:"
+        assert len([p for p in os.listdir("/proc") if p.isdigit()]) > 1, "no pids listed"
+        out["reads"] += 1
+    except Exception as e:
+        out["errors"].append(repr(e))
+try:
+    held.seek(0)
+    out["held"] = held.read(4).decode()
+except Exception as e:
+    out["held"] = repr(e)
+print(json.dumps(out), flush=True)
+"""
+
+
+def start_reader(argv_prefix):
+    return subprocess.Popen(argv_prefix + [cgtest.PYTHON, "-c", READER], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def host_reader(mnt):
+    """READER with the view at mnt bound over /proc."""
+    return start_reader(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                         'mount --rbind "$1/proc" /proc && shift && exec "$@"', "sh", mnt])
+
+
+def container_reader(init):
+    """READER in the pid and mount namespaces of init, whose /proc is its view."""
+    return start_reader(["nsenter", "--target", str(init), "--pid", "--mount"])
+
+
+def finish_reader(reader, where):
+    """Stop reader; fail unless it read, with no error, and its file opened
+    at the start read on."""
+    try:
+        out, err = reader.communicate("stop\n", timeout=READER_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        reader.kill()
+        out, err = reader.communicate()
+        raise cgtest.Failure("the reader in %s still waits %d s after the views were served again "
+                             "(a request nobody answers)" % (where, READER_TIMEOUT), err)
+    check(reader.returncode == 0, "the reader in %s failed" % where, out, err)
+    res = json.loads(out)
+    check_equal(res["errors"], [], "errors the reader in %s saw" % where)
+    check(res["reads"] > 0, "the reader in %s read nothing" % where, res)
+    check_equal(res["held"], "cpu ", "the start of /proc/stat, opened in %s before the fault" % where)
+
+
+def alive(d):
+    return d is not None and d.process is not None and d.process.poll() is None
+
+
+def wait_settled(d, words):
+    """Wait until daemon d has exited or its log says one of words."""
+    check(cgtest.wait_until(lambda: not alive(d) or any(w in d.log() for w in words), timeout=SETTLE_TIMEOUT,
+                            step=0.05),
+          "the daemon neither exited nor said any of %r in %d s" % (words, SETTLE_TIMEOUT), d.log())
+
+
+def took_over_from_keeper(d):
+    check(cgtest.wait_until(lambda: "keeper of a daemon that died" in d.log(), timeout=10),
+          "the new daemon did not say it took the views over from the keeper", d.log())
+
+
+def serving(d):
+    """Fail unless d runs and its view answers (the daemon itself, not the
+    kernel's cache)."""
+    check(alive(d), "the daemon exited (status %s)" % (d.process and d.process.returncode), d.log())
+    check(cgtest.serving_mounts(d.mnt), "the view at %s does not answer" % d.mnt, d.log())
+    with open(os.path.join(d.proc, "cpuinfo")) as f:
+        check("processor" in f.read(), "proc/cpuinfo has no processor line")
+
+
+class Scene:
+    """A daemon, a container's view (the OCI hook's), and a reader in each
+    view; every daemon started for it is stopped at the end."""
+
+    def __init__(self, stack, fault_of_first=None, first_args=()):
+        if not os.environ.get("CGPROCFS_OCI_HOOK"):
+            raise cgtest.Skip("CGPROCFS_OCI_HOOK is not set (run through meson test)")
+        self.daemons = []
+        self.first = self.daemon(fault_of_first, list(first_args))
+        stack.callback(self.stop_all)
+        bundle = stack.enter_context(scratch_bundle())
+        init, res = stack.enter_context(cgtest.namespace_with_view(self.first.mnt, bundle, "handover-test"))
+        check(res[0] == 0, "the hook gave no view", cgtest.describe(res))
+        self.init = init
+        self.readers = [("the host's view", host_reader(self.first.mnt)), ("the container's view", container_reader(init))]
+        stack.callback(self.kill_readers)
+        time.sleep(0.3)
+
+    def daemon(self, fault=None, args=()):
+        """A daemon on the scene's mountpoint; one given a fault to die of
+        (CGPROCFS_FAULT) is not waited for."""
+        first = not self.daemons
+        mnt = None if first else self.daemons[0].mnt
+        prefix = ["env", "CGPROCFS_FAULT=" + fault] if fault else []
+        d = Daemon(mountpoint=mnt, args=list(args), prefix=prefix)
+        self.daemons.append(d)
+        return d.start(wait=first or not fault)
+
+    def log(self):
+        return "\n".join(d.log() for d in self.daemons)
+
+    def fired(self, fault):
+        check(cgtest.wait_until(lambda: "SIGKILLs itself at " + fault.split(":")[1] in self.log(), timeout=10),
+              "the fault %s was never reached" % fault, self.log())
+
+    def living(self):
+        return [d for d in self.daemons if alive(d)]
+
+    def end(self):
+        """After the fault: a daemon serves (started again, as systemd
+        would, if none is left), the readers saw no error, and a keeper
+        holds every view: the serving daemon is SIGKILLed and a new one
+        takes them all over from it, with the readers still reading."""
+        left = self.living()
+        check(len(left) <= 1, "%d daemons still run on one mountpoint" % len(left), self.log())
+        if not left:
+            left = [self.daemon()]
+            took_over_from_keeper(left[0])
+        serving(left[0])
+        os.kill(left[0].process.pid, signal.SIGKILL)
+        left[0].process.wait(cgtest.STOP_TIMEOUT)
+        last = self.daemon()
+        took_over_from_keeper(last)
+        serving(last)
+        time.sleep(0.3)
+        for where, reader in self.readers:
+            finish_reader(reader, where)
+        in_container = cgtest.run(["nsenter", "--target", str(self.init), "--pid", "--mount", "cat", "/proc/1/comm"])
+        check_equal(in_container[1].strip(), "sleep", "the container's pid 1, through its view")
+        problems = last.stop()
+        check(not problems, "the last daemon did not stop cleanly", *problems, self.log())
+        check(cgtest.wait_until(lambda: not cgtest.keepers_of(last.mnt), timeout=10),
+              "keepers left after the clean stop", cgtest.keepers_of(last.mnt))
+
+    def kill_readers(self):
+        for _, r in self.readers:
+            if r.poll() is None:
+                r.kill()
+                r.wait()
+
+    def stop_all(self):
+        for d in reversed(self.daemons):
+            if alive(d):
+                d.stop(signal.SIGKILL)
+            d._stopped = True
+        for d in self.daemons[:1]:
+            for k in cgtest.keepers_of(d.mnt):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(k, signal.SIGKILL)
+            cgtest.force_unmount(d.mnt)
+
+
+@contextlib.contextmanager
+def scratch_bundle():
+    import shutil
+    import tempfile
+    path = tempfile.mkdtemp(prefix="cgprocfs-bundle-")
+    try:
+        with open(os.path.join(path, "config.json"), "w") as f:
+            json.dump(cgtest.HOOK_BUNDLE_CONFIG, f)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def replace_with_fault(fault):
+    """--replace, with the old daemon (daemon:give-*) or the new one
+    (daemon:take-*) killed at a step."""
+    def body():
+        with contextlib.ExitStack() as stack:
+            giver = fault.split(":")[1].startswith("give")
+            s = Scene(stack, fault if giver else None)
+            new = s.daemon(None if giver else fault, ["--replace"])
+            s.fired(fault)
+            if giver:  # the new one serves (from the keeper) or gives up
+                s.first.process.wait(cgtest.STOP_TIMEOUT)
+                wait_settled(new, ["took over", "error:"])
+            else:  # the old one serves on, or exits once the new one serves
+                new.process.wait(cgtest.STOP_TIMEOUT)
+                wait_settled(s.first, ["serves on", "handed over: exiting"])
+            s.end()
+    return body
+
+
+def recover_with_fault(fault):
+    """The daemon SIGKILLed; a new one takes the views over from its keeper,
+    with the new one (daemon:take-*) or the keeper (keeper:give-*) killed at
+    a step."""
+    def body():
+        with contextlib.ExitStack() as stack:
+            keeper = fault.startswith("keeper:")
+            s = Scene(stack, fault if keeper else None)
+            os.kill(s.first.process.pid, signal.SIGKILL)
+            s.first.process.wait(cgtest.STOP_TIMEOUT)
+            new = s.daemon(None if keeper else fault)
+            s.fired(fault)
+            if not keeper:
+                new.process.wait(cgtest.STOP_TIMEOUT)
+            else:
+                wait_settled(new, ["took over", "error:"])
+            s.end()
+    return body
+
+
+def make_tests():
+    tests, test = cgtest.test_registry()
+    for step in ("give-paused", "give-sent", "give-end", "give-served"):
+        test("--replace, the old daemon SIGKILLed at %s: no failed read, the views served and kept" % step)(
+            replace_with_fault("daemon:" + step))
+    for step in ("take-asked", "take-received", "take-host", "take-resumed", "take-serving"):
+        test("--replace, the new daemon SIGKILLed at %s: no failed read, the views served and kept" % step)(
+            replace_with_fault("daemon:" + step))
+    for step in ("take-asked", "take-received", "take-host", "take-resumed", "take-serving"):
+        test("a takeover from the keeper, the new daemon SIGKILLed at %s: no failed read, the views served "
+             "and kept" % step)(recover_with_fault("daemon:" + step))
+    test("a takeover from the keeper, the keeper SIGKILLed once it sent everything (give-end): the new daemon "
+         "serves, no failed read, the views kept")(recover_with_fault("keeper:give-end"))
+
+    @test("the keeper SIGKILLed while the daemon serves: the daemon starts another, which holds every view "
+          "(the daemon SIGKILLed next: no failed read)")
+    def _():
+        with contextlib.ExitStack() as stack:
+            s = Scene(stack)
+            keepers = cgtest.keepers_of(s.first.mnt)
+            check_equal(len(keepers), 1, "keepers of the mountpoint")
+            os.kill(keepers[0], signal.SIGKILL)
+            check(cgtest.wait_until(lambda: cgtest.keepers_of(s.first.mnt) not in ([], keepers), timeout=10),
+                  "no new keeper 10 s after the first was killed", s.log())
+            s.end()
+
+    @test("--keep-views-on-stop: SIGTERM, then a new daemon SIGKILLed at take-resumed: no failed read, the views "
+          "served and kept")
+    def _():
+        with contextlib.ExitStack() as stack:
+            s = Scene(stack, first_args=["--keep-views-on-stop"])
+            s.first.process.send_signal(signal.SIGTERM)
+            check_equal(s.first.process.wait(cgtest.STOP_TIMEOUT), 0, "exit status after SIGTERM")
+            new = s.daemon("daemon:take-resumed")
+            s.fired("daemon:take-resumed")
+            new.process.wait(cgtest.STOP_TIMEOUT)
+            s.end()
+    return tests
+
+
+if __name__ == "__main__":
+    cgtest.run_tests(make_tests() if "CGPROCFS" in os.environ else [])

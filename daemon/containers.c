@@ -7,7 +7,8 @@
  * which the hook moves over the container's /proc. The server's workers
  * serve the session (no thread of its own), and it is dropped when the
  * container's mount goes away. A new daemon (--replace) sends "handover"
- * and gets every session, the host view's included (handle_handover). */
+ * and gets every session, the host view's included, and the control
+ * socket itself (handle_handover). */
 #include "cleanup.h"
 #include "daemon.h"
 #include "faults.h"
@@ -48,12 +49,11 @@ struct ns_view {
 struct containers {
 	struct containers_config cfg;
 	int listen_fd;
-	GThread *acceptor;
+	GThread *acceptor;     /* from containers_ready on */
 	GMutex lock;           /* guards by_ns, every ns_view in it, served, last_id and the counters */
 	GHashTable *by_ns;     /* ns -> struct ns_view* */
 	GPtrArray *served;     /* struct container*: every container view served */
-	gboolean handed_over;  /* the socket path is the new daemon's now */
-	gint ready;            /* atomic: set once views taken over are served */
+	gboolean handed_over;  /* the socket is the new daemon's now */
 	unsigned last_id;      /* of a session, for the keeper (the host's is 0) */
 	guint64 attaches, attach_failures;
 };
@@ -214,9 +214,10 @@ static void container_ended(void *data, int error)
 
 	if (c->recovering)
 		g_thread_join(c->recovering);
+	g_mutex_lock(&cs->lock);
+	/* Under the lock: containers_keep_all keeps it again only before. */
 	if (!handed_over)
 		keeper_drop(cs->cfg.keeper, c->id);
-	g_mutex_lock(&cs->lock);
 	g_ptr_array_remove_fast(cs->served, c);
 	g_mutex_unlock(&cs->lock);
 	if (!handed_over)
@@ -224,6 +225,27 @@ static void container_ended(void *data, int error)
 	session_free(c->session);
 	ns_view_release(cs, c->nsv);
 	g_free(c);
+}
+
+/* Give the keeper a copy of c's session. A new session's INIT comes later:
+ * the kernel speaks the host's version. */
+static void container_keep(struct containers *cs, struct container *c)
+{
+	if (!cs->cfg.keeper)
+		return;
+	unsigned minor = session_proto_minor(c->session);
+	keeper_keep(cs->cfg.keeper, c->id, minor ? minor : session_proto_minor(cs->cfg.host),
+		    session_fuse_fd(c->session), c->nsv->ns_fd);
+}
+
+void containers_keep_all(struct containers *cs)
+{
+	if (!cs)
+		return;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
+	for (guint i = 0; i < cs->served->len; i++)
+		container_keep(cs, g_ptr_array_index(cs->served, i));
+	keeper_keep_listener(cs->cfg.keeper, cs->listen_fd);
 }
 
 /* Serve the view of the pid namespace of ns_fd on fuse_fd (taken on
@@ -252,10 +274,8 @@ static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned
 	g_mutex_lock(&cs->lock);
 	g_ptr_array_add(cs->served, c);
 	c->id = ++cs->last_id;
+	container_keep(cs, c);
 	g_mutex_unlock(&cs->lock);
-	/* A new session's INIT comes later: the kernel speaks the host's version. */
-	unsigned minor = resume_minor ? resume_minor : session_proto_minor(cs->cfg.host);
-	keeper_keep(cs->cfg.keeper, c->id, minor, fuse_fd, c->nsv->ns_fd);
 	*ret_ns = c->nsv->ns;
 	/* While the session is served: dropping an entry waits for the
 	 * lookups in its directory, which the workers answer. Joined as the
@@ -375,13 +395,33 @@ static void send_watch(void *owner, pid_t pid, int pidfd, void *data)
 		(void)!handover_send_watch(hs->conn, i - 1, pid, pidfd, &hs->error);
 }
 
+/* A handover failed: the new daemon is stopped if it still runs, and
+ * this one serves on, with what the new one took and did not answer sent
+ * again, and its own keeper at the keeper's path again (the new one's
+ * may have taken it). */
+static void serve_on(struct containers *cs, int conn, GError *error)
+{
+	handover_stop_taker(conn);
+	server_resume(cs->cfg.server);
+	session_resend(cs->cfg.host);
+	g_mutex_lock(&cs->lock);
+	for (guint i = 0; i < cs->served->len; i++)
+		session_resend(((struct container *)g_ptr_array_index(cs->served, i))->session);
+	g_mutex_unlock(&cs->lock);
+	g_autoptr(GError) unpublished = NULL;
+	if (keeper_publish(cs->cfg.keeper, &unpublished) < 0)
+		log_warning_consequence(g_steal_pointer(&unpublished), "a keeper is started again within seconds");
+	g_prefix_error(&error, "a handover to a new daemon failed: ");
+	log_warning_consequence(error, "this one serves on");
+}
+
 /* "handover", from a new daemon (cgprocfs --replace): send it every
  * session, the host's first, each with the protocol version its kernel
- * spoke, then the process watches, then "end". Once it answers that it
- * serves them all, stop: TRUE. The workers pause first: a lookup answered
- * after the watches were sent would leave the kernel an entry that no
- * daemon drops when its process exits. If the handover fails, this
- * daemon serves on. */
+ * spoke, then the process watches, the control socket, then "end". Once
+ * it answers that it serves them all, stop: TRUE. The workers pause
+ * first: a lookup answered after the watches were sent would leave the
+ * kernel an entry that no daemon drops when its process exits. If the
+ * handover fails, this daemon serves on (serve_on). */
 static gboolean handle_handover(struct containers *cs, int conn)
 {
 	struct handover_send hs = { conn, g_hash_table_new(g_direct_hash, g_direct_equal), NULL };
@@ -411,13 +451,13 @@ static gboolean handle_handover(struct containers *cs, int conn)
 	pidwatch_foreach(cs->cfg.watch, send_watch, &hs);
 	guint sessions = cs->served->len;
 	g_mutex_unlock(&cs->lock);
+	if (!hs.error)
+		(void)!handover_send_listener(conn, cs->listen_fd, &hs.error);
 	fault_point("give-sent");
 	/* Meanwhile no container can attach: handover_finish gives up on a
 	 * silent new daemon. */
 	if (hs.error || handover_finish(conn, &hs.error) < 0) {
-		server_resume(cs->cfg.server);
-		g_prefix_error(&hs.error, "a handover to a new daemon failed: ");
-		log_warning_consequence(hs.error, "this one serves on");
+		serve_on(cs, conn, g_steal_pointer(&hs.error));
 		return FALSE;
 	}
 	fault_point("give-served");
@@ -438,11 +478,6 @@ static gboolean handle(struct containers *cs, int conn)
 
 	if (control_receive(conn, requests, &m, &err) < 0) {
 		(void)!control_send_error(conn, NULL, "bad request (%s)", err->message);
-		return FALSE;
-	}
-	if (m.word == CONTROL_HANDOVER && !g_atomic_int_get(&cs->ready)) {
-		/* Still taking views over: they would be left out. */
-		(void)!control_send_error(conn, NULL, "still taking over from another daemon; try again");
 		return FALSE;
 	}
 	if (m.word == CONTROL_HANDOVER)
@@ -538,9 +573,9 @@ static gpointer acceptor_thread(gpointer data)
 	return NULL;
 }
 
-int containers_start(const struct containers_config *cfg, struct containers **ret)
+int containers_start(const struct containers_config *cfg, int listen_fd, struct containers **ret)
 {
-	int fd = control_listen(cfg->socket_path, 16);
+	int fd = listen_fd >= 0 ? listen_fd : control_listen(cfg->socket_path, 16);
 	if (fd < 0)
 		return fd;
 	struct containers *cs = g_new0(struct containers, 1);
@@ -550,7 +585,6 @@ int containers_start(const struct containers_config *cfg, struct containers **re
 	g_mutex_init(&cs->lock);
 	cs->by_ns = g_hash_table_new(g_int64_hash, g_int64_equal);
 	cs->served = g_ptr_array_new();
-	cs->acceptor = g_thread_new("control", acceptor_thread, cs);
 	*ret = cs;
 	return 0;
 }
@@ -558,7 +592,12 @@ int containers_start(const struct containers_config *cfg, struct containers **re
 void containers_ready(struct containers *cs)
 {
 	if (cs)
-		g_atomic_int_set(&cs->ready, 1);
+		cs->acceptor = g_thread_new("control", acceptor_thread, cs);
+}
+
+int containers_listen_fd(struct containers *cs)
+{
+	return cs ? cs->listen_fd : -1;
 }
 
 gboolean containers_stop(struct containers *cs)
@@ -566,9 +605,13 @@ gboolean containers_stop(struct containers *cs)
 	if (!cs)
 		return FALSE;
 	/* Containers' sessions live on until the process exits: their views
-	 * then fail with ENOTCONN, as a view does whose daemon is gone. */
-	shutdown(cs->listen_fd, SHUT_RDWR);
-	g_thread_join(cs->acceptor);
+	 * then fail with ENOTCONN, as a view does whose daemon is gone. A
+	 * socket handed over is the new daemon's: only this copy closes (the
+	 * acceptor has ended). */
+	if (!cs->handed_over)
+		shutdown(cs->listen_fd, SHUT_RDWR);
+	if (cs->acceptor)
+		g_thread_join(cs->acceptor);
 	close(cs->listen_fd);
 	if (!cs->handed_over)
 		unlink(cs->cfg.socket_path);

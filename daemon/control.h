@@ -11,10 +11,12 @@
  *   hook -> daemon        attach <pid>            ok + the view's mount | error
  *   new daemon -> daemon  handover                ok, then the sessions:
  *     or -> keeper          session <minor> + fuse fd [+ pid ns fd]
- *                           watch <session> <pid> + pidfd
+ *                           watch <session> <pid> + pidfd   (a daemon's only)
+ *                           listener + the control socket's listening fd
  *                           end            -> the new daemon: serving
  *   daemon -> keeper      keep <id> <minor> + fuse fd [+ pid ns fd]
- *                         drop <id>, quit
+ *                         listener + fd, drop <id>, quit
+ *                         publish                 ok | error
  *
  * This file and control.c are all the OCI hook links of the daemon: glib,
  * no libfuse. */
@@ -43,6 +45,8 @@ enum control_word {
 	CONTROL_KEEP,     /* to the keeper: keep <id> <proto minor> + fuse fd [+ pid ns fd] */
 	CONTROL_DROP,     /* to the keeper: drop <id> */
 	CONTROL_QUIT,     /* to the keeper: let go of everything */
+	CONTROL_LISTENER, /* the control socket's listening socket, + its fd */
+	CONTROL_PUBLISH,  /* to the keeper: listen at your path now; ok | error */
 };
 
 struct control_msg {
@@ -122,6 +126,7 @@ struct handover {
 	int conn;          /* to the old daemon */
 	GArray *sessions;  /* struct handover_session, the host's first */
 	GArray *watches;   /* struct handover_watch */
+	int listener;      /* the control socket's listening socket; -1 if none came (or once taken) */
 };
 /* Ask for the sessions: on conn (a keeper's, see keeper_connect), or, if
  * conn is -1, the daemon serving mountpoint. 0, or -errno with *error;
@@ -133,24 +138,49 @@ void handover_done(struct handover *h);
 void handover_clear(struct handover *h);
 /* The giving side, after "ok": each session (sessions[0] the host's, with
  * ns_fd -1), then optional watches (handover_send_watch), then
+ * then the control socket's listening socket (handover_send_listener), then
  * handover_finish, which says "end" and waits for "serving". 0 once the
  * new daemon serves them all, or -errno with *error. */
 int handover_send_session(int conn, unsigned proto_minor, int fuse_fd, int ns_fd, GError **error);
 int handover_send_watch(int conn, unsigned session, pid_t pid, int pidfd, GError **error);
+int handover_send_listener(int conn, int listen_fd, GError **error);
 int handover_finish(int conn, GError **error);
+/* After a handover on conn failed: SIGKILL the new daemon if it is still
+ * connected, and wait until it is gone, so that nothing it took up is
+ * served by it while this side (or the next taker) serves it. */
+void handover_stop_taker(int conn);
 
-/* The keeper (keeper.c): a process holding a copy of every session's fd,
- * so that a new daemon can take the views over if this one dies. Started
- * before any thread (it forks); listens on path for that new daemon, and
- * waits wait_s for one; moved to the cgroup path of every hierarchy if
- * cgroup is not NULL. NULL is a valid keeper that keeps nothing. */
+/* The keeper (keeper.c): a process holding a copy of every session's fd
+ * and of the control socket's listening socket, so that a new daemon can
+ * take the views over if this one dies. It runs this executable with
+ * KEEPER_ARG (main calls keeper_run); once published, it listens at path
+ * for that new daemon, and waits wait_s for one; moved to the cgroup path
+ * of every hierarchy if cgroup is not NULL. The fds given to it stay the
+ * caller's. NULL is a valid keeper that keeps nothing. */
+#define KEEPER_ARG "--be-keeper"
+struct keeper_config {
+	const char *path;       /* where it listens once published */
+	const char *mountpoint; /* its last argument, for ps */
+	int wait_s;
+	const char *cgroup;     /* or NULL */
+};
 struct keeper;
-int keeper_start(const char *path, int wait_s, const char *cgroup, struct keeper **ret);
+/* Never NULL: one whose process could not be started (said in the log)
+ * starts it with keeper_respawn_if_gone. */
+struct keeper *keeper_start(const struct keeper_config *cfg);
 /* Session id 0 is the host view's; a container's comes with its pid
  * namespace (ns_fd), the host's with -1; proto_minor: the FUSE protocol
- * minor version the kernel spoke to it. The fds stay the caller's. */
+ * minor version the kernel spoke to it. Keeping an id again replaces it. */
 void keeper_keep(struct keeper *k, unsigned id, unsigned proto_minor, int fuse_fd, int ns_fd);
+void keeper_keep_listener(struct keeper *k, int listen_fd);
 void keeper_drop(struct keeper *k, unsigned id);
+/* Have the keeper listen at its path (again), where a new daemon finds
+ * it, once it holds every view (it has read what was sent before): 0, or
+ * -errno with *error. */
+int keeper_publish(struct keeper *k, GError **error);
+/* If the keeper process is gone (or was never started), start another:
+ * TRUE if one was, which holds nothing yet and is not published. */
+gboolean keeper_respawn_if_gone(struct keeper *k);
 /* A clean stop: the keeper lets go of everything and exits; k's keep and
  * drop do nothing from then on. */
 void keeper_quit(struct keeper *k);
@@ -159,3 +189,5 @@ void keeper_free(struct keeper *k);
 /* A connection to the keeper at path whose daemon died, ready to hand its
  * sessions over (handover_take), or -1 (none there, or its daemon lives). */
 int keeper_connect(const char *path);
+/* The keeper process: main() with argv[1] KEEPER_ARG. The exit status. */
+int keeper_run(int argc, char **argv);

@@ -52,15 +52,22 @@ struct containers_config {
 	struct keeper *keeper;
 };
 struct containers;
-int containers_start(const struct containers_config *cfg, struct containers **ret);
+/* On listen_fd, the control socket handed over by the daemon taken over
+ * from (taken), or, if -1, one made at cfg->socket_path. Nothing is
+ * accepted there before containers_ready. */
+int containers_start(const struct containers_config *cfg, int listen_fd, struct containers **ret);
 /* Serve the container's view that another daemon served until handover h
  * as its session number index: its fuse fd (taken on success) and pid
  * namespace, with the process watches it had (taken); resend: that daemon
  * died. 0 or -errno (logged). */
 int containers_resume(struct containers *cs, struct handover *h, unsigned index, gboolean resend);
-/* Every view taken over is served: a handover to a newer daemon may
- * start (until then it is refused). */
+/* Every view taken over is served: containers may attach, and a
+ * handover to a newer daemon may start. */
 void containers_ready(struct containers *cs);
+/* Give the keeper every container's session, and the control socket. */
+void containers_keep_all(struct containers *cs);
+/* The control socket's listening socket, or -1. */
+int containers_listen_fd(struct containers *cs);
 /* The containers' gauges and counters (Prometheus text). */
 void containers_render_stats(struct containers *cs, GString *out);
 /* Stop taking new containers. TRUE if containers' views are still served:

@@ -10,9 +10,15 @@
 #include "log.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
+
+/* How long a giver waits for a taker it SIGKILLed to be gone. */
+#define STOP_TAKER_WAIT_MS 10000
 
 /* Connect to the daemon serving mountpoint and ask for its sessions. */
 static int ask_daemon(const char *mountpoint, GError **error)
@@ -37,8 +43,8 @@ static int take_one(struct handover *h, int conn, GError **error)
 	struct control_msg m;
 
 	int r = control_receive(conn,
-				CONTROL_WORD(CONTROL_SESSION) | CONTROL_WORD(CONTROL_WATCH) | CONTROL_WORD(CONTROL_END) |
-					CONTROL_WORD(CONTROL_ERROR),
+				CONTROL_WORD(CONTROL_SESSION) | CONTROL_WORD(CONTROL_WATCH) | CONTROL_WORD(CONTROL_LISTENER) |
+					CONTROL_WORD(CONTROL_END) | CONTROL_WORD(CONTROL_ERROR),
 				&m, error);
 	if (r < 0) {
 		g_prefix_error(error, "the handover broke off: ");
@@ -59,6 +65,10 @@ static int take_one(struct handover *h, int conn, GError **error)
 		g_array_append_val(h->watches, w);
 		return 1;
 	}
+	if (m.word == CONTROL_LISTENER && h->listener < 0 && h->sessions->len > 0) {
+		h->listener = m.fds[0];
+		return 1;
+	}
 	control_close_fds(&m);
 	return log_set_message(error, "the running daemon's answer made no sense (\"%s\" out of place)",
 			       control_word_text(m.word));
@@ -66,7 +76,7 @@ static int take_one(struct handover *h, int conn, GError **error)
 
 int handover_take(const char *mountpoint, int given_conn, struct handover *ret, GError **error)
 {
-	struct handover h = { .conn = -1 };
+	struct handover h = { .conn = -1, .listener = -1 };
 	int r;
 
 	_cleanup_close_ int conn = given_conn >= 0 ? given_conn : ask_daemon(mountpoint, error);
@@ -110,7 +120,9 @@ void handover_clear(struct handover *h)
 	g_clear_pointer(&h->watches, g_array_unref);
 	if (h->conn >= 0)
 		close(h->conn);
-	h->conn = -1;
+	if (h->listener >= 0)
+		close(h->listener);
+	h->conn = h->listener = -1;
 }
 
 int handover_send_session(int conn, unsigned proto_minor, int fuse_fd, int ns_fd, GError **error)
@@ -133,6 +145,38 @@ int handover_send_watch(int conn, unsigned session, pid_t pid, int pidfd, GError
 		.n_fds = 1,
 	};
 	return control_send(conn, &m, error);
+}
+
+int handover_send_listener(int conn, int listen_fd, GError **error)
+{
+	const struct control_msg m = { .word = CONTROL_LISTENER, .fds = { listen_fd }, .n_fds = 1 };
+	return control_send(conn, &m, error);
+}
+
+/* Whether the peer of conn has closed it (or is gone). */
+static gboolean peer_gone(int conn)
+{
+	struct pollfd p = { .fd = conn, .events = POLLRDHUP };
+	return poll(&p, 1, 0) != 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL));
+}
+
+void handover_stop_taker(int conn)
+{
+	struct ucred peer;
+	socklen_t len = sizeof(peer);
+
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || peer.pid <= 0)
+		return;
+	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, peer.pid, 0);
+	/* Opened before it is seen connected: then the pid is still the
+	 * taker's, not a number reused after it died. */
+	if (pidfd < 0 || peer_gone(conn))
+		return;
+	g_warning("stopping the new daemon (pid %d), which did not take over", (int)peer.pid);
+	if (syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0)
+		return;
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	(void)!poll(&p, 1, STOP_TAKER_WAIT_MS);
 }
 
 int handover_finish(int conn, GError **error)

@@ -1,35 +1,52 @@
-/* The keeper: a small process, forked at start, that holds a copy of every
- * session's /dev/fuse fd while the daemon runs (moved to --keeper-cgroup,
- * it outlives the daemon's container). If the daemon dies (a
- * crash, SIGKILL), the views then wait instead of failing with ENOTCONN:
- * a new daemon started on the same mountpoint takes the sessions over from
- * the keeper (the handover protocol, control.h) and has the kernel
- * resend the requests the dead one had taken. The keeper gives up after
- * --keeper-wait seconds without a new daemon; a daemon that stops cleanly tells
- * it to go first, so that its views end as they always did. */
+/* The keeper: a small process that holds a copy of every session's
+ * /dev/fuse fd, and of the control socket's listening socket, while its
+ * daemon runs (moved to --keeper-cgroup, it outlives the daemon's
+ * container). If the daemon dies (a crash, SIGKILL), the views then wait
+ * instead of failing with ENOTCONN: a new daemon started on the same
+ * mountpoint takes them over from the keeper (the handover protocol,
+ * control.h) and has the kernel resend the requests the dead one had
+ * taken. The keeper gives up after --keeper-wait seconds without a new
+ * daemon; a daemon that stops cleanly tells it to go first, so that its
+ * views end as they always did.
+ *
+ * A keeper is found at its path only once its daemon has said "publish",
+ * which it does once the keeper holds every view: a daemon taking over
+ * publishes its keeper before it tells the one it took from that it
+ * serves, so that a keeper holding every view stands at the path at every
+ * moment. A keeper whose daemon died while it was not (or no longer) at
+ * its path goes at once: nobody can find it.
+ *
+ * It runs the daemon's own executable (/proc/self/exe, KEEPER_ARG), so
+ * that a daemon can start one at any time, also once it runs threads: a
+ * keeper that died is replaced by its daemon (keeper_respawn_if_gone). */
 #include "cleanup.h"
 #include "daemon.h"
 #include "faults.h"
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+/* The keeper's end of the socket to its daemon. */
+#define KEEPER_SOCK_FD 3
+/* How long a daemon waits for its keeper to answer "publish". */
+#define PUBLISH_TIMEOUT_S 5
+/* How often a keeper whose daemon died checks it is still at its path. */
+#define ORPHAN_CHECK_MS 1000
 
-/* The daemon's end. Used by the main thread and by containers' session
- * threads (keeper_drop), which may outlive keeper_quit: freed by
- * keeper_free only once none of them can call in. */
-struct keeper {
-	GMutex lock; /* guards sock */
-	int sock;    /* to the keeper process; -1 after keeper_quit */
-};
+/* ------------------------------------------------- the keeper process -- */
 
-/* In the keeper process: one session it holds. */
+/* One session it holds. */
 struct kept {
 	int fuse_fd;
 	int ns_fd;      /* -1 for the host view */
@@ -45,61 +62,143 @@ static void kept_free(gpointer p)
 	g_free(k);
 }
 
-/* Give the sessions to a new daemon on conn: the host's (id 0) first. 0
- * once it serves them, or -errno. */
-static int hand_over(int conn, GHashTable *kept)
+/* Everything the keeper holds. */
+struct held {
+	GHashTable *sessions; /* id (the host's 0) -> struct kept */
+	int listener;         /* the control socket's listening socket, or -1 */
+	const char *path;     /* where new daemons find it, once published */
+	int listen_fd;        /* listening there; -1 before "publish" */
+	ino_t ino;            /* of its socket at path */
+};
+
+/* Listen at path: a socket bound beside it and renamed over it, so that
+ * path always names a keeper. 0, or -errno. */
+static int publish(struct held *h)
+{
+	g_autofree char *tmp = g_strdup_printf("%s.%d", h->path, (int)getpid());
+	struct stat st;
+
+	int fd = control_listen(tmp, 4);
+	if (fd < 0)
+		return fd;
+	if (stat(tmp, &st) < 0 || rename(tmp, h->path) < 0) {
+		int r = -errno;
+		unlink(tmp);
+		close(fd);
+		return r;
+	}
+	if (h->listen_fd >= 0)
+		close(h->listen_fd);
+	h->listen_fd = fd;
+	h->ino = st.st_ino;
+	return 0;
+}
+
+/* Whether path still names this keeper. */
+static gboolean published(const struct held *h)
+{
+	struct stat st;
+	return h->listen_fd >= 0 && stat(h->path, &st) == 0 && st.st_ino == h->ino;
+}
+
+static void unlink_own(const struct held *h)
+{
+	if (published(h))
+		unlink(h->path);
+}
+
+/* Give the sessions to a new daemon on conn: the host's (id 0) first,
+ * then the listener. 0 once it serves them, or -errno. */
+static int hand_over(int conn, const struct held *h)
 {
 	GHashTableIter it;
 	gpointer id, value;
 
-	struct kept *host = g_hash_table_lookup(kept, GUINT_TO_POINTER(0));
+	struct kept *host = g_hash_table_lookup(h->sessions, GUINT_TO_POINTER(0));
 	if (!host || host->minor == 0)
 		return -ENOENT;
 	int r = handover_send_session(conn, host->minor, host->fuse_fd, -1, NULL);
-	g_hash_table_iter_init(&it, kept);
+	g_hash_table_iter_init(&it, h->sessions);
 	while (r == 0 && g_hash_table_iter_next(&it, &id, &value)) {
 		const struct kept *k = value;
 		if (GPOINTER_TO_UINT(id) != 0)
 			r = handover_send_session(conn, k->minor, k->fuse_fd, k->ns_fd, NULL);
 	}
+	if (r == 0 && h->listener >= 0)
+		r = handover_send_listener(conn, h->listener, NULL);
 	if (r == 0)
 		fault_point("give-sent");
 	return r < 0 ? r : handover_finish(conn, NULL);
 }
 
+/* "publish", answered on sock. */
+static void answer_publish(int sock, struct held *h)
+{
+	int r = publish(h);
+	if (r == 0)
+		(void)!control_send_word(sock, CONTROL_OK, NULL);
+	else
+		(void)!control_send_error(sock, NULL, "cannot listen at %s: %s", h->path, g_strerror(-r));
+}
+
 /* A message from the daemon (control.h): keep, with the session's fd (and
  * a container's pid namespace) and the FUSE protocol version the kernel
- * spoke to it, drop, quit. FALSE once the daemon is
+ * spoke to it; drop; listener; publish; quit. FALSE once the daemon is
  * gone (EOF) or said quit (*ret_quit). */
-static gboolean from_daemon(int sock, GHashTable *kept, gboolean *ret_quit)
+static gboolean from_daemon(int sock, struct held *h, gboolean *ret_quit)
 {
+	const unsigned words = CONTROL_WORD(CONTROL_KEEP) | CONTROL_WORD(CONTROL_DROP) | CONTROL_WORD(CONTROL_QUIT) |
+			       CONTROL_WORD(CONTROL_LISTENER) | CONTROL_WORD(CONTROL_PUBLISH);
 	g_autoptr(GError) err = NULL;
 	struct control_msg m;
 
-	int r = control_receive(sock, CONTROL_WORD(CONTROL_KEEP) | CONTROL_WORD(CONTROL_DROP) | CONTROL_WORD(CONTROL_QUIT),
-				&m, &err);
-	if (r == -EPROTO) {
-		g_warning("the keeper ignored a message from its daemon: %s", err->message);
+	int r = control_receive(sock, words, &m, &err);
+	if (r == -EPROTO || r == -EINTR) {
+		if (r == -EPROTO)
+			g_warning("the keeper ignored a message from its daemon: %s", err->message);
 		return TRUE;
 	}
 	if (r < 0)
 		return FALSE;
-	if (m.word == CONTROL_QUIT) {
+	switch (m.word) {
+	case CONTROL_QUIT:
 		*ret_quit = TRUE;
 		return FALSE;
-	}
-	if (m.word == CONTROL_DROP) {
-		g_hash_table_remove(kept, GUINT_TO_POINTER(m.args[0]));
+	case CONTROL_DROP:
+		g_hash_table_remove(h->sessions, GUINT_TO_POINTER(m.args[0]));
+		return TRUE;
+	case CONTROL_LISTENER:
+		if (h->listener >= 0)
+			close(h->listener);
+		h->listener = m.fds[0];
+		return TRUE;
+	case CONTROL_PUBLISH:
+		answer_publish(sock, h);
+		return TRUE;
+	case CONTROL_KEEP: {
+		struct kept *k = g_new(struct kept, 1);
+		*k = (struct kept){ m.fds[0], m.n_fds >= 2 ? m.fds[1] : -1, m.args[1] };
+		g_hash_table_replace(h->sessions, GUINT_TO_POINTER(m.args[0]), k);
 		return TRUE;
 	}
-	struct kept *k = g_new(struct kept, 1);
-	*k = (struct kept){ m.fds[0], m.n_fds >= 2 ? m.fds[1] : -1, m.args[1] };
-	g_hash_table_replace(kept, GUINT_TO_POINTER(m.args[0]), k);
+	case CONTROL_ATTACH:
+	case CONTROL_HANDOVER:
+	case CONTROL_OK:
+	case CONTROL_ERROR:
+	case CONTROL_SESSION:
+	case CONTROL_WATCH:
+	case CONTROL_END:
+	case CONTROL_SERVING:
+		break; /* not among words */
+	}
+	control_close_fds(&m);
 	return TRUE;
 }
 
-/* A new daemon asks on conn: the sessions, once the daemon is gone. */
-static void answer(int conn, GHashTable *kept, gboolean daemon_alive)
+/* A new daemon asks on conn: the sessions, once the daemon is gone. A
+ * taker that failed half-way is stopped, so that it serves nothing the
+ * next one is given. */
+static void answer(int conn, const struct held *h, gboolean daemon_alive)
 {
 	struct control_msg m;
 
@@ -109,25 +208,58 @@ static void answer(int conn, GHashTable *kept, gboolean daemon_alive)
 		(void)!control_send_error(conn, NULL, "its daemon is alive");
 		return;
 	}
-	if (control_send_word(conn, CONTROL_OK, NULL) == 0 && hand_over(conn, kept) == 0)
+	if (control_send_word(conn, CONTROL_OK, NULL) == 0 && hand_over(conn, h) == 0)
 		_exit(0);
+	handover_stop_taker(conn);
 }
 
-/* Remove path if it still is the keeper's socket (ino), not a newer
- * keeper's (after a --replace). */
-static void unlink_own(const char *path, ino_t ino)
+/* Serve the daemon on sock until it quits, or dies and nobody comes for
+ * the views. The exit status. */
+static int keep(int sock, struct held *h, int wait_s)
 {
-	struct stat st;
-	if (stat(path, &st) == 0 && st.st_ino == ino)
-		unlink(path);
-}
-
-static void keeper_main(int sock, int listen_fd, int wait_s, const char *path, ino_t ino)
-{
-	g_autoptr(GHashTable) kept = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, kept_free);
 	gboolean quit = FALSE, daemon_alive = TRUE;
 	gint64 deadline = 0;
 
+	for (;;) {
+		struct pollfd p[2] = { { .fd = daemon_alive ? sock : -1, .events = POLLIN },
+				       { .fd = h->listen_fd, .events = POLLIN } };
+		int timeout = -1;
+		if (!daemon_alive) {
+			gint64 left_ms = (deadline - g_get_monotonic_time()) / 1000;
+			if (left_ms <= 0 || !published(h)) {
+				unlink_own(h);
+				return left_ms <= 0; /* nobody came; or a newer keeper holds the views */
+			}
+			timeout = (int)MIN(left_ms, ORPHAN_CHECK_MS);
+		}
+		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+			return 1;
+		if (p[0].revents && !from_daemon(sock, h, &quit)) {
+			if (quit || !published(h) || g_hash_table_size(h->sessions) == 0) {
+				unlink_own(h);
+				return 0;
+			}
+			daemon_alive = FALSE; /* it died: wait for a new one */
+			deadline = g_get_monotonic_time() + (gint64)wait_s * G_USEC_PER_SEC;
+		}
+		if (p[1].revents & POLLIN) {
+			_cleanup_close_ int conn = control_accept(h->listen_fd, "only root may take the views over");
+			if (conn >= 0)
+				answer(conn, h, daemon_alive);
+		}
+	}
+}
+
+int keeper_run(int argc, char **argv)
+{
+	guint64 wait_s;
+
+	log_setup(FALSE);
+	if (argc != 5 || strcmp(argv[1], KEEPER_ARG) != 0 ||
+	    !g_ascii_string_to_unsigned(argv[3], 10, 0, G_MAXINT, &wait_s, NULL)) {
+		g_printerr("cgprocfs-keeper: started by the cgprocfs daemon only\n");
+		return 2;
+	}
 	prctl(PR_SET_NAME, "cgprocfs-keeper");
 	fault_set_role("keeper");
 	/* The daemon's signals are not the keeper's: it goes when told, or
@@ -135,34 +267,69 @@ static void keeper_main(int sock, int listen_fd, int wait_s, const char *path, i
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
-	for (;;) {
-		struct pollfd p[2] = { { .fd = daemon_alive ? sock : -1, .events = POLLIN },
-				       { .fd = listen_fd, .events = POLLIN } };
-		int timeout = -1;
-		if (!daemon_alive) {
-			gint64 left_ms = (deadline - g_get_monotonic_time()) / 1000;
-			if (left_ms <= 0) {
-				unlink_own(path, ino);
-				_exit(1); /* nobody came: the views end */
-			}
-			timeout = (int)MIN(left_ms, G_MAXINT);
-		}
-		if (poll(p, 2, timeout) < 0 && errno != EINTR)
-			_exit(1);
-		if (p[0].revents && !from_daemon(sock, kept, &quit)) {
-			if (quit || g_hash_table_size(kept) == 0) {
-				unlink_own(path, ino);
-				_exit(0);
-			}
-			daemon_alive = FALSE; /* it died: wait for a new one */
-			deadline = g_get_monotonic_time() + (gint64)wait_s * G_USEC_PER_SEC;
-		}
-		if (p[1].revents & POLLIN) {
-			_cleanup_close_ int conn = control_accept(listen_fd, "only root may take the views over");
-			if (conn >= 0)
-				answer(conn, kept, daemon_alive);
-		}
+	signal(SIGPIPE, SIG_IGN);
+	struct held h = {
+		.sessions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, kept_free),
+		.listener = -1,
+		.path = argv[2],
+		.listen_fd = -1,
+	};
+	return keep(KEEPER_SOCK_FD, &h, (int)wait_s);
+}
+
+/* ------------------------------------------------- the daemon's side -- */
+
+/* Used by the main thread and by containers' session threads (keeper_drop),
+ * which may outlive keeper_quit: freed by keeper_free only once none of
+ * them can call in. */
+struct keeper {
+	struct keeper_config cfg; /* its strings owned */
+	GMutex lock;              /* guards sock, pid, quit and warned */
+	int sock;                 /* to the keeper process; -1 if there is none */
+	pid_t pid;
+	gboolean quit;   /* keeper_quit: none is started again */
+	gboolean warned; /* that none could be started */
+};
+
+/* Start a keeper process, joined to k by a new k->sock. Under k->lock,
+ * or before anyone else uses k. The child execs at once: only system
+ * calls run in it (this process may run threads). */
+static int spawn(struct keeper *k)
+{
+	char wait_text[16];
+	int sv[2];
+
+	snprintf(wait_text, sizeof(wait_text), "%d", k->cfg.wait_s);
+	char *const argv[] = { "cgprocfs-keeper", KEEPER_ARG, (char *)k->cfg.path, wait_text,
+			       (char *)k->cfg.mountpoint, NULL };
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid_t pid = vfork();
+	if (pid == 0) {
+		/* dup2 onto itself would keep close-on-exec: fcntl then */
+		if ((sv[1] == KEEPER_SOCK_FD ? fcntl(sv[1], F_SETFD, 0) : dup2(sv[1], KEEPER_SOCK_FD)) < 0)
+			_exit(127);
+		close_range(KEEPER_SOCK_FD + 1, ~0u, 0);
+		execve("/proc/self/exe", argv, environ);
+		_exit(127);
 	}
+	int err = errno;
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		return -err;
+	}
+	const struct timeval timeout = { .tv_sec = PUBLISH_TIMEOUT_S };
+	(void)!setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+	k->sock = sv[0];
+	k->pid = pid;
+	g_autoptr(GError) error = NULL;
+	if (k->cfg.cgroup && cgroups_move(pid, k->cfg.cgroup, &error))
+		g_message("the keeper (pid %d) is in the cgroup %s: it outlives this daemon's cgroup", (int)pid,
+			  k->cfg.cgroup);
+	else if (k->cfg.cgroup)
+		log_warning_consequence(g_steal_pointer(&error), "the keeper ends with this daemon's cgroup");
+	return 0;
 }
 
 int keeper_connect(const char *path)
@@ -171,60 +338,99 @@ int keeper_connect(const char *path)
 	return conn >= 0 ? conn : -1;
 }
 
-int keeper_start(const char *path, int wait_s, const char *cgroup, struct keeper **ret)
+struct keeper *keeper_start(const struct keeper_config *cfg)
 {
-	struct stat st;
-
-	_cleanup_close_ int listen_fd = control_listen(path, 4);
-	if (listen_fd < 0)
-		return listen_fd;
-	if (stat(path, &st) < 0)
-		return -errno;
-	int sock;
-	pid_t pid = fdmsg_fork(&sock);
-	if (pid < 0)
-		return pid;
-	if (pid == 0) {
-		keeper_main(sock, listen_fd, wait_s, path, st.st_ino);
-		_exit(0);
-	}
-	g_autoptr(GError) err = NULL;
-	if (cgroup && cgroups_move(pid, cgroup, &err))
-		g_message("the keeper (pid %d) is in the cgroup %s: it outlives this daemon's cgroup", (int)pid,
-			  cgroup);
-	else if (cgroup)
-		log_warning_consequence(g_steal_pointer(&err), "the keeper ends with this daemon's cgroup");
 	struct keeper *k = g_new0(struct keeper, 1);
+	k->cfg = (struct keeper_config){ g_strdup(cfg->path), g_strdup(cfg->mountpoint), cfg->wait_s,
+					 g_strdup(cfg->cgroup) };
 	g_mutex_init(&k->lock);
-	k->sock = sock;
-	*ret = k;
-	return 0;
+	k->sock = -1;
+	int r = spawn(k);
+	if (r < 0) {
+		g_warning("cannot start the keeper (%s): the views end if this daemon dies, until one is started",
+			  g_strerror(-r));
+		k->warned = TRUE;
+	}
+	return k;
+}
+
+/* Send m to the keeper, if there is one; what follows a failure is said. */
+static void send_to_keeper(struct keeper *k, const struct control_msg *m, const char *consequence)
+{
+	g_autoptr(GError) err = NULL;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&k->lock);
+	if (k->sock >= 0 && control_send(k->sock, m, &err) < 0 && consequence)
+		log_warning_consequence(g_steal_pointer(&err), "%s", consequence);
 }
 
 void keeper_keep(struct keeper *k, unsigned id, unsigned proto_minor, int fuse_fd, int ns_fd)
 {
-	g_autoptr(GError) err = NULL;
 	const struct control_msg m = {
 		.word = CONTROL_KEEP,
 		.args = { id, proto_minor },
 		.fds = { fuse_fd, ns_fd },
 		.n_fds = ns_fd >= 0 ? 2 : 1,
 	};
-	if (!k)
-		return;
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&k->lock);
-	if (k->sock >= 0 && control_send(k->sock, &m, &err) < 0)
-		log_warning_consequence(g_steal_pointer(&err), "the keeper cannot hold that view");
+	if (k)
+		send_to_keeper(k, &m, "the keeper cannot hold that view (until it is started again)");
+}
+
+void keeper_keep_listener(struct keeper *k, int listen_fd)
+{
+	const struct control_msg m = { .word = CONTROL_LISTENER, .fds = { listen_fd }, .n_fds = 1 };
+	if (k && listen_fd >= 0)
+		send_to_keeper(k, &m, "the keeper cannot hold the control socket");
 }
 
 void keeper_drop(struct keeper *k, unsigned id)
 {
 	const struct control_msg m = { .word = CONTROL_DROP, .args = { id } };
+	if (k)
+		send_to_keeper(k, &m, NULL);
+}
+
+int keeper_publish(struct keeper *k, GError **error)
+{
+	struct control_msg answer;
+
 	if (!k)
-		return;
+		return log_set_message(error, "there is no keeper");
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&k->lock);
-	if (k->sock >= 0)
-		(void)!control_send(k->sock, &m, NULL);
+	if (k->sock < 0)
+		return log_set_message(error, "there is no keeper");
+	int r = control_send_word(k->sock, CONTROL_PUBLISH, error);
+	if (r == 0)
+		r = control_receive(k->sock, CONTROL_WORD(CONTROL_OK) | CONTROL_WORD(CONTROL_ERROR), &answer, error);
+	if (r == 0 && answer.word == CONTROL_ERROR)
+		r = log_set_message(error, "%s", answer.reason);
+	if (r < 0)
+		g_prefix_error(error, "the keeper cannot be found by a new daemon: ");
+	return r;
+}
+
+gboolean keeper_respawn_if_gone(struct keeper *k)
+{
+	struct pollfd p;
+
+	if (!k)
+		return FALSE;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&k->lock);
+	if (k->quit)
+		return FALSE;
+	if (k->sock >= 0) {
+		p = (struct pollfd){ .fd = k->sock, .events = POLLIN };
+		if (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLHUP | POLLERR)))
+			return FALSE;
+		close(k->sock);
+		k->sock = -1;
+		(void)!waitpid(k->pid, NULL, 0);
+		g_warning("the keeper (pid %d) is gone: starting another", (int)k->pid);
+	}
+	int r = spawn(k);
+	if (r < 0 && !k->warned)
+		g_warning("cannot start a keeper (%s): the views end if this daemon dies; trying again", g_strerror(-r));
+	k->warned = r < 0;
+	return r == 0;
 }
 
 void keeper_quit(struct keeper *k)
@@ -232,6 +438,7 @@ void keeper_quit(struct keeper *k)
 	if (!k)
 		return;
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&k->lock);
+	k->quit = TRUE;
 	if (k->sock < 0)
 		return;
 	(void)!control_send_word(k->sock, CONTROL_QUIT, NULL);
@@ -245,5 +452,8 @@ void keeper_free(struct keeper *k)
 		return;
 	keeper_quit(k);
 	g_mutex_clear(&k->lock);
+	g_free((char *)k->cfg.path);
+	g_free((char *)k->cfg.mountpoint);
+	g_free((char *)k->cfg.cgroup);
 	g_free(k);
 }

@@ -1,6 +1,7 @@
 /* Start-up, serving and teardown of one daemon. */
 #include "cleanup.h"
-#include "daemon.h"
+#include "lifecycle.h"
+
 #include "faults.h"
 #include "log.h"
 #include "metrics.h"
@@ -8,7 +9,6 @@
 #include "mountinfo.h"
 #include "pidns.h"
 #include "pidwatch.h"
-#include "session.h"
 #include "view.h"
 
 #ifdef HAVE_LIBSYSTEMD
@@ -28,41 +28,6 @@
 
 /* How long teardown waits for the host session's workers once the mount is gone. */
 #define LOOP_EXIT_WAIT_US (2 * G_USEC_PER_SEC)
-
-/* Everything one daemon runs, owned by lifecycle_serve's thread. Other
- * threads read: containers (atomically, for .cgprocfs/stats) and
- * handed_over (atomic); loop_done under loop_lock. On the heap, and freed
- * only once no session is served: where lifecycle_serve returns with
- * workers still answering (handed over, or binds elsewhere), it stays. */
-struct daemon {
-	const struct daemon_config *cfg;
-	int proc_fd, sys_cpu_fd;
-	struct daemon_cgroups cgroups;
-	struct cpuview *cpuview;
-	struct memgroups *memgroups; /* NULL: --no-memory-view */
-	struct nsinits *nsinits;
-	struct cputimes *cputimes;
-	struct iogroups *iogroups; /* NULL: --no-io-view */
-	struct smaps *smaps;
-	struct view *view;
-	struct pidwatch *watch;
-	struct refresher *refresher;
-	struct keeper *keeper;
-	struct notifier *notifier; /* NULL: notifications are written directly */
-	struct server *server;
-	struct session *host;
-	struct containers *containers;
-	struct handover ho;
-	GThread *loop_th, *watch_th;
-	GMutex loop_lock; /* guards loop_done */
-	GCond loop_cond;
-	gboolean loop_done;
-	char *real_path; /* <mountpoint>/proc/.real */
-	char *real_opts; /* the restricting options of the daemon's /proc, or NULL */
-	char *counters_path; /* stat's counters, kept for a daemon after this one */
-	gboolean real_mounted;
-	gint handed_over; /* set once this daemon's sessions are another's */
-};
 
 /* Serves the host view until it ends. */
 static gpointer loop_thread(gpointer data)
@@ -191,6 +156,7 @@ static int wait_for_stop_signal(struct daemon *d)
 		if (sig < 0 && errno == EAGAIN && !g_atomic_int_get(&d->handed_over)) {
 			keep_real_mounted(d);
 			keep_root_cached(d);
+			daemon_mind_keeper(d);
 		}
 		if (sig == SIGHUP) {
 			g_message("SIGHUP: nothing to reload");
@@ -231,12 +197,6 @@ static void on_handed_over(void *data)
 	struct daemon *d = data;
 	g_atomic_int_set(&d->handed_over, 1);
 	kill(getpid(), SIGTERM); /* wakes the main thread */
-}
-
-/* Taking over from a running daemon (--replace) or a dead one's keeper. */
-static gboolean taking_over(const struct daemon_config *cfg)
-{
-	return cfg->replace || cfg->recover_fd >= 0;
 }
 
 /* The CPU view, the memo, the host's view and the process watch. */
@@ -339,10 +299,8 @@ static gboolean make_host_session(struct daemon *d, GError **error)
 						cfg->fuse_options ? "," : "",
 						cfg->fuse_options ? cfg->fuse_options : "");
 
-	if (taking_over(cfg) && handover_take(cfg->mountpoint, cfg->recover_fd, &d->ho, error) < 0) {
-		g_prefix_error(error, "cannot take over %s: ", cfg->mountpoint);
+	if (taking_over(cfg) && !takeover_take(d, error))
 		return FALSE;
-	}
 	if (taking_over(cfg) && d->cputimes)
 		cputimes_take_over(d->cputimes);
 	d->host = session_new(d->server, d->view, d->watch, d->proc_fd, opts);
@@ -355,34 +313,10 @@ static gboolean make_host_session(struct daemon *d, GError **error)
 		       FALSE;
 	}
 	struct handover_session *taken = &g_array_index(d->ho.sessions, struct handover_session, 0);
-	if (session_take_up(d->host, taken->fuse_fd, taken->proto_minor, cfg->recover_fd >= 0) < 0)
+	if (session_take_up(d->host, taken->fuse_fd, taken->proto_minor, d->from_keeper) < 0)
 		return log_set_message(error, "cannot take up the session of %s", cfg->mountpoint), FALSE;
 	taken->fuse_fd = -1; /* the session's now */
 	return TRUE;
-}
-
-/* With --replace or from a keeper, once the host view is served here: the
- * containers' views, each with the watches of its cached processes taken
- * before it serves, then the old daemon is told to stop. */
-static void resume_the_rest(struct daemon *d, gboolean resend)
-{
-	struct handover *ho = &d->ho;
-	guint resumed = 0;
-
-	/* What is not taken, handover_clear closes. */
-	for (guint i = 1; i < ho->sessions->len && d->containers; i++)
-		if (containers_resume(d->containers, ho, i, resend) == 0)
-			resumed++;
-	if (resumed + 1 < ho->sessions->len)
-		g_warning("%u container view(s) could not be taken over: they stop working now",
-			  ho->sessions->len - 1 - resumed);
-	if (resend)
-		recover_entries(d->host, d->proc_fd);
-	fault_point("take-resumed");
-	handover_done(ho);
-	fault_point("take-serving");
-	g_message("took over the host view and %u container view(s) from %s", resumed,
-		  resend ? "the keeper of a daemon that died" : "the running daemon");
 }
 
 /* Serve the host view, with its procfs at proc/.real, and the containers. */
@@ -420,16 +354,20 @@ static gboolean start_serving(struct daemon *d, GError **error)
 		.keeper = d->keeper,
 	};
 	struct containers *cs = NULL;
-	r = containers_start(&ccfg, &cs);
+	r = containers_start(&ccfg, d->ho.listener, &cs);
 	if (r < 0)
 		g_warning("cannot listen on %s (%s): containers cannot attach", cfg->control_socket, g_strerror(-r));
 	else
 		g_atomic_pointer_set(&d->containers, cs);
+	if (r == 0)
+		d->ho.listener = -1; /* the containers' now */
 	if (taking_over(cfg))
-		resume_the_rest(d, cfg->recover_fd >= 0);
+		takeover_resume(d);
+	/* Before the one taken from may go: a keeper holds all, and is found. */
+	daemon_keep_all(d);
+	if (taking_over(cfg))
+		takeover_done(d);
 	containers_ready(cs);
-	/* INIT was answered by now (the .real mount, or the one before). */
-	keeper_keep(d->keeper, 0, session_proto_minor(d->host), session_fuse_fd(d->host), -1);
 	handover_clear(&d->ho);
 	return TRUE;
 }
@@ -526,7 +464,7 @@ static void free_daemon(struct daemon *d, gboolean containers_live)
 	g_free(d);
 }
 
-/* Open the roots and start the keeper (before any thread: it forks). */
+/* Open the roots and start the keeper. */
 static gboolean open_roots(struct daemon *d, GError **error)
 {
 	d->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -535,10 +473,13 @@ static gboolean open_roots(struct daemon *d, GError **error)
 	d->sys_cpu_fd = open("/sys/devices/system/cpu", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (d->sys_cpu_fd < 0)
 		return log_set_error(error, -errno, "cannot open /sys/devices/system/cpu"), FALSE;
-	int r = keeper_start(d->cfg->keeper_path, d->cfg->keeper_wait_s, d->cfg->keeper_cgroup, &d->keeper);
-	if (r < 0)
-		g_warning("cannot start the keeper at %s (%s): the views end if this daemon dies",
-			  d->cfg->keeper_path, g_strerror(-r));
+	const struct keeper_config kcfg = {
+		.path = d->cfg->keeper_path,
+		.mountpoint = d->cfg->mountpoint,
+		.wait_s = d->cfg->keeper_wait_s,
+		.cgroup = d->cfg->keeper_cgroup,
+	};
+	d->keeper = keeper_start(&kcfg);
 	return TRUE;
 }
 
@@ -560,7 +501,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		.cfg = cfg,
 		.proc_fd = -1,
 		.sys_cpu_fd = -1,
-		.ho = { .conn = -1 },
+		.ho = { .conn = -1, .listener = -1 },
 		.real_path = g_build_filename(cfg->mountpoint, "proc", ".real", NULL),
 		.real_opts = real_proc_options(),
 		.notifier = notifier,

@@ -235,6 +235,9 @@ int main(int argc, char **argv)
 	GError *error = NULL;
 	int status;
 
+	/* The keeper, started by a daemon (keeper.c). */
+	if (argc > 1 && strcmp(argv[1], KEEPER_ARG) == 0)
+		return keeper_run(argc, argv);
 	gboolean usable = parse_options(&argc, &argv, &o, &error) && check_options(&o, &error);
 	/* Once only (glib takes one log writer), after parsing: --debug. */
 	log_setup(o.debug_enabled);

@@ -109,12 +109,11 @@ int session_take_up(struct session *s, int fuse_fd, unsigned proto_minor, gboole
 /* FUSE 7.40 (Linux 6.9); older headers lack it. */
 #define NOTIFY_RESEND 7
 
-/* Have the kernel send again the requests a dead daemon had taken. */
-static void resend_requests(struct session *s)
+void session_resend(struct session *s)
 {
 	const struct fuse_out_header h = { .len = sizeof(h), .error = NOTIFY_RESEND, .unique = 0 };
 	if (write(fuse_session_fd(s->se), &h, sizeof(h)) != (ssize_t)sizeof(h))
-		g_warning("the kernel cannot resend the requests the dead daemon had taken (%s): "
+		g_warning("the kernel cannot resend the requests a dead daemon had taken (%s): "
 			  "those wait until their callers are killed", g_strerror(errno));
 }
 
@@ -124,7 +123,7 @@ int session_start(struct session *s, session_ended_fn ended, void *data)
 
 	/* Even if it is not served here: whoever serves it next needs them. */
 	if (s->resend)
-		resend_requests(s);
+		session_resend(s);
 	/* Workers only read what epoll said is there, but a request can go
 	 * (its caller interrupted) before it is read. */
 	int flags = fcntl(fd, F_GETFL);

@@ -59,6 +59,9 @@ int session_mount(struct session *s, const char *mountpoint);
  * the kernel is asked to send again the requests it had taken and not
  * answered (once this session serves). 0 or -errno. */
 int session_take_up(struct session *s, int fuse_fd, unsigned proto_minor, gboolean resend);
+/* Have the kernel send again the requests that a daemon which died (or
+ * was stopped) had taken from s and not answered. */
+void session_resend(struct session *s);
 
 /* How a session ended: 0 (its mount went away, or session_exit),
  * -ECANCELED (drained), or -errno. Called once, by a worker or by the

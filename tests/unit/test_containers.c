@@ -69,7 +69,7 @@ Test(containers, a_resumed_session_that_ends_at_once_leaves_no_watch)
 		.smaps = smaps_new(&scfg), .watch = w, .server = sv,
 	};
 	struct containers *cs;
-	cr_assert_eq(containers_start(&cfg, &cs), 0);
+	cr_assert_eq(containers_start(&cfg, -1, &cs), 0);
 
 	pid_t child = fork();
 	if (child == 0) {
@@ -80,6 +80,7 @@ Test(containers, a_resumed_session_that_ends_at_once_leaves_no_watch)
 	 * a watch of the container's. */
 	struct handover ho = {
 		.conn = -1,
+		.listener = -1,
 		.sessions = g_array_new(FALSE, FALSE, sizeof(struct handover_session)),
 		.watches = g_array_new(FALSE, FALSE, sizeof(struct handover_watch)),
 	};

@@ -71,6 +71,8 @@ static const struct control_msg samples[] = {
 	{ .word = CONTROL_KEEP, .args = { 0, 2147483647 }, .n_fds = 2 },
 	{ .word = CONTROL_DROP, .args = { 5 } },
 	{ .word = CONTROL_QUIT },
+	{ .word = CONTROL_LISTENER, .n_fds = 1 },
+	{ .word = CONTROL_PUBLISH },
 };
 
 Test(control, every_word_round_trips_with_usable_fds)
@@ -179,6 +181,8 @@ static const struct bad_message {
 	{ "error: no", 1, "with 1 fds" },
 	{ "session 31", 3, "more than 2 fds" },
 	{ "session 31", 8, "more than 2 fds" },
+	{ "listener", 0, "\"listener\" with 0 fds" },
+	{ "publish", 1, "\"publish\" with 1 fds" },
 };
 
 static void expect_rejects(const struct bad_message *bad, size_t n)
@@ -327,27 +331,30 @@ Test(control, the_control_file_names_the_socket)
 	rmdir(dir);
 }
 
-/* The giving side of a handover, on sv[0]: two sessions, a watch, end. */
+/* The giving side of a handover, on sv[0]: two sessions, a watch, the
+ * listener, end. */
 static gpointer give(gpointer data)
 {
-	const int *fds = data; /* host fuse, container fuse, container ns, pidfd */
+	const int *fds = data; /* host fuse, container fuse, container ns, pidfd, listener */
 	int r = handover_send_session(sv[0], 31, fds[0], -1, NULL);
 	if (r == 0)
 		r = handover_send_session(sv[0], 31, fds[1], fds[2], NULL);
 	if (r == 0)
 		r = handover_send_watch(sv[0], 1, 4321, fds[3], NULL);
 	if (r == 0)
+		r = handover_send_listener(sv[0], fds[4], NULL);
+	if (r == 0)
 		r = handover_finish(sv[0], NULL);
 	return GINT_TO_POINTER(r);
 }
 
-Test(control, a_handover_gives_sessions_and_watches)
+Test(control, a_handover_gives_sessions_watches_and_the_listener)
 {
-	int p[4][2], fds[4];
+	int p[5][2], fds[5];
 	struct handover h;
 	g_autoptr(GError) err = NULL;
 
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		make_pipe(p[i]);
 		fds[i] = p[i][1];
 	}
@@ -362,13 +369,16 @@ Test(control, a_handover_gives_sessions_and_watches)
 	cr_assert(host->fuse_fd >= 0 && host->ns_fd == -1 && host->proto_minor == 31);
 	cr_assert(c->fuse_fd >= 0 && c->ns_fd >= 0 && c->proto_minor == 31);
 	cr_assert(w->session == 1 && w->pid == 4321 && w->pidfd >= 0);
+	cr_assert_geq(h.listener, 0, "the listener came");
 	char ch;
 	cr_assert_eq(write(c->ns_fd, "n", 1), 1, "the fds taken work");
 	cr_assert_eq(read(p[2][0], &ch, 1), 1);
+	cr_assert_eq(write(h.listener, "l", 1), 1);
+	cr_assert_eq(read(p[4][0], &ch, 1), 1);
 	handover_done(&h);
 	cr_assert_eq(GPOINTER_TO_INT(g_thread_join(giver)), 0, "the giving side saw no serving");
 	handover_clear(&h);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		close(p[i][1]);
 		cr_assert(writers_gone(p[i][0]), "handover_clear closes everything");
 		close(p[i][0]);

@@ -3,7 +3,7 @@
 
     sudo CGPROCFS=build/daemon/cgprocfs CGPROCFS_OCI_HOOK=build/contrib/oci/cgprocfs-oci-hook \\
         /usr/bin/python3 tests/soak/soak.py [--minutes 60] [--containers-every 30]
-        [--replace-every 300] [--kill-every 420] [--warmup 60]
+        [--daemon-every 10] [--calm 300] [--warmup 60]
 
 (`tests/soak/run-soak.sh BUILD_DIR [options]` sets the two variables.)
 
@@ -27,13 +27,18 @@ At once, for --minutes:
   checker comparing each settled process's smaps_rollup through the view
   with the kernel's (the span of its mappings: another process's text
   would show another span);
-- the daemon replaced (--replace) every --replace-every s and killed
-  (SIGKILL, then a new daemon takes over from the keeper) every
-  --kill-every s.
+- a daemon event every --daemon-every s (daemons.py): the daemon
+  replaced (--replace) or killed (SIGKILL, then a new daemon takes over
+  from the keeper), plainly or with a process killed at a step of the
+  handover (the old daemon, the new one, or the keeper); one round takes
+  each kind of event once, then --calm s follow without one (that
+  daemon's growth is measured).
 
 It passes when no read failed (a process that is gone may be ENOENT or
-ESRCH), no content was wrong, the daemon logged no sanitizer report and
-stopped with exit 0 at the end, and each daemon that lived past the
+ESRCH), no content was wrong, every event ended with a daemon serving
+(and each fault of every round done fired), no daemon exited non-zero
+but of a fault, the daemons logged no sanitizer report, the last one
+stopped with exit 0 and left no keeper, and each daemon that lived past the
 warm-up grew by less than 5 MiB of RSS (not checked under a sanitizer,
 whose allocator keeps freed memory aside) and 16 fds from its first
 sample after the warm-up to its last. Every process, cgroup, container
@@ -58,6 +63,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 sys.path.insert(0, os.path.join(HERE, "..", "bench"))
 import benchlib  # noqa: E402
 import cgtest  # noqa: E402
+import daemons  # noqa: E402
 import test_containers as tc  # noqa: E402
 from test_cpuview import parse_cpu_list  # noqa: E402
 
@@ -309,7 +315,8 @@ class Soak:
         self.events = []         # (time, reader name or group, phase/group): see expected_at
         self.procs = []          # every Popen to kill at the end
         self.readers = {}        # name -> dict(proc, kind, group history)
-        self.daemon = None
+        self.daemon = None       # the one serving: self.daemons.current
+        self.daemons = None
         self.groups = None
         self.namespaces = None
         self.lab = None
@@ -487,16 +494,25 @@ class Soak:
             return
         self.samples.append((time.monotonic() - self.t0, pid, rss, fds, pidfds))
 
-    def replace(self, kill):
+    def daemon_event(self):
+        """The next daemon event; the s to wait before the one after."""
         self.sample()
-        if kill:
-            self.daemon.crash_and_restart()
-        else:
-            rc = self.daemon.take_over()
-            if rc != 0:
-                self.fail("the replaced daemon exited with status %s" % rc)
-        self.daemon_events.append((time.monotonic() - self.t0, "killed and restarted" if kill else "replaced"))
-        self.born = time.monotonic()
+        what = self.daemons.event()
+        self.daemon = self.lab.daemon = self.daemons.current
+        self.daemon_events.append((time.monotonic() - self.t0, what))
+        self.counts["daemon events"] += 1
+        return self.args.calm if self.daemons.done % len(daemons.ROUND) == 0 else 0
+
+    def check_faults(self):
+        """Each fault of every round done fired (else the event tested
+        nothing); the counts."""
+        fired = self.daemons.fired()
+        rounds = self.daemons.done // len(daemons.ROUND)
+        for _, fault in daemons.ROUND:
+            if fault and fired.get(fault, 0) < rounds:
+                self.fail("the fault %s fired %d times in %d rounds of daemon events"
+                          % (fault, fired.get(fault, 0), rounds))
+        return fired
 
     # --- the run -------------------------------------------------------
 
@@ -504,20 +520,21 @@ class Soak:
         a = self.args
         self.daemon = cgtest.Daemon()
         self.daemon.start()
+        self.daemons = daemons.Daemons(self.daemon, self.fail)
         self.groups = Groups(str(os.getpid()))
         self.lab = tc.Lab(self.daemon)
         self.lab.build()
-        self.t0 = self.born = time.monotonic()
+        self.t0 = time.monotonic()
         self.start_readers()
         self.start_churn()
         for _ in range(4):
             self.start_container()
-        print("soak: %g minutes; containers every %g s, --replace every %g s, SIGKILL every %g s; %s daemon"
-              % (a.minutes, a.containers_every, a.replace_every, a.kill_every,
-                 "sanitized" if self.sanitized else "plain"), flush=True)
+        print("soak: %g minutes; containers every %g s, a daemon event every %g s (%d a round, then %g s calm); "
+              "%s daemon" % (a.minutes, a.containers_every, a.daemon_every, len(daemons.ROUND), a.calm,
+                             "sanitized" if self.sanitized else "plain"), flush=True)
         end = self.t0 + a.minutes * 60
         due = {"limits": LIMITS_EVERY, "moves": MOVES_EVERY, "sample": SAMPLE_EVERY,
-               "containers": a.containers_every, "replace": a.replace_every, "kill": a.kill_every}
+               "containers": a.containers_every, "daemon": a.daemon_every}
         next_at = {k: self.t0 + v for k, v in due.items()}
         movable = sorted(n for n in self.readers if n.startswith("cpu-view-"))
         moves = 0
@@ -547,8 +564,8 @@ class Soak:
                 elif k == "containers":
                     self.stop_container()
                     self.start_container()
-                elif k in ("replace", "kill"):
-                    self.replace(k == "kill")
+                elif k == "daemon":
+                    next_at[k] = time.monotonic() + due[k] + self.daemon_event()
             time.sleep(0.1)
         self.sample()
         self.stop.set()
@@ -573,6 +590,8 @@ class Soak:
             print("  %-36s %d" % (k, self.counts[k]))
         for t, what in self.daemon_events:
             print("  at %6.0f s: daemon %s" % (t, what))
+        fired = self.check_faults()
+        print("  faults fired: %s" % (", ".join("%s %d" % kv for kv in sorted(fired.items())) or "none"))
         grown = self.growth()
         for pid, lived, rss, fds, base, base_fds, pidfds in grown:
             print("  daemon %d: %.1f MiB and %d fds after the warm-up, then %+.2f MiB and %+d fds over %.0f s "
@@ -602,11 +621,11 @@ class Soak:
             problems += self.groups.remove()
         if self.lab:
             problems += self.lab.cleanup()
-        if self.daemon:
-            problems += self.daemon.stop()
+        if self.daemons:
+            problems += self.daemons.stop()
             if self.daemon.returncode not in (0, None):
                 problems.append("the daemon exited with status %s" % self.daemon.returncode)
-            log = self.daemon.log()
+            log = self.daemons.log()
             if self.args.log:
                 with open(self.args.log, "w") as f:
                     f.write(log)
@@ -624,8 +643,10 @@ def main():
     p = argparse.ArgumentParser(description="cgprocfs under hours of mixed load (needs root).")
     p.add_argument("--minutes", type=float, default=60, help="how long (default 60)")
     p.add_argument("--containers-every", type=float, default=30, help="s between container restarts (default 30)")
-    p.add_argument("--replace-every", type=float, default=300, help="s between --replace (default 300)")
-    p.add_argument("--kill-every", type=float, default=420, help="s between SIGKILLs of the daemon (default 420)")
+    p.add_argument("--daemon-every", type=float, default=10,
+                   help="s between daemon events: --replace, SIGKILL, faults in a handover (default 10)")
+    p.add_argument("--calm", type=float, default=300,
+                   help="s without a daemon event after each round of them (default 300)")
     p.add_argument("--log", help="write the daemons' stderr to this file at the end")
     p.add_argument("--warmup", type=float, default=60, help="s of a daemon's life before growth counts (default 60)")
     p.add_argument("--role", choices=("reader", "smaps", "holder", "churn"), help=argparse.SUPPRESS)

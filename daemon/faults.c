@@ -16,11 +16,17 @@ void fault_set_role(const char *role)
 void fault_point(const char *point)
 {
 	const char *want = g_getenv("CGPROCFS_FAULT");
-	const char *colon = want ? strchr(want, ':') : NULL;
+	size_t role_len = strlen(fault_role), point_len = strlen(point);
 
-	if (!colon || strncmp(want, fault_role, (size_t)(colon - want)) != 0 || fault_role[colon - want] != '\0' ||
-	    strcmp(colon + 1, point) != 0)
+	if (!want || strncmp(want, fault_role, role_len) != 0 || want[role_len] != ':' ||
+	    strncmp(want + role_len + 1, point, point_len) != 0)
 		return;
-	g_message("fault injected: the %s SIGKILLs itself at %s", fault_role, point);
-	kill(getpid(), SIGKILL);
+	const char *action = want + role_len + 1 + point_len;
+	if (strcmp(action, "=stop") == 0) {
+		g_message("fault injected: the %s stops itself (SIGSTOP) at %s", fault_role, point);
+		kill(getpid(), SIGSTOP);
+	} else if (*action == '\0') {
+		g_message("fault injected: the %s SIGKILLs itself at %s", fault_role, point);
+		kill(getpid(), SIGKILL);
+	}
 }

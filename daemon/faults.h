@@ -1,8 +1,10 @@
 /* Fault injection, for the tests of the handover and the keeper
- * (tests/integration/test_handover.py): with CGPROCFS_FAULT=<role>:<point>
- * in its environment, the process of that role (daemon or keeper) that
- * reaches the point of that name says so in the log and SIGKILLs itself
- * there. Unset, as outside those tests, fault_point does nothing. */
+ * (tests/integration/test_handover.py, the soak): with
+ * CGPROCFS_FAULT=<role>:<point> in its environment, the process of that
+ * role (daemon or keeper) that reaches the point of that name says so in
+ * the log and SIGKILLs itself there; with <role>:<point>=stop, it stops
+ * itself (SIGSTOP) there, for the test to go on with. Unset, as outside
+ * those tests, fault_point does nothing. */
 #pragma once
 
 /* This process's role from now on ("daemon" until set): a static string. */

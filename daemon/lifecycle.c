@@ -195,6 +195,10 @@ static void more_stats(GString *out, void *data)
 static void on_handed_over(void *data)
 {
 	struct daemon *d = data;
+	/* The new daemon watches the processes and notifies now; a
+	 * notification of this one's waiting in the kernel for a request
+	 * that only a serving daemon answers would keep it from exiting. */
+	notifier_silence(d->notifier);
 	g_atomic_int_set(&d->handed_over, 1);
 	kill(getpid(), SIGTERM); /* wakes the main thread */
 }

@@ -7,18 +7,22 @@
 #include <errno.h>
 #include <glib.h>
 #include <linux/fuse.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 /* One per process (the channels are thread-local). */
 struct notifier {
-	GMutex lock; /* guards sock's sends */
-	int sock;    /* channels are sent to the notifier on it */
-	gint lost;   /* the notifier process is gone: notifications go directly */
+	GMutex lock;  /* guards sock's sends */
+	int sock;     /* channels are sent to the notifier on it */
+	gint lost;    /* the notifier process is gone: notifications go directly */
+	gint silent;  /* notifier_silence: nothing is written */
+	int silenced; /* eventfd, readable once silent */
 };
 
 /* ----------------------------------------------------------- the child -- */
@@ -119,14 +123,30 @@ int notifier_start(struct notifier **ret)
 	struct notifier *n = g_new0(struct notifier, 1);
 	g_mutex_init(&n->lock);
 	n->sock = sock;
+	n->silenced = eventfd(0, EFD_CLOEXEC);
+	if (n->silenced < 0) {
+		int r = -errno;
+		close(sock);
+		g_free(n);
+		return r;
+	}
 	*ret = n;
 	return 0;
+}
+
+void notifier_silence(struct notifier *n)
+{
+	if (!n)
+		return;
+	g_atomic_int_set(&n->silent, 1);
+	(void)!eventfd_write(n->silenced, 1);
 }
 
 void notifier_free(struct notifier *n)
 {
 	if (!n)
 		return;
+	close(n->silenced);
 	close(n->sock);
 	g_mutex_clear(&n->lock);
 	g_free(n);
@@ -182,11 +202,19 @@ static int channel(struct notifier *n)
 }
 
 /* The notifier's answer to this thread's last message: its errno, or
- * -errno if the channel failed (EPIPE: closed). */
-static int32_t answer(int chan)
+ * -errno if the channel failed (EPIPE: closed); 0 once silenced, if it
+ * has not come. */
+static int32_t answer(struct notifier *n, int chan)
 {
+	struct pollfd p[2] = { { .fd = chan, .events = POLLIN }, { .fd = n->silenced, .events = POLLIN } };
 	int32_t err;
 	ssize_t r;
+
+	while (poll(p, 2, -1) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (!p[0].revents)
+		return 0; /* another daemon's notifications now: nobody waits for this one */
 	do
 		r = recv(chan, &err, sizeof(err), 0);
 	while (r < 0 && errno == EINTR);
@@ -281,6 +309,8 @@ static ssize_t write_here(int fuse_fd, const struct iovec *iov, int count, size_
 /* One message (a notification, or a batch), through this thread's channel. */
 static ssize_t send_one(struct notifier *n, int fuse_fd, const struct iovec *iov, int count, size_t len)
 {
+	if (n && g_atomic_int_get(&n->silent))
+		return (ssize_t)len;
 	int chan = n ? channel(n) : -1;
 	if (chan < 0)
 		return write_here(fuse_fd, iov, count, len);
@@ -293,7 +323,7 @@ static ssize_t send_one(struct notifier *n, int fuse_fd, const struct iovec *iov
 		errno = EMSGSIZE; /* above what the socket may take here */
 		return -1;
 	}
-	int32_t err = r < 0 ? (int32_t)r : answer(chan);
+	int32_t err = r < 0 ? (int32_t)r : answer(n, chan);
 	if (err < 0) {
 		/* Written or not, it is written again: notifications say what
 		 * is, and saying it twice changes nothing. */

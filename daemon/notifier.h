@@ -35,6 +35,11 @@ ssize_t notifier_writev(struct notifier *n, int fuse_fd, const struct iovec *iov
  * a batch's notifications are not told. */
 void notifier_batch_begin(void);
 void notifier_batch_end(struct notifier *n);
+/* The sessions are another daemon's now (handed over): from here on
+ * nothing is written, and threads waiting for the notifier's answer
+ * (which may wait in the kernel for a request only a daemon serving the
+ * views answers) stop waiting, so that this daemon can exit. */
+void notifier_silence(struct notifier *n);
 /* Close the daemon's end; the notifier exits once each thread's channel
  * is closed too. */
 void notifier_free(struct notifier *n);

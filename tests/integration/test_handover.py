@@ -59,6 +59,17 @@ def host_reader(mnt):
                          'mount --rbind "$1/proc" /proc && shift && exec "$@"', "sh", mnt])
 
 
+def churn(mnt):
+    """Short-lived processes, each looked up through the view at mnt
+    before it exits: the daemon is always telling the kernel of an exit,
+    which waits for the lookups in flight in /proc."""
+    return subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                             'mount --rbind "$1/proc" /proc || exit 1\n'
+                             'while :; do sleep 0.01 & cat /proc/$!/stat >/dev/null 2>&1; wait; done', "sh", mnt],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
 def container_reader(init):
     """READER in the pid and mount namespaces of init, whose /proc is its view."""
     return start_reader(["nsenter", "--target", str(init), "--pid", "--mount"])
@@ -106,8 +117,9 @@ def serving(d):
 
 
 class Scene:
-    """A daemon, a container's view (the OCI hook's), and a reader in each
-    view; every daemon started for it is stopped at the end."""
+    """A daemon, a container's view (the OCI hook's), a reader in each
+    view and process churn in the host's; every daemon started for it is
+    stopped at the end."""
 
     def __init__(self, stack, fault_of_first=None, first_args=()):
         if not os.environ.get("CGPROCFS_OCI_HOOK"):
@@ -120,6 +132,7 @@ class Scene:
         check(res[0] == 0, "the hook gave no view", cgtest.describe(res))
         self.init = init
         self.readers = [("the host's view", host_reader(self.first.mnt)), ("the container's view", container_reader(init))]
+        self.churn = churn(self.first.mnt)
         stack.callback(self.kill_readers)
         time.sleep(0.3)
 
@@ -170,6 +183,9 @@ class Scene:
               "keepers left after the clean stop", cgtest.keepers_of(last.mnt))
 
     def kill_readers(self):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.churn.pid, signal.SIGKILL)
+        self.churn.wait()
         for _, r in self.readers:
             if r.poll() is None:
                 r.kill()
@@ -263,6 +279,31 @@ def make_tests():
             os.kill(keepers[0], signal.SIGKILL)
             check(cgtest.wait_until(lambda: cgtest.keepers_of(s.first.mnt) not in ([], keepers), timeout=10),
                   "no new keeper 10 s after the first was killed", s.log())
+            s.end()
+
+    @test("--replace, the new daemon SIGKILLed once it said serving, while the old one, stopped there, still "
+          "watches a process that exits and readers wait in /proc: the old one exits all the same, and a new "
+          "daemon takes every view from the keeper")
+    def _():
+        with contextlib.ExitStack() as stack:
+            s = Scene(stack, "daemon:give-served=stop")
+            sleeper = subprocess.Popen(["sleep", "600"])
+            stack.callback(lambda: sleeper.poll() is None and (sleeper.kill(), sleeper.wait()))
+            os.stat(os.path.join(s.first.proc, str(sleeper.pid)))  # its entry cached, its exit watched
+            new = s.daemon("daemon:take-serving", ["--replace"])
+            s.fired("daemon:take-serving")
+            new.process.wait(cgtest.STOP_TIMEOUT)
+            check(cgtest.wait_until(lambda: cgtest.read_all("/proc/%d/stat" % s.first.process.pid).split()[2] == b"T"),
+                  "the old daemon did not stop at give-served", s.log())
+            sleeper.kill()
+            sleeper.wait()
+            time.sleep(0.3)  # the readers' lookups wait in /proc: nobody serves
+            os.kill(s.first.process.pid, signal.SIGCONT)
+            try:
+                s.first.process.wait(cgtest.STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                raise cgtest.Failure("the old daemon still runs %d s after it handed over (its notification of "
+                                     "the exit waits in the kernel)" % cgtest.STOP_TIMEOUT, s.log())
             s.end()
 
     @test("--keep-views-on-stop: SIGTERM, then a new daemon SIGKILLed at take-resumed: no failed read, the views "

@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -49,7 +48,7 @@ struct ns_view {
 struct containers {
 	struct containers_config cfg;
 	int listen_fd;
-	GThread *acceptor;     /* from containers_ready on */
+	struct acceptor *acceptor; /* from containers_ready on */
 	GMutex lock;           /* guards by_ns, every ns_view in it, served, last_id and the counters */
 	GHashTable *by_ns;     /* ns -> struct ns_view* */
 	GPtrArray *served;     /* struct container*: every container view served */
@@ -467,11 +466,12 @@ static gboolean handle_handover(struct containers *cs, int conn)
 	return TRUE;
 }
 
-/* One request on the control socket (from root: see acceptor_thread),
+/* One request on the control socket (from root: see acceptor.c),
  * readable now.
  * TRUE: stop taking requests (handed over). */
-static gboolean handle(struct containers *cs, int conn)
+static gboolean handle(void *data, int conn)
 {
+	struct containers *cs = data;
 	const unsigned requests = CONTROL_WORD(CONTROL_ATTACH) | CONTROL_WORD(CONTROL_HANDOVER);
 	g_autoptr(GError) err = NULL;
 	struct control_msg m;
@@ -487,90 +487,6 @@ static gboolean handle(struct containers *cs, int conn)
 	else
 		handle_attach(cs, conn, (pid_t)m.args[0]);
 	return FALSE;
-}
-
-/* Connections accepted, whose request has not come yet: at most
- * WAITING_MAX at once (a new one pushes the oldest out), each for at most
- * REQUEST_WAIT_US. A peer that connects and says nothing, however often,
- * holds no one else up: a hook sends its request as it connects. */
-#define WAITING_MAX 64
-#define REQUEST_WAIT_US (2 * G_USEC_PER_SEC)
-
-struct waiting {
-	int conn;
-	gint64 until; /* monotonic */
-};
-
-static void refuse(int conn, const char *why)
-{
-	(void)!control_send_error(conn, NULL, "%s", why);
-	close(conn);
-}
-
-/* Accept one connection into waiting. FALSE: the socket was shut down. */
-static gboolean take_connection(struct containers *cs, GArray *waiting)
-{
-	int conn = control_accept(cs->listen_fd, "only root may attach containers");
-	if (conn == -EINTR || conn == -ECONNABORTED || conn == -EPERM || conn == -EAGAIN)
-		return TRUE;
-	if (conn == -EMFILE || conn == -ENFILE || conn == -ENOBUFS || conn == -ENOMEM) {
-		g_usleep(G_USEC_PER_SEC / 10); /* left in the backlog until fds are free */
-		return TRUE;
-	}
-	if (conn < 0)
-		return FALSE;
-	if (waiting->len >= WAITING_MAX) {
-		guint oldest = 0;
-		for (guint i = 1; i < waiting->len; i++)
-			if (g_array_index(waiting, struct waiting, i).until < g_array_index(waiting, struct waiting, oldest).until)
-				oldest = i;
-		refuse(g_array_index(waiting, struct waiting, oldest).conn,
-		       "too many connections waiting to be served; try again");
-		g_array_remove_index_fast(waiting, oldest);
-	}
-	struct waiting w = { conn, g_get_monotonic_time() + REQUEST_WAIT_US };
-	g_array_append_val(waiting, w);
-	return TRUE;
-}
-
-static gpointer acceptor_thread(gpointer data)
-{
-	struct containers *cs = data;
-	g_autoptr(GArray) waiting = g_array_new(FALSE, FALSE, sizeof(struct waiting));
-	struct pollfd fds[1 + WAITING_MAX];
-	gboolean stop = FALSE;
-
-	while (!stop) {
-		gint64 now = g_get_monotonic_time(), next = now + REQUEST_WAIT_US;
-		fds[0] = (struct pollfd){ .fd = cs->listen_fd, .events = POLLIN };
-		for (guint i = 0; i < waiting->len; i++) {
-			const struct waiting *w = &g_array_index(waiting, struct waiting, i);
-			fds[1 + i] = (struct pollfd){ .fd = w->conn, .events = POLLIN };
-			next = MIN(next, w->until);
-		}
-		guint n = waiting->len;
-		if (poll(fds, 1 + n, (int)MAX(0, (next - now + 999) / 1000)) < 0 && errno != EINTR)
-			break;
-		now = g_get_monotonic_time();
-		/* Back to front: removing an entry moves the last one into it. */
-		for (guint i = n; i-- > 0 && !stop;) {
-			struct waiting w = g_array_index(waiting, struct waiting, i);
-			if (!fds[1 + i].revents && w.until > now)
-				continue;
-			g_array_remove_index_fast(waiting, i);
-			if (!fds[1 + i].revents) {
-				refuse(w.conn, "no request within 2 s");
-				continue;
-			}
-			stop = handle(cs, w.conn);
-			close(w.conn);
-		}
-		if (!stop && fds[0].revents)
-			stop = !take_connection(cs, waiting);
-	}
-	for (guint i = 0; i < waiting->len; i++)
-		refuse(g_array_index(waiting, struct waiting, i).conn, "the daemon is stopping");
-	return NULL;
 }
 
 int containers_start(const struct containers_config *cfg, int listen_fd, struct containers **ret)
@@ -592,7 +508,7 @@ int containers_start(const struct containers_config *cfg, int listen_fd, struct 
 void containers_ready(struct containers *cs)
 {
 	if (cs)
-		cs->acceptor = g_thread_new("control", acceptor_thread, cs);
+		cs->acceptor = acceptor_start(cs->listen_fd, "only root may attach containers", handle, cs);
 }
 
 int containers_listen_fd(struct containers *cs)
@@ -608,10 +524,7 @@ gboolean containers_stop(struct containers *cs)
 	 * then fail with ENOTCONN, as a view does whose daemon is gone. A
 	 * socket handed over is the new daemon's: only this copy closes (the
 	 * acceptor has ended). */
-	if (!cs->handed_over)
-		shutdown(cs->listen_fd, SHUT_RDWR);
-	if (cs->acceptor)
-		g_thread_join(cs->acceptor);
+	acceptor_stop(cs->acceptor, !cs->handed_over);
 	close(cs->listen_fd);
 	if (!cs->handed_over)
 		unlink(cs->cfg.socket_path);

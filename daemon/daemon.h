@@ -76,6 +76,18 @@ gboolean containers_stop(struct containers *cs);
 /* Free what containers_stop left, once it said no view is served. */
 void containers_free(struct containers *cs);
 
+/* The control socket's acceptor (acceptor.c): a thread that accepts
+ * connections on listen_fd (the caller's), refusing peers that are not
+ * root with refusal, and gives each, once its request has come, to
+ * handle(data, conn), which returns TRUE to stop accepting (handed over).
+ * acceptor_stop shuts the socket down first if shut_down (FALSE: it is
+ * another daemon's now, and the thread has ended), joins the thread and
+ * frees a. */
+typedef gboolean (*acceptor_handle_fn)(void *data, int conn);
+struct acceptor;
+struct acceptor *acceptor_start(int listen_fd, const char *refusal, acceptor_handle_fn handle, void *data);
+void acceptor_stop(struct acceptor *a, gboolean shut_down);
+
 /* The background refresher of the smaps_rollup memo. */
 struct refresher;
 struct refresher *refresher_new(void);

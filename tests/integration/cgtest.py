@@ -616,6 +616,41 @@ class LoopDevice:
         self.close()
 
 
+# In a view bound over /proc: read served and delegated files and list
+# pids, for argv[1] seconds, or without it until a line comes on stdin;
+# then read a file and a directory opened at the start again, and print the
+# counts as JSON. At most 20 errors are kept (a dead view gives one a read).
+VIEW_READER = r"""
+import json, os, select, sys, time
+out = {"reads": 0, "errors": []}
+held = open("/proc/stat", "rb")
+held.read(10)
+held_dir = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
+if len(sys.argv) > 1:
+    end = time.monotonic() + float(sys.argv[1])
+    done = lambda: time.monotonic() >= end
+else:
+    done = lambda: select.select([sys.stdin], [], [], 0)[0]
+while not done() and len(out["errors"]) < 20:
+    try:
+        with open("/proc/cpuinfo") as f:
+            assert "processor" in f.read(), "cpuinfo without processor lines"
+        with open("/proc/self/status") as f:
+            assert f.read().startswith("Name:"), "status does not start with Name:"
+        assert len([p for p in os.listdir("/proc") if p.isdigit()]) > 1, "no pids listed"
+        out["reads"] += 1
+    except Exception as e:
+        out["errors"].append(repr(e))
+try:
+    held.seek(0)
+    out["held"] = held.read(4).decode()
+    out["held_dir"] = len([p for p in os.listdir(held_dir) if p.isdigit()])
+except Exception as e:
+    out["held"] = out["held_dir"] = repr(e)
+print(json.dumps(out), flush=True)
+"""
+
+
 # The root.path a bundle gives the OCI hook for a namespace of
 # namespace_with_view: the host's /, whose /proc in that namespace's mount
 # namespace is its own procfs.

@@ -54,40 +54,13 @@ def start_fails(argv, status, words, what, **kw):
     return result
 
 
-# In the view (bound over /proc): read served and delegated files, list
-# pids, and read a file and a directory opened before the handover, for
-# argv[1] seconds; print the counts as JSON.
-READER = r"""
-import json, os, sys, time
-held = open("/proc/stat", "rb")
-held.read(10)
-held_dir = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
-out = {"reads": 0, "errors": []}
-end = time.monotonic() + float(sys.argv[1])
-while time.monotonic() < end:
-    try:
-        with open("/proc/cpuinfo") as f:
-            assert "processor" in f.read(), "cpuinfo without processor lines"
-        with open("/proc/self/status") as f:
-            assert f.read().startswith("Name:"), "status does not start with Name:"
-        assert len([p for p in os.listdir("/proc") if p.isdigit()]) > 1, "no pids listed"
-        out["reads"] += 1
-    except Exception as e:
-        out["errors"].append(repr(e))
-held.seek(0)
-out["held"] = held.read(4).decode()
-out["held_dir"] = len([p for p in os.listdir(held_dir) if p.isdigit()])
-print(json.dumps(out))
-"""
-
-
 @contextlib.contextmanager
 def reader_in_view(mnt, seconds):
-    """READER for seconds with the view at mnt bound over /proc; killed if
+    """cgtest.VIEW_READER for seconds with the view at mnt bound over /proc; killed if
     still running when the block ends."""
     reader = subprocess.Popen(
         ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-         'mount --rbind "$1/proc" /proc && shift && exec "$@"', "sh", mnt, cgtest.PYTHON, "-c", READER,
+         'mount --rbind "$1/proc" /proc && shift && exec "$@"', "sh", mnt, cgtest.PYTHON, "-c", cgtest.VIEW_READER,
          str(seconds)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

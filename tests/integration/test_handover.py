@@ -21,40 +21,14 @@ from cgtest import Daemon, check, check_equal  # noqa: E402
 SETTLE_TIMEOUT = 75  # a giver waits up to 60 s for "serving"
 READER_TIMEOUT = 30
 
-# Reads served and delegated files and lists pids, in whatever /proc it
-# is given, until a line comes on stdin; then prints the counts as JSON.
-# A file opened at the start is read again at the end.
-READER = r"""
-import json, os, select, sys
-out = {"reads": 0, "errors": []}
-held = open("/proc/stat", "rb")
-held.read(10)
-while not select.select([sys.stdin], [], [], 0)[0] and len(out["errors"]) < 20:
-    try:
-        with open("/proc/cpuinfo") as f:
-            assert "processor" in f.read(), "cpuinfo without processor lines"
-        with open("/proc/self/status") as f:
-            assert f.read().startswith("Name:"), "status does not start with Name:"
-        assert len([p for p in os.listdir("/proc") if p.isdigit()]) > 1, "no pids listed"
-        out["reads"] += 1
-    except Exception as e:
-        out["errors"].append(repr(e))
-try:
-    held.seek(0)
-    out["held"] = held.read(4).decode()
-except Exception as e:
-    out["held"] = repr(e)
-print(json.dumps(out), flush=True)
-"""
-
-
 def start_reader(argv_prefix):
-    return subprocess.Popen(argv_prefix + [cgtest.PYTHON, "-c", READER], stdin=subprocess.PIPE,
+    """cgtest.VIEW_READER, until finish_reader."""
+    return subprocess.Popen(argv_prefix + [cgtest.PYTHON, "-c", cgtest.VIEW_READER], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def host_reader(mnt):
-    """READER with the view at mnt bound over /proc."""
+    """cgtest.VIEW_READER with the view at mnt bound over /proc."""
     return start_reader(["unshare", "--mount", "--propagation", "private", "sh", "-c",
                          'mount --rbind "$1/proc" /proc && shift && exec "$@"', "sh", mnt])
 
@@ -71,7 +45,7 @@ def churn(mnt):
 
 
 def container_reader(init):
-    """READER in the pid and mount namespaces of init, whose /proc is its view."""
+    """cgtest.VIEW_READER in the pid and mount namespaces of init, whose /proc is its view."""
     return start_reader(["nsenter", "--target", str(init), "--pid", "--mount"])
 
 
@@ -90,6 +64,7 @@ def finish_reader(reader, where):
     check_equal(res["errors"], [], "errors the reader in %s saw" % where)
     check(res["reads"] > 0, "the reader in %s read nothing" % where, res)
     check_equal(res["held"], "cpu ", "the start of /proc/stat, opened in %s before the fault" % where)
+    check(res["held_dir"] > 1, "a listing of /proc opened in %s before the fault gave %s" % (where, res["held_dir"]))
 
 
 def alive(d):

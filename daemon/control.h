@@ -129,9 +129,11 @@ struct handover {
 	int listener;      /* the control socket's listening socket; -1 if none came (or once taken) */
 };
 /* Ask for the sessions: on conn (a keeper's, see keeper_connect), or, if
- * conn is -1, the daemon serving mountpoint. 0, or -errno with *error;
- * the old daemon serves on until handover_done. Takes conn. */
-int handover_take(const char *mountpoint, int conn, struct handover *ret, GError **error);
+ * conn is -1, the daemon at the control socket socket_path. 0, or -errno
+ * with *error (-EPROTO or -EINVAL: that daemon refused, or made no sense;
+ * it serves on); the old daemon serves on until handover_done. Takes
+ * conn. */
+int handover_take(const char *socket_path, int conn, struct handover *ret, GError **error);
 /* Tell the old daemon that its sessions are served here: it stops. */
 void handover_done(struct handover *h);
 /* Close what was not taken. */

@@ -20,15 +20,11 @@
 /* How long a giver waits for a taker it SIGKILLed to be gone. */
 #define STOP_TAKER_WAIT_MS 10000
 
-/* Connect to the daemon serving mountpoint and ask for its sessions. */
-static int ask_daemon(const char *mountpoint, GError **error)
+/* Connect to the daemon serving the control socket at socket_path (not
+ * read from the mountpoint's .cgprocfs/control: a read there would wait
+ * for a daemon that died meanwhile) and ask for its sessions. */
+static int ask_daemon(const char *socket_path, GError **error)
 {
-	g_autofree char *socket_path = control_socket_of(mountpoint, error);
-
-	if (!socket_path) {
-		g_prefix_error(error, "the running daemon names no control socket: ");
-		return -ENOENT;
-	}
 	int conn = control_ask_handover(socket_path, error);
 	if (conn < 0)
 		g_prefix_error(error, "the running daemon did not hand over%s: ",
@@ -74,12 +70,12 @@ static int take_one(struct handover *h, int conn, GError **error)
 			       control_word_text(m.word));
 }
 
-int handover_take(const char *mountpoint, int given_conn, struct handover *ret, GError **error)
+int handover_take(const char *socket_path, int given_conn, struct handover *ret, GError **error)
 {
 	struct handover h = { .conn = -1, .listener = -1 };
 	int r;
 
-	_cleanup_close_ int conn = given_conn >= 0 ? given_conn : ask_daemon(mountpoint, error);
+	_cleanup_close_ int conn = given_conn >= 0 ? given_conn : ask_daemon(socket_path, error);
 	if (conn < 0)
 		return conn;
 	fault_point("take-asked");

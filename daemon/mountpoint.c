@@ -54,12 +54,6 @@ static gboolean has_cgprocfs(const char *path)
 	return fstype && strcmp(fstype, "fuse.cgprocfs") == 0;
 }
 
-/* Is path served by a running cgprocfs? */
-static gboolean served(const char *path)
-{
-	return has_cgprocfs(path) && !mount_is_dead(path);
-}
-
 /* Is path free to mount on? FALSE with *error set if not. A dead cgprocfs
  * mount is removed, so a restart after a crash works. */
 static gboolean mountpoint_free(const char *path, GError **error)
@@ -102,7 +96,10 @@ static gboolean check_takeover(const char *path, enum mountpoint_mode mode, GErr
 		log_set_message(error, "a keeper holds views of %s, but nothing is mounted there", path);
 		return FALSE;
 	}
-	if (mode == MOUNTPOINT_REPLACE && !served(path)) {
+	/* Not statfs: it would wait while the daemon to take over from is
+	 * dead and its keeper holds the views (the handover then asks the
+	 * keeper). A dead mount with neither fails at the handover. */
+	if (mode == MOUNTPOINT_REPLACE && !has_cgprocfs(path)) {
 		log_set_message(error, "nothing to take over at %s: no running cgprocfs serves it", path);
 		return FALSE;
 	}

@@ -38,10 +38,13 @@ gboolean takeover_take(struct daemon *d, GError **error)
 	const struct daemon_config *cfg = d->cfg;
 
 	d->from_keeper = cfg->recover_fd >= 0;
-	if (handover_take(cfg->mountpoint, cfg->recover_fd, &d->ho, error) == 0)
+	int r = handover_take(cfg->control_socket, cfg->recover_fd, &d->ho, error);
+	if (r == 0)
 		return TRUE;
-	/* The daemon taken from may have died half-way: its keeper has it all. */
-	int conn = d->from_keeper ? -1 : keeper_of_the_dead(cfg->keeper_path);
+	/* Unless it refused: the daemon taken from may have died half-way,
+	 * and its keeper has it all. */
+	gboolean refused = r == -EPROTO || r == -EINVAL;
+	int conn = d->from_keeper || refused ? -1 : keeper_of_the_dead(cfg->keeper_path);
 	if (conn < 0) {
 		g_prefix_error(error, "cannot take over %s: ", cfg->mountpoint);
 		return FALSE;
@@ -49,7 +52,7 @@ gboolean takeover_take(struct daemon *d, GError **error)
 	g_message("the daemon taken over from went half-way (%s): taking the views from its keeper", (*error)->message);
 	g_clear_error(error);
 	d->from_keeper = TRUE;
-	if (handover_take(cfg->mountpoint, conn, &d->ho, error) == 0)
+	if (handover_take(cfg->control_socket, conn, &d->ho, error) == 0)
 		return TRUE;
 	g_prefix_error(error, "cannot take over %s from the keeper: ", cfg->mountpoint);
 	return FALSE;

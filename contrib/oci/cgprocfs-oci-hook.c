@@ -8,6 +8,7 @@
  * whatever goes wrong, it says so in one line and exits 0, and the container
  * keeps the real /proc. */
 #include "control.h"
+#include "faults.h"
 #include "ocijson.h"
 
 #include <errno.h>
@@ -53,6 +54,7 @@ static int ask_view(int conn, long pid, GError **error)
 		g_prefix_error(error, "cannot talk to the daemon: ");
 		return -EPIPE;
 	}
+	fault_point("attach-sent");
 	if (control_receive(conn, CONTROL_WORD(CONTROL_OK) | CONTROL_WORD(CONTROL_ERROR), &reply, error) < 0) {
 		g_prefix_error(error, "no answer from the daemon: ");
 		return -EPROTO;
@@ -185,6 +187,7 @@ static int run(const char *state_text)
 	int view = ask_view(conn, pid, &error);
 	if (view < 0)
 		return give_up("%s", error->message);
+	fault_point("attach-got");
 
 	if (files_mode) {
 		const char *files[][2] = { { "proc/cpuinfo", "cpuinfo" }, { "proc/stat", "stat" } };
@@ -215,6 +218,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	fault_set_role("hook");
 	int o;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {

@@ -686,13 +686,14 @@ def end_namespace(ns):
     ns.wait()
 
 
-def give_view(mnt, bundle, pid, name, hook=None):
+def give_view(mnt, bundle, pid, name, hook=None, env=None):
     """Run the OCI hook (default $CGPROCFS_OCI_HOOK) for the namespace of
     pid, as a runtime's createContainer hook would, to give it the view at
-    mnt; bundle is a directory with HOOK_BUNDLE_CONFIG as config.json. The
-    hook's (rc, out, err)."""
+    mnt; bundle is a directory with HOOK_BUNDLE_CONFIG as config.json; env:
+    more of its environment. The hook's (rc, out, err)."""
     state = json.dumps({"ociVersion": "1.0.2", "id": name, "status": "creating", "pid": pid, "bundle": bundle})
-    return run([hook or os.environ["CGPROCFS_OCI_HOOK"], "--mountpoint", mnt], input=state, env=HOOK_ENV)
+    return run([hook or os.environ["CGPROCFS_OCI_HOOK"], "--mountpoint", mnt], input=state,
+               env=dict(HOOK_ENV, **(env or {})))
 
 
 @contextlib.contextmanager

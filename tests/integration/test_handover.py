@@ -281,6 +281,27 @@ def make_tests():
                                      "the exit waits in the kernel)" % cgtest.STOP_TIMEOUT, s.log())
             s.end()
 
+    for step in ("attach-sent", "attach-got"):
+        @test("the OCI hook of another container SIGKILLed at %s: the daemon serves on, no failed read, the view "
+              "it made ends, and the next attach works" % step)
+        def _(step=step):
+            with contextlib.ExitStack() as stack:
+                s = Scene(stack)
+                sessions = lambda: cgtest.read_stats(s.first.mnt).get("cgprocfs_container_sessions")
+                check_equal(sessions(), 1, "container sessions before")
+                bundle = stack.enter_context(scratch_bundle())
+                ns, pid = cgtest.start_namespace()
+                stack.callback(cgtest.end_namespace, ns)
+                res = cgtest.give_view(s.first.mnt, bundle, pid, "killed-hook", env={"CGPROCFS_FAULT": "hook:" + step})
+                check_equal(res[0], -signal.SIGKILL, "the hook's exit status")
+                check("SIGKILLs itself at " + step in res[2], "the fault was not reached", cgtest.describe(res))
+                check(cgtest.wait_until(lambda: sessions() == 1, timeout=10),
+                      "the killed hook's view is still served %s" % sessions(), s.log())
+                res = cgtest.give_view(s.first.mnt, bundle, pid, "next-hook")
+                check(res[0] == 0, "the next attach", cgtest.describe(res))
+                check_equal(sessions(), 2, "container sessions after the next attach")
+                s.end()
+
     @test("--keep-views-on-stop: SIGTERM, then a new daemon SIGKILLed at take-resumed: no failed read, the views "
           "served and kept")
     def _():

@@ -297,46 +297,18 @@ void files_list_rows(struct view *v, const struct caller *c, GArray *entries, en
 					rows[r].kind == NODE_HOST_FILE ? S_IFREG : S_IFDIR);
 }
 
-/* Directories of the static table are of the named layout. */
-static gboolean row_valid(const struct view *v, uint64_t ino)
+gboolean files_row_valid(const struct view *v, uint64_t ino)
 {
 	uint64_t r = ino_id(ino);
 	return r > ROW_NONE && r < ROW_COUNT && rows[r].kind == ino_kind(ino);
 }
 
-static int dir_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret, double *ret_timeout)
+int files_dir_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret, double *ret_timeout)
 {
 	*ret_timeout = TIMEOUT_STABLE;
 	view_attr_fill(v, ret, ino, S_IFDIR | 0555, 0);
 	return 0;
 }
-
-static int static_dir_lookup(struct view *v, const struct caller *c, uint64_t parent, const char *name,
-			     struct view_entry *ret)
-{
-	enum row r = files_find_row(v, (enum row)ino_id(parent), name);
-	if (r != ROW_NONE) {
-		ret->ino = files_row_ino_for(v, c, r);
-		return 0;
-	}
-	if (ino_id(parent) == ROW_PROC)
-		return proc_lookup_top(v, c, name, ret);
-	return -ENOENT;
-}
-
-static int static_dir_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray *entries)
-{
-	files_list_rows(v, c, entries, (enum row)ino_id(ino));
-	return ino_id(ino) == ROW_PROC ? proc_list_top(v, c, entries) : 0;
-}
-
-const struct kind_ops files_static_dir_ops = {
-	.type = S_IFDIR,
-	.valid = row_valid,
-	.attr = dir_attr,
-	.lookup = static_dir_lookup,
-	.readdir = static_dir_readdir,
-};
 
 static int real_dir_lookup(struct view *v, const struct caller *c, uint64_t parent, const char *name,
 			   struct view_entry *ret)
@@ -351,8 +323,8 @@ static int real_dir_readdir(struct view *v, const struct caller *c, uint64_t ino
 
 const struct kind_ops files_real_dir_ops = {
 	.type = S_IFDIR,
-	.valid = row_valid,
-	.attr = dir_attr,
+	.valid = files_row_valid,
+	.attr = files_dir_attr,
 	.lookup = real_dir_lookup,
 	.readdir = real_dir_readdir,
 };

@@ -132,7 +132,11 @@ enum row {
 	ROW_PRESSURE_IRQ,
 	ROW_COUNT
 };
-extern const struct kind_ops files_static_dir_ops, files_real_dir_ops, files_served_ops;
+extern const struct kind_ops files_real_dir_ops, files_served_ops;
+/* Whether ino is a row of the table, of the kind that row is. */
+gboolean files_row_valid(const struct view *v, uint64_t ino);
+/* A table directory's attributes. */
+int files_dir_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret, double *ret_timeout);
 uint64_t files_row_ino(enum row r);
 /* The inode of row r for the caller: of its content class for a served
  * file whose text depends on it. */

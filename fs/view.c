@@ -1,7 +1,8 @@
 /* The public entry points of the view and their dispatch on the node kind
  * an inode number carries. What each kind does is in its family's file:
  * files.c (the static table and served files), view-proc.c (proc/ and the
- * pid directories), view-sys.c (sys/devices/system/cpu). */
+ * pid directories), view-sys.c (sys/devices/system/cpu); the families
+ * depend on files.c's table, never on each other. */
 #include "view-internal.h"
 
 #include "dirwalk.h"
@@ -11,9 +12,39 @@
 #include <fcntl.h>
 #include <string.h>
 
+/* The directories of the static table (files.c): its rows, and in proc/
+ * the real procfs's other entries (view-proc.c). Here, where both
+ * families meet, so that neither depends on the other's. */
+static int static_dir_lookup(struct view *v, const struct caller *c, uint64_t parent, const char *name,
+			     struct view_entry *ret)
+{
+	enum row r = files_find_row(v, (enum row)ino_id(parent), name);
+	if (r != ROW_NONE) {
+		ret->ino = files_row_ino_for(v, c, r);
+		return 0;
+	}
+	if (ino_id(parent) == ROW_PROC)
+		return proc_lookup_top(v, c, name, ret);
+	return -ENOENT;
+}
+
+static int static_dir_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray *entries)
+{
+	files_list_rows(v, c, entries, (enum row)ino_id(ino));
+	return ino_id(ino) == ROW_PROC ? proc_list_top(v, c, entries) : 0;
+}
+
+static const struct kind_ops static_dir_ops = {
+	.type = S_IFDIR,
+	.valid = files_row_valid,
+	.attr = files_dir_attr,
+	.lookup = static_dir_lookup,
+	.readdir = static_dir_readdir,
+};
+
 /* One row per kind, in the order of enum node_kind. */
 static const struct kind_ops *const kind_ops[] = {
-	[NODE_STATIC_DIR] = &files_static_dir_ops,
+	[NODE_STATIC_DIR] = &static_dir_ops,
 	[NODE_REAL_DIR] = &files_real_dir_ops,
 	[NODE_HOST_FILE] = &files_served_ops,
 	[NODE_TOP_LINK] = &proc_top_link_ops,

@@ -203,24 +203,10 @@ static void on_handed_over(void *data)
 	kill(getpid(), SIGTERM); /* wakes the main thread */
 }
 
-/* The CPU view, the memo, the host's view and the process watch. */
-static gboolean make_views(struct daemon *d, GError **error)
+/* What the served files read of the cgroups, but the CPU view: memory,
+ * I/O, CPU time (with the pid namespaces' inits it needs). */
+static void make_groups(struct daemon *d)
 {
-	int r;
-
-	cgroups_discover(&d->cgroups);
-	cgroups_log(&d->cgroups);
-	const struct cpuview_config ccfg = {
-		.proc_fd = d->proc_fd,
-		.sys_cpu_fd = d->sys_cpu_fd,
-		.cgroups = d->cgroups.config,
-		.use_quota = d->cfg->cpu_quota,
-		.report = report_bad_cgroup,
-		.report_data = (void *)"CPUs",
-	};
-	r = cpuview_new(&ccfg, &d->cpuview);
-	if (r < 0)
-		return log_set_error(error, r, "cannot set up the CPU view"), FALSE;
 	const struct memgroups_config mcfg = {
 		.proc_fd = d->proc_fd,
 		.memory = d->cgroups.config.memory,
@@ -256,6 +242,28 @@ static gboolean make_views(struct daemon *d, GError **error)
 		.report_data = (void *)"CPU time",
 	};
 	d->cputimes = cputimes_new(&tcfg);
+}
+
+/* The CPU view, the cgroups' readers, the memo, the host's view and the
+ * process watch. */
+static gboolean make_views(struct daemon *d, GError **error)
+{
+	int r;
+
+	cgroups_discover(&d->cgroups);
+	cgroups_log(&d->cgroups);
+	const struct cpuview_config ccfg = {
+		.proc_fd = d->proc_fd,
+		.sys_cpu_fd = d->sys_cpu_fd,
+		.cgroups = d->cgroups.config,
+		.use_quota = d->cfg->cpu_quota,
+		.report = report_bad_cgroup,
+		.report_data = (void *)"CPUs",
+	};
+	r = cpuview_new(&ccfg, &d->cpuview);
+	if (r < 0)
+		return log_set_error(error, r, "cannot set up the CPU view"), FALSE;
+	make_groups(d);
 	uint64_t own_ns = pidns_of(d->proc_fd, getpid());
 	struct memo_config memo = d->cfg->smaps;
 	/* Half the memo at most for a container; the host view's callers,

@@ -274,7 +274,9 @@ int keeper_run(int argc, char **argv)
 		.path = argv[2],
 		.listen_fd = -1,
 	};
-	return keep(KEEPER_SOCK_FD, &h, (int)wait_s);
+	int status = keep(KEEPER_SOCK_FD, &h, (int)wait_s);
+	g_hash_table_destroy(h.sessions);
+	return status;
 }
 
 /* ------------------------------------------------- the daemon's side -- */

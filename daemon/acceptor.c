@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@ struct acceptor {
 	acceptor_handle_fn handle;
 	void *data;
 	GThread *thread;
+	int stop_fd; /* eventfd, readable once acceptor_stop is called */
 };
 
 /* Connections accepted, whose request has not come yet: at most
@@ -66,28 +68,31 @@ static gpointer acceptor_thread(gpointer data)
 {
 	struct acceptor *a = data;
 	g_autoptr(GArray) waiting = g_array_new(FALSE, FALSE, sizeof(struct waiting));
-	struct pollfd fds[1 + WAITING_MAX];
+	struct pollfd fds[2 + WAITING_MAX];
 	gboolean stop = FALSE;
 
 	while (!stop) {
 		gint64 now = g_get_monotonic_time(), next = now + REQUEST_WAIT_US;
 		fds[0] = (struct pollfd){ .fd = a->listen_fd, .events = POLLIN };
+		fds[1] = (struct pollfd){ .fd = a->stop_fd, .events = POLLIN };
 		for (guint i = 0; i < waiting->len; i++) {
 			const struct waiting *w = &g_array_index(waiting, struct waiting, i);
-			fds[1 + i] = (struct pollfd){ .fd = w->conn, .events = POLLIN };
+			fds[2 + i] = (struct pollfd){ .fd = w->conn, .events = POLLIN };
 			next = MIN(next, w->until);
 		}
 		guint n = waiting->len;
-		if (poll(fds, 1 + n, (int)MAX(0, (next - now + 999) / 1000)) < 0 && errno != EINTR)
+		if (poll(fds, 2 + n, (int)MAX(0, (next - now + 999) / 1000)) < 0 && errno != EINTR)
+			break;
+		if (fds[1].revents)
 			break;
 		now = g_get_monotonic_time();
 		/* Back to front: removing an entry moves the last one into it. */
 		for (guint i = n; i-- > 0 && !stop;) {
 			struct waiting w = g_array_index(waiting, struct waiting, i);
-			if (!fds[1 + i].revents && w.until > now)
+			if (!fds[2 + i].revents && w.until > now)
 				continue;
 			g_array_remove_index_fast(waiting, i);
-			if (!fds[1 + i].revents) {
+			if (!fds[2 + i].revents) {
 				refuse(w.conn, "no request within 2 s");
 				continue;
 			}
@@ -102,20 +107,25 @@ static gpointer acceptor_thread(gpointer data)
 	return NULL;
 }
 
-struct acceptor *acceptor_start(int listen_fd, const char *refusal, acceptor_handle_fn handle, void *data)
+int acceptor_start(int listen_fd, const char *refusal, acceptor_handle_fn handle, void *data,
+		   struct acceptor **ret)
 {
+	int stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (stop_fd < 0)
+		return -errno;
 	struct acceptor *a = g_new0(struct acceptor, 1);
-	*a = (struct acceptor){ listen_fd, refusal, handle, data, NULL };
+	*a = (struct acceptor){ listen_fd, refusal, handle, data, NULL, stop_fd };
 	a->thread = g_thread_new("control", acceptor_thread, a);
-	return a;
+	*ret = a;
+	return 0;
 }
 
-void acceptor_stop(struct acceptor *a, gboolean shut_down)
+void acceptor_stop(struct acceptor *a)
 {
 	if (!a)
 		return;
-	if (shut_down)
-		shutdown(a->listen_fd, SHUT_RDWR);
+	(void)!eventfd_write(a->stop_fd, 1);
 	g_thread_join(a->thread);
+	close(a->stop_fd);
 	g_free(a);
 }

@@ -52,7 +52,7 @@ struct containers {
 	GMutex lock;           /* guards by_ns, every ns_view in it, served, last_id and the counters */
 	GHashTable *by_ns;     /* ns -> struct ns_view* */
 	GPtrArray *served;     /* struct container*: every container view served */
-	gboolean handed_over;  /* the socket is the new daemon's now */
+	gboolean handed_over;  /* the socket is the new daemon's now: set by the acceptor, read once it is stopped */
 	unsigned last_id;      /* of a session, for the keeper (the host's is 0) */
 	guint64 attaches, attach_failures;
 };
@@ -397,10 +397,12 @@ static void send_watch(void *owner, pid_t pid, int pidfd, void *data)
 /* A handover failed: the new daemon is stopped if it still runs, and
  * this one serves on, with what the new one took and did not answer sent
  * again, and its own keeper at the keeper's path again (the new one's
- * may have taken it). */
+ * may have taken it; if this one's is gone, the main thread starts
+ * another within seconds). */
 static void serve_on(struct containers *cs, int conn, GError *error)
 {
 	handover_stop_taker(conn);
+	keeper_hold(cs->cfg.keeper, FALSE);
 	server_resume(cs->cfg.server);
 	session_resend(cs->cfg.host);
 	g_mutex_lock(&cs->lock);
@@ -409,7 +411,7 @@ static void serve_on(struct containers *cs, int conn, GError *error)
 	g_mutex_unlock(&cs->lock);
 	g_autoptr(GError) unpublished = NULL;
 	if (keeper_publish(cs->cfg.keeper, &unpublished) < 0)
-		log_warning_consequence(g_steal_pointer(&unpublished), "a keeper is started again within seconds");
+		log_warning_consequence(g_steal_pointer(&unpublished), "trying again within seconds");
 	g_prefix_error(&error, "a handover to a new daemon failed: ");
 	log_warning_consequence(error, "this one serves on");
 }
@@ -434,6 +436,9 @@ static gboolean handle_handover(struct containers *cs, int conn)
 		return FALSE;
 	}
 	fault_point("give-paused");
+	/* Until it is over: a keeper of this daemon's started and published
+	 * meanwhile could take the keeper's path from the new daemon's. */
+	keeper_hold(cs->cfg.keeper, TRUE);
 	if (cs->cfg.cputimes)
 		cputimes_hand_over(cs->cfg.cputimes);
 	if (control_send_word(conn, CONTROL_OK, &hs.error) == 0)
@@ -507,8 +512,17 @@ int containers_start(const struct containers_config *cfg, int listen_fd, struct 
 
 void containers_ready(struct containers *cs)
 {
-	if (cs)
-		cs->acceptor = acceptor_start(cs->listen_fd, "only root may attach containers", handle, cs);
+	int r = cs ? acceptor_start(cs->listen_fd, "only root may attach containers", handle, cs, &cs->acceptor) : 0;
+	if (r < 0)
+		g_warning("cannot accept on %s (%s): containers cannot attach", cs->cfg.socket_path, g_strerror(-r));
+}
+
+gboolean containers_stop_accepting(struct containers *cs)
+{
+	if (!cs)
+		return FALSE;
+	acceptor_stop(g_steal_pointer(&cs->acceptor));
+	return cs->handed_over;
 }
 
 int containers_listen_fd(struct containers *cs)
@@ -522,9 +536,8 @@ gboolean containers_stop(struct containers *cs)
 		return FALSE;
 	/* Containers' sessions live on until the process exits: their views
 	 * then fail with ENOTCONN, as a view does whose daemon is gone. A
-	 * socket handed over is the new daemon's: only this copy closes (the
-	 * acceptor has ended). */
-	acceptor_stop(cs->acceptor, !cs->handed_over);
+	 * socket handed over is the new daemon's: only this copy closes. */
+	containers_stop_accepting(cs);
 	close(cs->listen_fd);
 	if (!cs->handed_over)
 		unlink(cs->cfg.socket_path);

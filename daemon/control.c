@@ -36,8 +36,9 @@ static const struct word_rule {
 	[CONTROL_QUIT] = { "quit", 0, 0, 0, FALSE },
 	[CONTROL_LISTENER] = { "listener", 0, 1, 1, FALSE },
 	[CONTROL_PUBLISH] = { "publish", 0, 0, 0, FALSE },
+	[CONTROL_LEAVE] = { "leave", 0, 0, 0, FALSE },
 };
-G_STATIC_ASSERT(G_N_ELEMENTS(rules) == CONTROL_PUBLISH + 1);
+G_STATIC_ASSERT(G_N_ELEMENTS(rules) == CONTROL_LAST_WORD + 1);
 
 /* Room for more fds than any word takes: more than that is a message cut
  * off (MSG_CTRUNC), rejected whole. */

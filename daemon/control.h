@@ -15,7 +15,7 @@
  *                           listener + the control socket's listening fd
  *                           end            -> the new daemon: serving
  *   daemon -> keeper      keep <id> <minor> + fuse fd [+ pid ns fd]
- *                         listener + fd, drop <id>, quit
+ *                         listener + fd, drop <id>, quit, leave
  *                         publish                 ok | error
  *
  * This file and control.c are all the OCI hook links of the daemon: glib,
@@ -47,7 +47,9 @@ enum control_word {
 	CONTROL_QUIT,     /* to the keeper: let go of everything */
 	CONTROL_LISTENER, /* the control socket's listening socket, + its fd */
 	CONTROL_PUBLISH,  /* to the keeper: listen at your path now; ok | error */
+	CONTROL_LEAVE,    /* to the keeper: the views are another's; go, leaving the path */
 };
+#define CONTROL_LAST_WORD CONTROL_LEAVE
 
 struct control_msg {
 	enum control_word word;
@@ -128,12 +130,12 @@ struct handover {
 	GArray *watches;   /* struct handover_watch */
 	int listener;      /* the control socket's listening socket; -1 if none came (or once taken) */
 };
-/* Ask for the sessions: on conn (a keeper's, see keeper_connect), or, if
- * conn is -1, the daemon at the control socket socket_path. 0, or -errno
- * with *error (-EPROTO or -EINVAL: that daemon refused, or made no sense;
- * it serves on); the old daemon serves on until handover_done. Takes
+/* Take the sessions on conn, a daemon's or a keeper's that answered "ok"
+ * to "handover" (control_ask_handover, keeper_connect). 0, or -errno with
+ * *error (-EPROTO or -EINVAL: the other side refused, or made no sense,
+ * and serves on); the old daemon serves on until handover_done. Takes
  * conn. */
-int handover_take(const char *socket_path, int conn, struct handover *ret, GError **error);
+int handover_take(int conn, struct handover *ret, GError **error);
 /* Tell the old daemon that its sessions are served here: it stops. */
 void handover_done(struct handover *h);
 /* Close what was not taken. */
@@ -168,7 +170,7 @@ struct keeper_config {
 };
 struct keeper;
 /* Never NULL: one whose process could not be started (said in the log)
- * starts it with keeper_respawn_if_gone. */
+ * starts it with keeper_needs_everything. */
 struct keeper *keeper_start(const struct keeper_config *cfg);
 /* Session id 0 is the host view's; a container's comes with its pid
  * namespace (ns_fd), the host's with -1; proto_minor: the FUSE protocol
@@ -178,18 +180,31 @@ void keeper_keep_listener(struct keeper *k, int listen_fd);
 void keeper_drop(struct keeper *k, unsigned id);
 /* Have the keeper listen at its path (again), where a new daemon finds
  * it, once it holds every view (it has read what was sent before): 0, or
- * -errno with *error. */
+ * -errno with *error (a keeper that did not answer is killed, and another
+ * is started by keeper_needs_everything). */
 int keeper_publish(struct keeper *k, GError **error);
-/* If the keeper process is gone (or was never started), start another:
- * TRUE if one was, which holds nothing yet and is not published. */
-gboolean keeper_respawn_if_gone(struct keeper *k);
-/* A clean stop: the keeper lets go of everything and exits; k's keep and
- * drop do nothing from then on. */
+/* Whether the keeper's last publish succeeded (it is at its path, unless
+ * a newer keeper was renamed there since). */
+gboolean keeper_published(struct keeper *k);
+/* From TRUE to FALSE, a handover is under way: no keeper is started (one
+ * published meanwhile could take the path from the new daemon's). */
+void keeper_hold(struct keeper *k, gboolean holding);
+/* TRUE if the keeper must be given every view and published: another one
+ * was started as it was gone (or never started), or its last publish
+ * failed. FALSE while a handover is under way (keeper_hold) or once it
+ * was let go. */
+gboolean keeper_needs_everything(struct keeper *k);
+/* A clean stop: the keeper lets go of everything, removes its path and
+ * exits; k's keep and drop do nothing from then on. */
 void keeper_quit(struct keeper *k);
+/* Handed over: the same, but the path (the new daemon's keeper's now)
+ * stays. */
+void keeper_leave(struct keeper *k);
 /* Free k (quitting first), once nothing can call keeper_keep or keeper_drop. */
 void keeper_free(struct keeper *k);
 /* A connection to the keeper at path whose daemon died, ready to hand its
- * sessions over (handover_take), or -1 (none there, or its daemon lives). */
+ * sessions over (handover_take), or -errno (none there, or its daemon
+ * lives: -EPROTO). */
 int keeper_connect(const char *path);
 /* The keeper process: main() with argv[1] KEEPER_ARG. The exit status. */
 int keeper_run(int argc, char **argv);

@@ -70,6 +70,9 @@ void containers_keep_all(struct containers *cs);
 int containers_listen_fd(struct containers *cs);
 /* The containers' gauges and counters (Prometheus text). */
 void containers_render_stats(struct containers *cs, GString *out);
+/* Stop taking requests, once the one under way is answered (a handover
+ * ends first): TRUE if the views were handed over to a new daemon. */
+gboolean containers_stop_accepting(struct containers *cs);
 /* Stop taking new containers. TRUE if containers' views are still served:
  * what they use (the CPU view, the memo, the watch) must then stay. */
 gboolean containers_stop(struct containers *cs);
@@ -80,13 +83,14 @@ void containers_free(struct containers *cs);
  * connections on listen_fd (the caller's), refusing peers that are not
  * root with refusal, and gives each, once its request has come, to
  * handle(data, conn), which returns TRUE to stop accepting (handed over).
- * acceptor_stop shuts the socket down first if shut_down (FALSE: it is
- * another daemon's now, and the thread has ended), joins the thread and
- * frees a. */
+ * 0 or -errno. acceptor_stop ends it once the request it is handling is
+ * done (a handover under way ends first), and frees a; the socket is
+ * left as it is (a new daemon may share it). */
 typedef gboolean (*acceptor_handle_fn)(void *data, int conn);
 struct acceptor;
-struct acceptor *acceptor_start(int listen_fd, const char *refusal, acceptor_handle_fn handle, void *data);
-void acceptor_stop(struct acceptor *a, gboolean shut_down);
+int acceptor_start(int listen_fd, const char *refusal, acceptor_handle_fn handle, void *data,
+		   struct acceptor **ret);
+void acceptor_stop(struct acceptor *a);
 
 /* The background refresher of the smaps_rollup memo. */
 struct refresher;

@@ -20,18 +20,6 @@
 /* How long a giver waits for a taker it SIGKILLed to be gone. */
 #define STOP_TAKER_WAIT_MS 10000
 
-/* Connect to the daemon serving the control socket at socket_path (not
- * read from the mountpoint's .cgprocfs/control: a read there would wait
- * for a daemon that died meanwhile) and ask for its sessions. */
-static int ask_daemon(const char *socket_path, GError **error)
-{
-	int conn = control_ask_handover(socket_path, error);
-	if (conn < 0)
-		g_prefix_error(error, "the running daemon did not hand over%s: ",
-			       conn == -EPROTO ? " (too old for --replace?)" : "");
-	return conn;
-}
-
 /* One message of the handover, into h: 1 while more are to come, 0 after
  * the last, or -errno with *error. */
 static int take_one(struct handover *h, int conn, GError **error)
@@ -70,14 +58,12 @@ static int take_one(struct handover *h, int conn, GError **error)
 			       control_word_text(m.word));
 }
 
-int handover_take(const char *socket_path, int given_conn, struct handover *ret, GError **error)
+int handover_take(int given_conn, struct handover *ret, GError **error)
 {
 	struct handover h = { .conn = -1, .listener = -1 };
 	int r;
 
-	_cleanup_close_ int conn = given_conn >= 0 ? given_conn : ask_daemon(socket_path, error);
-	if (conn < 0)
-		return conn;
+	_cleanup_close_ int conn = given_conn;
 	fault_point("take-asked");
 	h.sessions = g_array_new(FALSE, FALSE, sizeof(struct handover_session));
 	h.watches = g_array_new(FALSE, FALSE, sizeof(struct handover_watch));

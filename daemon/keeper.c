@@ -14,11 +14,13 @@
  * publishes its keeper before it tells the one it took from that it
  * serves, so that a keeper holding every view stands at the path at every
  * moment. A keeper whose daemon died while it was not (or no longer) at
- * its path goes at once: nobody can find it.
+ * its path goes at once: nobody can find it. Only a clean stop removes the
+ * path: a keeper that goes for any other reason leaves it, as a newer
+ * keeper may have just been renamed there.
  *
  * It runs the daemon's own executable (/proc/self/exe, KEEPER_ARG), so
  * that a daemon can start one at any time, also once it runs threads: a
- * keeper that died is replaced by its daemon (keeper_respawn_if_gone). */
+ * keeper that died is replaced by its daemon (keeper_needs_everything). */
 #include "cleanup.h"
 #include "daemon.h"
 #include "faults.h"
@@ -43,6 +45,8 @@
 #define PUBLISH_TIMEOUT_S 5
 /* How often a keeper whose daemon died checks it is still at its path. */
 #define ORPHAN_CHECK_MS 1000
+/* How long the keeper waits for a new daemon's request once it connected. */
+#define REQUEST_TIMEOUT_S 2
 
 /* ------------------------------------------------- the keeper process -- */
 
@@ -101,6 +105,7 @@ static gboolean published(const struct held *h)
 	return h->listen_fd >= 0 && stat(h->path, &st) == 0 && st.st_ino == h->ino;
 }
 
+/* A clean stop: the path goes too (no other keeper is coming). */
 static void unlink_own(const struct held *h)
 {
 	if (published(h))
@@ -143,12 +148,13 @@ static void answer_publish(int sock, struct held *h)
 
 /* A message from the daemon (control.h): keep, with the session's fd (and
  * a container's pid namespace) and the FUSE protocol version the kernel
- * spoke to it; drop; listener; publish; quit. FALSE once the daemon is
- * gone (EOF) or said quit (*ret_quit). */
-static gboolean from_daemon(int sock, struct held *h, gboolean *ret_quit)
+ * spoke to it; drop; listener; publish; quit; leave. FALSE once the daemon
+ * is gone (EOF) or said quit or leave (*ret_said). */
+static gboolean from_daemon(int sock, struct held *h, enum control_word *ret_said)
 {
 	const unsigned words = CONTROL_WORD(CONTROL_KEEP) | CONTROL_WORD(CONTROL_DROP) | CONTROL_WORD(CONTROL_QUIT) |
-			       CONTROL_WORD(CONTROL_LISTENER) | CONTROL_WORD(CONTROL_PUBLISH);
+			       CONTROL_WORD(CONTROL_LISTENER) | CONTROL_WORD(CONTROL_PUBLISH) |
+			       CONTROL_WORD(CONTROL_LEAVE);
 	g_autoptr(GError) err = NULL;
 	struct control_msg m;
 
@@ -162,7 +168,8 @@ static gboolean from_daemon(int sock, struct held *h, gboolean *ret_quit)
 		return FALSE;
 	switch (m.word) {
 	case CONTROL_QUIT:
-		*ret_quit = TRUE;
+	case CONTROL_LEAVE:
+		*ret_said = m.word;
 		return FALSE;
 	case CONTROL_DROP:
 		g_hash_table_remove(h->sessions, GUINT_TO_POINTER(m.args[0]));
@@ -202,14 +209,21 @@ static void answer(int conn, const struct held *h, gboolean daemon_alive)
 {
 	struct control_msg m;
 
-	if (control_receive(conn, CONTROL_WORD(CONTROL_HANDOVER), &m, NULL) < 0)
+	const struct timeval timeout = { .tv_sec = REQUEST_TIMEOUT_S };
+	g_autoptr(GError) error = NULL;
+
+	if (setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) < 0 ||
+	    control_receive(conn, CONTROL_WORD(CONTROL_HANDOVER), &m, NULL) < 0)
 		return;
 	if (daemon_alive) {
 		(void)!control_send_error(conn, NULL, "its daemon is alive");
 		return;
 	}
-	if (control_send_word(conn, CONTROL_OK, NULL) == 0 && hand_over(conn, h) == 0)
+	int r = control_send_word(conn, CONTROL_OK, &error);
+	if (r == 0 && (r = hand_over(conn, h)) == 0)
 		_exit(0);
+	g_warning("the keeper could not hand the views over to a new daemon (%s): it holds them on",
+		  error ? error->message : g_strerror(-r));
 	handover_stop_taker(conn);
 }
 
@@ -217,7 +231,8 @@ static void answer(int conn, const struct held *h, gboolean daemon_alive)
  * the views. The exit status. */
 static int keep(int sock, struct held *h, int wait_s)
 {
-	gboolean quit = FALSE, daemon_alive = TRUE;
+	enum control_word said = CONTROL_END; /* neither quit nor leave */
+	gboolean daemon_alive = TRUE;
 	gint64 deadline = 0;
 
 	for (;;) {
@@ -226,19 +241,17 @@ static int keep(int sock, struct held *h, int wait_s)
 		int timeout = -1;
 		if (!daemon_alive) {
 			gint64 left_ms = (deadline - g_get_monotonic_time()) / 1000;
-			if (left_ms <= 0 || !published(h)) {
-				unlink_own(h);
+			if (left_ms <= 0 || !published(h))
 				return left_ms <= 0; /* nobody came; or a newer keeper holds the views */
-			}
 			timeout = (int)MIN(left_ms, ORPHAN_CHECK_MS);
 		}
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			return 1;
-		if (p[0].revents && !from_daemon(sock, h, &quit)) {
-			if (quit || !published(h) || g_hash_table_size(h->sessions) == 0) {
+		if (p[0].revents && !from_daemon(sock, h, &said)) {
+			if (said == CONTROL_QUIT)
 				unlink_own(h);
+			if (said != CONTROL_END || !published(h) || g_hash_table_size(h->sessions) == 0)
 				return 0;
-			}
 			daemon_alive = FALSE; /* it died: wait for a new one */
 			deadline = g_get_monotonic_time() + (gint64)wait_s * G_USEC_PER_SEC;
 		}
@@ -281,25 +294,29 @@ int keeper_run(int argc, char **argv)
 
 /* ------------------------------------------------- the daemon's side -- */
 
-/* Used by the main thread and by containers' session threads (keeper_drop),
- * which may outlive keeper_quit: freed by keeper_free only once none of
- * them can call in. */
+/* Used by the main thread, the acceptor (a handover) and containers'
+ * session threads (keeper_drop), which may outlive keeper_quit: freed by
+ * keeper_free only once none of them can call in. */
 struct keeper {
 	struct keeper_config cfg; /* its strings owned */
-	GMutex lock;              /* guards sock, pid, quit and warned */
+	GMutex lock;              /* guards everything below */
 	int sock;                 /* to the keeper process; -1 if there is none */
 	pid_t pid;
-	gboolean quit;   /* keeper_quit: none is started again */
-	gboolean warned; /* that none could be started */
+	gboolean published; /* it said it listens at its path */
+	gboolean holding;   /* keeper_hold: a handover is under way */
+	gboolean quit;      /* keeper_quit or keeper_leave: none is started again */
+	gboolean warned;    /* that none could be started */
 };
 
 /* Start a keeper process, joined to k by a new k->sock. Under k->lock,
- * or before anyone else uses k. The child execs at once: only system
- * calls run in it (this process may run threads). */
+ * or before anyone else uses k. The child (vfork: it shares this memory
+ * until it execs) runs system calls only, this process may run threads;
+ * it leaves exec's error in exec_errno. */
 static int spawn(struct keeper *k)
 {
 	char wait_text[16];
 	int sv[2];
+	volatile int exec_errno = 0;
 
 	snprintf(wait_text, sizeof(wait_text), "%d", k->cfg.wait_s);
 	char *const argv[] = { "cgprocfs-keeper", KEEPER_ARG, (char *)k->cfg.path, wait_text,
@@ -309,15 +326,18 @@ static int spawn(struct keeper *k)
 	pid_t pid = vfork();
 	if (pid == 0) {
 		/* dup2 onto itself would keep close-on-exec: fcntl then */
-		if ((sv[1] == KEEPER_SOCK_FD ? fcntl(sv[1], F_SETFD, 0) : dup2(sv[1], KEEPER_SOCK_FD)) < 0)
-			_exit(127);
-		close_range(KEEPER_SOCK_FD + 1, ~0u, 0);
-		execve("/proc/self/exe", argv, environ);
+		if ((sv[1] == KEEPER_SOCK_FD ? fcntl(sv[1], F_SETFD, 0) : dup2(sv[1], KEEPER_SOCK_FD)) >= 0) {
+			close_range(KEEPER_SOCK_FD + 1, ~0u, 0);
+			execve("/proc/self/exe", argv, environ);
+		}
+		exec_errno = errno;
 		_exit(127);
 	}
-	int err = errno;
+	int err = pid < 0 ? errno : exec_errno;
 	close(sv[1]);
-	if (pid < 0) {
+	if (pid > 0 && err)
+		(void)!waitpid(pid, NULL, 0);
+	if (pid < 0 || err) {
 		close(sv[0]);
 		return -err;
 	}
@@ -325,6 +345,7 @@ static int spawn(struct keeper *k)
 	(void)!setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
 	k->sock = sv[0];
 	k->pid = pid;
+	k->published = FALSE;
 	g_autoptr(GError) error = NULL;
 	if (k->cfg.cgroup && cgroups_move(pid, k->cfg.cgroup, &error))
 		g_message("the keeper (pid %d) is in the cgroup %s: it outlives this daemon's cgroup", (int)pid,
@@ -334,10 +355,22 @@ static int spawn(struct keeper *k)
 	return 0;
 }
 
+/* The keeper process misbehaved (no answer, or a late one): kill it, so
+ * that another is started. Under k->lock. */
+static void drop_process(struct keeper *k)
+{
+	if (k->sock < 0)
+		return;
+	close(k->sock);
+	k->sock = -1;
+	k->published = FALSE;
+	kill(k->pid, SIGKILL);
+	(void)!waitpid(k->pid, NULL, 0);
+}
+
 int keeper_connect(const char *path)
 {
-	int conn = control_ask_handover(path, NULL);
-	return conn >= 0 ? conn : -1;
+	return control_ask_handover(path, NULL);
 }
 
 struct keeper *keeper_start(const struct keeper_config *cfg)
@@ -399,34 +432,51 @@ int keeper_publish(struct keeper *k, GError **error)
 		return log_set_message(error, "there is no keeper");
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&k->lock);
 	if (k->sock < 0)
-		return log_set_message(error, "there is no keeper");
+		return log_set_message(error, "the keeper is gone (another is started within seconds)");
 	int r = control_send_word(k->sock, CONTROL_PUBLISH, error);
 	if (r == 0)
 		r = control_receive(k->sock, CONTROL_WORD(CONTROL_OK) | CONTROL_WORD(CONTROL_ERROR), &answer, error);
+	if (r < 0)
+		drop_process(k); /* a late answer would be taken for the next one's */
 	if (r == 0 && answer.word == CONTROL_ERROR)
 		r = log_set_message(error, "%s", answer.reason);
+	k->published = r == 0;
 	if (r < 0)
 		g_prefix_error(error, "the keeper cannot be found by a new daemon: ");
 	return r;
 }
 
-gboolean keeper_respawn_if_gone(struct keeper *k)
+gboolean keeper_published(struct keeper *k)
+{
+	if (!k)
+		return FALSE;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&k->lock);
+	return k->published;
+}
+
+void keeper_hold(struct keeper *k, gboolean holding)
+{
+	if (!k)
+		return;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&k->lock);
+	k->holding = holding;
+}
+
+gboolean keeper_needs_everything(struct keeper *k)
 {
 	struct pollfd p;
 
 	if (!k)
 		return FALSE;
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&k->lock);
-	if (k->quit)
+	if (k->quit || k->holding)
 		return FALSE;
 	if (k->sock >= 0) {
 		p = (struct pollfd){ .fd = k->sock, .events = POLLIN };
 		if (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLHUP | POLLERR)))
-			return FALSE;
-		close(k->sock);
-		k->sock = -1;
-		(void)!waitpid(k->pid, NULL, 0);
+			return !k->published;
 		g_warning("the keeper (pid %d) is gone: starting another", (int)k->pid);
+		drop_process(k);
 	}
 	int r = spawn(k);
 	if (r < 0 && !k->warned)
@@ -435,7 +485,8 @@ gboolean keeper_respawn_if_gone(struct keeper *k)
 	return r == 0;
 }
 
-void keeper_quit(struct keeper *k)
+/* Tell the keeper word (quit or leave) and let go of it. */
+static void let_go(struct keeper *k, enum control_word word)
 {
 	if (!k)
 		return;
@@ -443,9 +494,20 @@ void keeper_quit(struct keeper *k)
 	k->quit = TRUE;
 	if (k->sock < 0)
 		return;
-	(void)!control_send_word(k->sock, CONTROL_QUIT, NULL);
+	(void)!control_send_word(k->sock, word, NULL);
 	close(k->sock);
 	k->sock = -1;
+	k->published = FALSE;
+}
+
+void keeper_quit(struct keeper *k)
+{
+	let_go(k, CONTROL_QUIT);
+}
+
+void keeper_leave(struct keeper *k)
+{
+	let_go(k, CONTROL_LEAVE);
 }
 
 void keeper_free(struct keeper *k)

@@ -376,7 +376,8 @@ static gboolean start_serving(struct daemon *d, GError **error)
 	if (taking_over(cfg))
 		takeover_resume(d);
 	/* Before the one taken from may go: a keeper holds all, and is found. */
-	daemon_keep_all(d);
+	if (!daemon_keep_all(d) && taking_over(cfg))
+		takeover_abandon(d);
 	if (taking_over(cfg))
 		takeover_done(d);
 	containers_ready(cs);
@@ -388,7 +389,7 @@ static gboolean start_serving(struct daemon *d, GError **error)
  * with everything mounted (and d in use until the process exits). */
 static int exit_handed_over(struct daemon *d)
 {
-	keeper_quit(d->keeper);
+	keeper_leave(d->keeper);
 	containers_stop(d->containers);
 	refresher_stop(d->refresher);
 	if (!server_drain(d->server))
@@ -495,6 +496,22 @@ static gboolean open_roots(struct daemon *d, GError **error)
 	return TRUE;
 }
 
+/* How the daemon ends once a stop signal came (or its views were handed
+ * over): the exit status, or -1 to unmount and end the views. */
+static int end_of_serving(struct daemon *d, int sig)
+{
+	/* A handover under way ends first: the views may be another's then. */
+	if (containers_stop_accepting(d->containers) || g_atomic_int_get(&d->handed_over))
+		return exit_handed_over(d);
+	if (d->cfg->stop_keeps_views) {
+		daemon_mind_keeper(d); /* one that died lately is replaced now */
+		if (keeper_published(d->keeper))
+			return exit_leaving_views(d, sig);
+		g_warning("%s: no keeper holds the views, so they end with this daemon", strsignal(sig));
+	}
+	return -1;
+}
+
 int lifecycle_serve(const struct daemon_config *cfg)
 {
 	g_autoptr(GError) error = NULL;
@@ -534,10 +551,9 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		keep_root_cached(d);
 		announce(cfg->mountpoint);
 		int sig = wait_for_stop_signal(d);
-		if (g_atomic_int_get(&d->handed_over))
-			return exit_handed_over(d);
-		if (cfg->stop_keeps_views && d->keeper)
-			return exit_leaving_views(d, sig);
+		int ended = end_of_serving(d, sig);
+		if (ended >= 0)
+			return ended;
 		g_message("%s: unmounting %s", strsignal(sig), cfg->mountpoint);
 #ifdef HAVE_LIBSYSTEMD
 		sd_notify(0, "STOPPING=1");

@@ -54,9 +54,15 @@ void takeover_resume(struct daemon *d);
 /* Every view is served here and held by this daemon's keeper, which a
  * new daemon finds: tell the one taken from that it may go. */
 void takeover_done(struct daemon *d);
+/* No keeper of this daemon's could be published: stop serving and exit,
+ * leaving the views to the one taken from (which serves on, or holds on:
+ * it sees the handover's connection closed). */
+G_GNUC_NORETURN void takeover_abandon(struct daemon *d);
 /* Give d's keeper every view and the control socket, and have it listen
  * where a new daemon looks for it (starting another keeper if it is
- * gone). */
-void daemon_keep_all(struct daemon *d);
-/* Start another keeper if d's is gone, and give it everything. */
+ * gone). FALSE if it could not (said in the log). */
+gboolean daemon_keep_all(struct daemon *d);
+/* If d's keeper is gone, start another; if it does not hold everything
+ * (a new one, or a publish that failed), give it everything. Not while a
+ * handover is under way. */
 void daemon_mind_keeper(struct daemon *d);

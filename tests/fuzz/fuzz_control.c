@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	FUZZ_CHECK(!err);
-	FUZZ_CHECK((unsigned)m.word <= CONTROL_QUIT);
+	FUZZ_CHECK((unsigned)m.word <= CONTROL_LAST_WORD);
 	FUZZ_CHECK(memchr(m.reason, '\0', sizeof(m.reason)));
 	FUZZ_CHECK(m.args[0] <= G_MAXINT && m.args[1] <= G_MAXINT);
 	if (n_fds == 0) {

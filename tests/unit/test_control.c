@@ -73,6 +73,7 @@ static const struct control_msg samples[] = {
 	{ .word = CONTROL_QUIT },
 	{ .word = CONTROL_LISTENER, .n_fds = 1 },
 	{ .word = CONTROL_PUBLISH },
+	{ .word = CONTROL_LEAVE },
 };
 
 Test(control, every_word_round_trips_with_usable_fds)
@@ -359,7 +360,7 @@ Test(control, a_handover_gives_sessions_watches_and_the_listener)
 		fds[i] = p[i][1];
 	}
 	GThread *giver = g_thread_new("give", give, fds);
-	cr_assert_eq(handover_take(NULL, sv[1], &h, &err), 0, "%s", err ? err->message : "");
+	cr_assert_eq(handover_take(sv[1], &h, &err), 0, "%s", err ? err->message : "");
 	sv[1] = -1; /* taken */
 	cr_assert_eq(h.sessions->len, 2);
 	cr_assert_eq(h.watches->len, 1);
@@ -391,10 +392,10 @@ Test(control, a_handover_refused_or_out_of_order_fails_with_a_reason)
 	g_autoptr(GError) err = NULL;
 
 	cr_assert_eq(control_send_word(sv[0], CONTROL_END, NULL), 0);
-	cr_assert_lt(handover_take(NULL, dup(sv[1]), &h, &err), 0, "end before any session");
+	cr_assert_lt(handover_take(dup(sv[1]), &h, &err), 0, "end before any session");
 	cr_assert(strstr(err->message, "made no sense"), "%s", err->message);
 	g_clear_error(&err);
 	cr_assert_eq(control_send_error(sv[0], NULL, "its daemon is alive"), 0);
-	cr_assert_lt(handover_take(NULL, dup(sv[1]), &h, &err), 0);
+	cr_assert_lt(handover_take(dup(sv[1]), &h, &err), 0);
 	cr_assert(strstr(err->message, "refused to hand over: its daemon is alive"), "%s", err->message);
 }

@@ -247,13 +247,14 @@ void containers_keep_all(struct containers *cs)
 	keeper_keep_listener(cs->cfg.keeper, cs->listen_fd);
 }
 
-/* Serve the view of the pid namespace of ns_fd on fuse_fd (taken on
- * success) with the server's workers. A session that another daemon
- * served until a handover is taken up with its protocol minor version
- * (0 for a new one) and the process watches it had (taken); recover: that
- * daemon died (see recover.c). 0 with *ret_ns set to the namespace, or
- * -errno with *error set. */
-static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned resume_minor, gboolean recover,
+/* Serve the view of the pid namespace of ns_fd on *fuse_fd (taken, and
+ * set to -1, once the session has it: also if it fails to start then)
+ * with the server's workers. A session that another daemon served until a
+ * handover is taken up with its protocol minor version (0 for a new one)
+ * and the process watches it had (taken); recover: that daemon died (see
+ * recover.c). 0 with *ret_ns set to the namespace, or -errno with *error
+ * set. */
+static int start_session(struct containers *cs, int ns_fd, int *fuse_fd, unsigned resume_minor, gboolean recover,
 			 struct handover *h, unsigned index, uint64_t *ret_ns, GError **error)
 {
 	g_autofree struct container *c = g_new0(struct container, 1);
@@ -262,12 +263,13 @@ static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned
 	if (r < 0)
 		return log_set_error(error, r, "cannot mount a procfs of the container's pid namespace");
 	c->session = session_new(cs->cfg.server, c->nsv->view, cs->cfg.watch, cs->cfg.host_proc_fd, NULL);
-	r = c->session ? session_take_up(c->session, fuse_fd, resume_minor, recover) : -EINVAL;
+	r = c->session ? session_take_up(c->session, *fuse_fd, resume_minor, recover) : -EINVAL;
 	if (r < 0) {
 		session_free(c->session);
 		ns_view_release(cs, c->nsv);
 		return log_set_error(error, r, "cannot start a FUSE session on that fd");
 	}
+	*fuse_fd = -1; /* the session's */
 	/* Before it serves: a session that ends at once forgets them. */
 	session_adopt_watches(c->session, h, index);
 	g_mutex_lock(&cs->lock);
@@ -281,8 +283,8 @@ static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned
 	 * session ends. */
 	if (recover)
 		c->recovering = g_thread_new("recover", recover_thread, c);
-	/* The session owns fuse_fd from here, and may end (c freed) at any
-	 * time; the hook keeps its own copy of the fd. */
+	/* The session may end (c freed) at any time from here; the hook
+	 * keeps its own copy of the fd. */
 	struct container *started = g_steal_pointer(&c);
 	r = session_start(started->session, container_ended, started);
 	if (r < 0) {
@@ -292,9 +294,9 @@ static int start_session(struct containers *cs, int ns_fd, int fuse_fd, unsigned
 	return 0;
 }
 
-/* Start serving a view of the pid namespace of pid on fuse_fd (taken on
- * success). 0 or -errno with *error set. */
-static int attach(struct containers *cs, pid_t pid, int fuse_fd, GError **error)
+/* Start serving a view of the pid namespace of pid on *fuse_fd (taken as
+ * by start_session). 0 or -errno with *error set. */
+static int attach(struct containers *cs, pid_t pid, int *fuse_fd, GError **error)
 {
 	char path[48];
 	uint64_t ns;
@@ -317,13 +319,10 @@ int containers_resume(struct containers *cs, struct handover *h, unsigned index,
 	g_autoptr(GError) error = NULL;
 	struct handover_session *s = &g_array_index(h->sessions, struct handover_session, index);
 	uint64_t ns;
-	int r = start_session(cs, s->ns_fd, s->fuse_fd, s->proto_minor, resend, h, index, &ns, &error);
-	if (r < 0) {
+	int r = start_session(cs, s->ns_fd, &s->fuse_fd, s->proto_minor, resend, h, index, &ns, &error);
+	if (r < 0)
 		g_warning("cannot resume a container's view: %s", error->message);
-		return r;
-	}
-	s->fuse_fd = -1; /* the session's now */
-	return 0;
+	return r;
 }
 
 /* A detached FUSE mount on fuse_fd, made here so that the FUSE connection
@@ -360,9 +359,7 @@ static void handle_attach(struct containers *cs, int conn, pid_t pid)
 	if (r < 0) {
 		log_set_error(&error, r, "cannot make a FUSE mount");
 	} else {
-		r = attach(cs, pid, fuse_fd, &error);
-		if (r == 0)
-			fuse_fd = -1; /* the session's now */
+		r = attach(cs, pid, &fuse_fd, &error);
 	}
 	g_mutex_lock(&cs->lock);
 	if (r == 0)

@@ -57,7 +57,7 @@ struct containers;
  * accepted there before containers_ready. */
 int containers_start(const struct containers_config *cfg, int listen_fd, struct containers **ret);
 /* Serve the container's view that another daemon served until handover h
- * as its session number index: its fuse fd (taken on success) and pid
+ * as its session number index: its fuse fd (taken once a session has it) and pid
  * namespace, with the process watches it had (taken); resend: that daemon
  * died. 0 or -errno (logged). */
 int containers_resume(struct containers *cs, struct handover *h, unsigned index, gboolean resend);

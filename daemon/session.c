@@ -96,10 +96,20 @@ int session_take_up(struct session *s, int fuse_fd, unsigned proto_minor, gboole
 	};
 	const struct fuse_buf buf = { .size = sizeof(msg), .mem = &msg };
 
-	/* libfuse takes a /dev/fd/N "mountpoint" as the fd of a mount made elsewhere. */
-	snprintf(dev, sizeof(dev), "/dev/fd/%d", fuse_fd);
-	if (fuse_session_mount(s->se, dev) != 0 || use_own_io(s) < 0)
+	/* libfuse takes a /dev/fd/N "mountpoint" as the fd of a mount made
+	 * elsewhere, and owns N from then on, whatever happens next: a copy,
+	 * so that fuse_fd is the caller's until this succeeds. */
+	int own = fcntl(fuse_fd, F_DUPFD_CLOEXEC, 3);
+	if (own < 0)
+		return -errno;
+	snprintf(dev, sizeof(dev), "/dev/fd/%d", own);
+	if (fuse_session_mount(s->se, dev) != 0) {
+		close(own);
 		return -EINVAL;
+	}
+	if (use_own_io(s) < 0)
+		return -EINVAL;
+	close(fuse_fd);
 	if (proto_minor > 0)
 		fuse_session_process_buf(s->se, &buf);
 	s->resend = resend;

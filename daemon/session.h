@@ -51,8 +51,8 @@ struct session *session_new(struct server *sv, struct view *view, struct pidwatc
 void session_batch_notifications(struct session *s, gboolean on);
 /* Mount it at mountpoint: 0 or -1 (libfuse said why). */
 int session_mount(struct session *s, const char *mountpoint);
-/* Take up fuse_fd (taken, on success), the /dev/fuse fd of a mount made
- * elsewhere. proto_minor 0: a new mount, whose INIT is still to come.
+/* Take up fuse_fd (taken on success, left to the caller on failure), the
+ * /dev/fuse fd of a mount made elsewhere. proto_minor 0: a new mount, whose INIT is still to come.
  * Otherwise a session that another daemon served until now: the kernel's
  * INIT was answered by that daemon with protocol minor version
  * proto_minor, so one is made up with it; resend: that daemon died, and

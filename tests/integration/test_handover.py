@@ -9,6 +9,7 @@ end is SIGKILLed, and one more takes every view over from its keeper)."""
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -110,26 +111,38 @@ class Scene:
         init, res = stack.enter_context(cgtest.namespace_with_view(self.first.mnt, bundle, "handover-test"))
         check(res[0] == 0, "the hook gave no view", cgtest.describe(res))
         self.init = init
+        self.control = self.control_socket()
         self.readers = [("the host's view", host_reader(self.first.mnt)), ("the container's view", container_reader(init))]
         self.churn = churn(self.first.mnt)
         stack.callback(self.kill_readers)
         time.sleep(0.3)
 
-    def daemon(self, fault=None, args=()):
+    def daemon(self, fault=None, args=(), wait=None):
         """A daemon on the scene's mountpoint; one given a fault to die of
-        (CGPROCFS_FAULT) is not waited for."""
+        (CGPROCFS_FAULT) is not waited for (nor, with wait False, any)."""
         first = not self.daemons
         mnt = None if first else self.daemons[0].mnt
         prefix = ["env", "CGPROCFS_FAULT=" + fault] if fault else []
         d = Daemon(mountpoint=mnt, args=list(args), prefix=prefix)
         self.daemons.append(d)
-        return d.start(wait=first or not fault)
+        return d.start(wait=first or (not fault if wait is None else wait))
 
     def log(self):
         return "\n".join(d.log() for d in self.daemons)
 
+    def control_socket(self):
+        """The control socket's path and inode: a takeover passes the
+        socket on, so the inode stays."""
+        with open(os.path.join(self.first.mnt, ".cgprocfs", "control")) as f:
+            path = f.read().strip()
+        return path, os.stat(path).st_ino
+
     def fired(self, fault):
-        check(cgtest.wait_until(lambda: "SIGKILLs itself at " + fault.split(":")[1] in self.log(), timeout=10),
+        """Wait until the process of fault's role reached its point."""
+        role, point = fault.split(":")
+        said = re.compile(r"fault injected: the %s (SIGKILLs|stops) itself.* at %s$" % (role, point.split("=")[0]),
+                          re.M)
+        check(cgtest.wait_until(lambda: said.search(self.log()), timeout=10),
               "the fault %s was never reached" % fault, self.log())
 
     def living(self):
@@ -151,6 +164,7 @@ class Scene:
         last = self.daemon()
         took_over_from_keeper(last)
         serving(last)
+        check_equal(self.control_socket(), self.control, "the control socket (path, inode), handed on each time")
         time.sleep(0.3)
         for where, reader in self.readers:
             finish_reader(reader, where)
@@ -255,8 +269,8 @@ def make_tests():
             keepers = cgtest.keepers_of(s.first.mnt)
             check_equal(len(keepers), 1, "keepers of the mountpoint")
             os.kill(keepers[0], signal.SIGKILL)
-            check(cgtest.wait_until(lambda: cgtest.keepers_of(s.first.mnt) not in ([], keepers), timeout=10),
-                  "no new keeper 10 s after the first was killed", s.log())
+            check(cgtest.wait_until(lambda: "the keeper holds every view again" in s.log(), timeout=10),
+                  "no new keeper holds the views 10 s after the first was killed", s.log())
             s.end()
 
     @test("--replace, the new daemon SIGKILLed once it said serving, while the old one, stopped there, still "
@@ -304,6 +318,65 @@ def make_tests():
                 check(res[0] == 0, "the next attach", cgtest.describe(res))
                 check_equal(sessions(), 2, "container sessions after the next attach")
                 s.end()
+
+    @test("--replace while the old daemon is stopped (SIGSTOP), its request queued, then the old daemon "
+          "SIGKILLed: the new one takes every view from its keeper at once (not after the keeper's wait)")
+    def _():
+        with contextlib.ExitStack() as stack:
+            s = Scene(stack)
+            os.kill(s.first.process.pid, signal.SIGSTOP)
+            new = s.daemon(args=["--replace"], wait=False)
+            time.sleep(1)  # its request waits in the stopped daemon's queue
+            os.kill(s.first.process.pid, signal.SIGKILL)
+            s.first.process.wait(cgtest.STOP_TIMEOUT)
+            took_over_from_keeper(new)
+            s.end()
+
+    @test("SIGTERM to the old daemon during a handover (the new one stopped before it serves): the old one waits "
+          "for the handover, exits 0 with the views handed over, no failed read")
+    def _():
+        with contextlib.ExitStack() as stack:
+            s = Scene(stack)
+            new = s.daemon("daemon:take-resumed=stop", ["--replace"])
+            s.fired("daemon:take-resumed=stop")
+            s.first.process.send_signal(signal.SIGTERM)
+            time.sleep(1)
+            check(alive(s.first), "the old daemon exited during the handover", s.log())
+            os.kill(new.process.pid, signal.SIGCONT)
+            check_equal(s.first.process.wait(cgtest.STOP_TIMEOUT), 0, "the old daemon's exit status")
+            check("handed over: exiting" in s.first.log(), "the old daemon did not hand over", s.log())
+            wait_settled(new, "took over")
+            s.end()
+
+    @test("the old daemon's keeper SIGKILLed during a handover (the new one stopped before it serves): no keeper "
+          "is started meanwhile, and the new daemon's keeper holds every view at the end, no failed read")
+    def _():
+        with contextlib.ExitStack() as stack:
+            s = Scene(stack)
+            old_keepers = cgtest.keepers_of(s.first.mnt)
+            new = s.daemon("daemon:take-resumed=stop", ["--replace"])
+            s.fired("daemon:take-resumed=stop")
+            for k in old_keepers:
+                os.kill(k, signal.SIGKILL)
+            time.sleep(2.5)  # the old daemon's main thread looks at its keeper every 2 s
+            check("is gone: starting another" not in s.first.log(), "a keeper was started during the handover",
+                  s.log())
+            os.kill(new.process.pid, signal.SIGCONT)
+            check_equal(s.first.process.wait(cgtest.STOP_TIMEOUT), 0, "the old daemon's exit status")
+            wait_settled(new, "took over")
+            s.end()
+
+    @test("--keep-views-on-stop: the keeper SIGKILLed, then SIGTERM at once: the daemon starts another keeper, "
+          "leaves it the views, and a new daemon takes them over, no failed read")
+    def _():
+        with contextlib.ExitStack() as stack:
+            s = Scene(stack, first_args=["--keep-views-on-stop"])
+            for k in cgtest.keepers_of(s.first.mnt):
+                os.kill(k, signal.SIGKILL)
+            s.first.process.send_signal(signal.SIGTERM)
+            check_equal(s.first.process.wait(cgtest.STOP_TIMEOUT), 0, "exit status after SIGTERM")
+            check("leaving the views to the keeper" in s.first.log(), "what SIGTERM did", s.log())
+            s.end()
 
     @test("--keep-views-on-stop: SIGTERM, then a new daemon SIGKILLed at take-resumed: no failed read, the views "
           "served and kept")

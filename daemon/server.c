@@ -36,6 +36,10 @@
 #define STALL_US (50 * G_TIME_SPAN_MILLISECOND)
 #define STALL_WORKERS_MAX 256
 #define DRAIN_WAIT_US (10 * G_USEC_PER_SEC)
+/* A pause waits this long for the workers at a time, then lets them serve
+ * for PAUSE_BREATHER_US before it tries again. */
+#define PAUSE_SLICE_US (G_USEC_PER_SEC / 2)
+#define PAUSE_BREATHER_US (20 * G_TIME_SPAN_MILLISECOND)
 /* Workers a session that has one busy already leaves idle for the other
  * sessions served lately: its next request waits meanwhile (it is held),
  * as it does while it takes more than its share (share.h). */
@@ -300,9 +304,10 @@ static void end_drained(struct server *sv)
 	g_list_free(left);
 }
 
-gboolean server_pause(struct server *sv)
+/* Stop the workers between requests: TRUE once none is left, FALSE at
+ * deadline (monotonic). */
+static gboolean pause_until(struct server *sv, gint64 deadline)
 {
-	gint64 deadline = g_get_monotonic_time() + DRAIN_WAIT_US;
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
 
 	sv->draining = TRUE;
@@ -314,6 +319,23 @@ gboolean server_pause(struct server *sv)
 		if (!g_cond_wait_until(&sv->changed, &sv->lock, deadline))
 			break;
 	return sv->workers == 0;
+}
+
+gboolean server_pause(struct server *sv)
+{
+	gint64 deadline = g_get_monotonic_time() + DRAIN_WAIT_US;
+
+	for (;;) {
+		if (pause_until(sv, MIN(deadline, g_get_monotonic_time() + PAUSE_SLICE_US)))
+			return TRUE;
+		if (g_get_monotonic_time() >= deadline)
+			return FALSE;
+		/* A worker left most likely waits for a request only the others
+		 * would answer (its OPEN stores pages in the kernel's cache, and
+		 * a READ of them holds them): let them, then try again. */
+		server_resume(sv);
+		g_usleep(PAUSE_BREATHER_US);
+	}
 }
 
 void server_resume(struct server *sv)
@@ -340,7 +362,8 @@ void server_resume(struct server *sv)
 
 gboolean server_drain(struct server *sv)
 {
-	if (!server_pause(sv))
+	/* No breather: the sessions may be another daemon's by now. */
+	if (!pause_until(sv, g_get_monotonic_time() + DRAIN_WAIT_US))
 		return FALSE;
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
 	end_drained(sv);

@@ -28,7 +28,8 @@ void server_free(struct server *sv); /* stops the workers first (server_pause) *
 /* Stop the workers between requests (and refuse sessions that start),
  * so that another daemon holding the same /dev/fuse fds answers the rest
  * and nothing changes here meanwhile: TRUE once no worker is left (waits
- * at most 10 s). */
+ * at most 10 s; every half second that some are still busy, the workers
+ * serve for a moment, as the busy one may wait for a request of theirs). */
 gboolean server_pause(struct server *sv);
 /* Serve again after server_pause (a handover that failed). */
 void server_resume(struct server *sv);

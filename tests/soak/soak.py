@@ -673,6 +673,9 @@ def main():
         print("soak: %s" % e, file=sys.stderr)
     except KeyboardInterrupt:
         status = 130
+        if soak is not None and getattr(soak, "t0", None) is not None:
+            soak.report()           # what an interrupted soak saw until then
+            print("soak: interrupted")
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         if soak is not None:

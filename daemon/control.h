@@ -183,9 +183,6 @@ void keeper_drop(struct keeper *k, unsigned id);
  * -errno with *error (a keeper that did not answer is killed, and another
  * is started by keeper_needs_everything). */
 int keeper_publish(struct keeper *k, GError **error);
-/* Whether the keeper's last publish succeeded (it is at its path, unless
- * a newer keeper was renamed there since). */
-gboolean keeper_published(struct keeper *k);
 /* From TRUE to FALSE, a handover is under way: no keeper is started (one
  * published meanwhile could take the path from the new daemon's). */
 void keeper_hold(struct keeper *k, gboolean holding);

@@ -446,14 +446,6 @@ int keeper_publish(struct keeper *k, GError **error)
 	return r;
 }
 
-gboolean keeper_published(struct keeper *k)
-{
-	if (!k)
-		return FALSE;
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&k->lock);
-	return k->published;
-}
-
 void keeper_hold(struct keeper *k, gboolean holding)
 {
 	if (!k)

@@ -504,8 +504,10 @@ static int end_of_serving(struct daemon *d, int sig)
 	if (containers_stop_accepting(d->containers) || g_atomic_int_get(&d->handed_over))
 		return exit_handed_over(d);
 	if (d->cfg->stop_keeps_views) {
-		daemon_mind_keeper(d); /* one that died lately is replaced now */
-		if (keeper_published(d->keeper))
+		/* Everything given again and published, answered: a keeper
+		 * killed a moment ago (its socket not closed yet) does not
+		 * answer, and another is started and given everything. */
+		if (daemon_keep_all(d))
 			return exit_leaving_views(d, sig);
 		g_warning("%s: no keeper holds the views, so they end with this daemon", strsignal(sig));
 	}

@@ -96,6 +96,33 @@ def serving(d):
         check("processor" in f.read(), "proc/cpuinfo has no processor line")
 
 
+@contextlib.contextmanager
+def slow_to_exit(pids):
+    """pids in a cgroup allowed 1 % of a CPU, which a spinning process
+    there uses up: a process of it SIGKILLed takes up to 0.1 s to exit
+    and close its fds (the kernel runs it only when the cgroup may run)."""
+    v2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+    root = "/sys/fs/cgroup" if v2 else "/sys/fs/cgroup/cpu"
+    group = os.path.join(root, "cgprocfs-handover-%d" % os.getpid())
+    os.mkdir(group)
+    spinner = None
+    try:
+        with open(os.path.join(group, "cpu.max" if v2 else "cpu.cfs_quota_us"), "w") as f:
+            f.write("1000 100000" if v2 else "1000")
+        spinner = subprocess.Popen(["sh", "-c", "echo $$ > %s/cgroup.procs && while :; do :; done" % group])
+        check(cgtest.wait_until(lambda: str(spinner.pid) in open(os.path.join(group, "cgroup.procs")).read()),
+              "the spinner never entered %s" % group)
+        for pid in pids:
+            with open(os.path.join(group, "cgroup.procs"), "w") as f:
+                f.write(str(pid))
+        yield
+    finally:
+        if spinner:
+            spinner.kill()
+            spinner.wait()
+        cgtest.remove_cgroups([group], root)
+
+
 class Scene:
     """A daemon, a container's view (the OCI hook's), a reader in each
     view and process churn in the host's; every daemon started for it is
@@ -366,14 +393,16 @@ def make_tests():
             wait_settled(new, "took over")
             s.end()
 
-    @test("--keep-views-on-stop: the keeper SIGKILLed, then SIGTERM at once: the daemon starts another keeper, "
-          "leaves it the views, and a new daemon takes them over, no failed read")
+    @test("--keep-views-on-stop: the keeper SIGKILLed (and slow to exit), then SIGTERM at once: the daemon starts "
+          "another keeper, leaves it the views, and a new daemon takes them over, no failed read")
     def _():
         with contextlib.ExitStack() as stack:
             s = Scene(stack, first_args=["--keep-views-on-stop"])
-            for k in cgtest.keepers_of(s.first.mnt):
-                os.kill(k, signal.SIGKILL)
-            s.first.process.send_signal(signal.SIGTERM)
+            keepers = cgtest.keepers_of(s.first.mnt)
+            with slow_to_exit(keepers):
+                for k in keepers:
+                    os.kill(k, signal.SIGKILL)
+                s.first.process.send_signal(signal.SIGTERM)
             check_equal(s.first.process.wait(cgtest.STOP_TIMEOUT), 0, "exit status after SIGTERM")
             check("leaving the views to the keeper" in s.first.log(), "what SIGTERM did", s.log())
             s.end()

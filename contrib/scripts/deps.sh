@@ -3,7 +3,10 @@
 # Sourced by setup-and-run.sh and setup-and-test.sh.
 set -euo pipefail
 
-cgprocfs_build_deps=(build-essential clang libclang-rt-14-dev meson ninja-build pkg-config
+# ccache: meson uses it by itself (and the test command names it for clang),
+# so that a machine that built the tree before rebuilds what is unchanged
+# from its cache.
+cgprocfs_build_deps=(build-essential clang libclang-rt-14-dev meson ninja-build pkg-config ccache
 	libfuse3-dev fuse3 libglib2.0-dev libcriterion-dev libsystemd-dev)
 # what building the Debian package needs beyond the build (build-deb.sh)
 cgprocfs_deb_deps=(debhelper dpkg-dev systemd)

@@ -3,51 +3,118 @@
 # check that clang builds it clean too, with the fuzzers), run every test,
 # replay the fuzzers' seeds and past crash inputs, run the concurrency
 # scenarios under ThreadSanitizer, and the unit and mount tests again with
-# the daemon under AddressSanitizer and UndefinedBehaviorSanitizer.
+# the daemon under AddressSanitizer and UndefinedBehaviorSanitizer, then
+# the soak against that daemon. At the end, how long each stage took.
+#
+# Two streams run side by side once the gcc build is done: the plain
+# build's tests, and the other builds with what runs on them (they share
+# nothing: each daemon has its own mountpoint, cgroups, containers and
+# dockerd). The soak runs last, alone.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . contrib/scripts/deps.sh
-cgprocfs_install "${cgprocfs_build_deps[@]}" "${cgprocfs_test_deps[@]}"
-cgprocfs_build
-rm -rf build-clang
-CC=clang meson setup -Dfuzz=true build-clang >/dev/null
-ninja -C build-clang >build-clang/build.log || { cat build-clang/build.log; exit 1; }
-echo "clang build: clean"
 
-status=0
-meson test -C build --print-errorlogs --num-processes 2 || status=$?
-if meson test -C build-clang --suite fuzz --num-processes 2 >build-clang/fuzz.log 2>&1; then
-	echo "fuzzers: seeds replayed clean ($(grep -c ' OK ' build-clang/fuzz.log) harnesses)"
-else
-	cat build-clang/fuzz.log
-	status=1
-fi
+logs=build-logs
+rm -rf "$logs" && mkdir "$logs"
+# stage NAME COMMAND...: run it, and note in $logs/stages how long it took;
+# its status.
+stage() {
+	local name=$1 start=$SECONDS rc=0
+	shift
+	"$@" || rc=$?
+	printf '%-36s %5d s%s\n' "$name" $((SECONDS - start)) "$([ $rc -eq 0 ] || echo "  (failed)")" >>"$logs/stages"
+	return $rc
+}
 
-# sanitized NAME SCRIPT MESSAGE: run SCRIPT build-NAME, its output kept in
-# build-clang/NAME.log and shown if it fails.
-sanitized() {
-	rm -rf "build-$1"
-	if "$2" "build-$1" >"build-clang/$1.log" 2>&1; then
-		echo "$3"
+build_clang() {
+	rm -rf build-clang
+	CC=$clang meson setup -Dfuzz=true build-clang >/dev/null
+	ninja -C build-clang >"$logs/clang-build.log" || { cat "$logs/clang-build.log"; return 1; }
+	echo "clang build: clean"
+}
+
+fuzz_seeds() {
+	if meson test -C build-clang --suite fuzz --num-processes 2 >"$logs/fuzz.log" 2>&1; then
+		echo "fuzzers: seeds replayed clean ($(grep -c ' OK ' "$logs/fuzz.log") harnesses)"
 	else
-		cat "build-clang/$1.log"
-		status=1
+		cat "$logs/fuzz.log"
+		return 1
 	fi
 }
-# The concurrency scenarios of fs/ under ThreadSanitizer (clang); the unit
-# and mount tests again, the daemon built with ASan and UBSan.
-sanitized tsan contrib/scripts/tsan.sh "tsan: concurrency scenarios clean"
-sanitized asan contrib/scripts/asan.sh "asan+ubsan: unit and mount tests clean"
 
-# One closing line for whoever reads only the end.
-/usr/bin/python3 - <<'PY'
-import json
+# logged NAME MESSAGE COMMAND...: COMMAND's output kept in $logs/NAME.log,
+# and shown if it fails; MESSAGE if not.
+logged() {
+	local name=$1 message=$2
+	shift 2
+	if "$@" >"$logs/$name.log" 2>&1; then
+		echo "$message"
+	else
+		cat "$logs/$name.log"
+		return 1
+	fi
+}
+
+# The second stream: the clang build and the fuzzers' seeds, the
+# concurrency scenarios of fs/ under ThreadSanitizer (clang), the unit and
+# mount tests with the daemon built with ASan and UBSan. Its status.
+second_stream() {
+	local rc=0
+	stage "build (clang, fuzzers)" build_clang || return 1
+	stage "fuzzers' seeds" fuzz_seeds || rc=1
+	rm -rf build-tsan build-asan
+	CC=$clang stage "tsan (build, scenarios)" logged tsan "tsan: concurrency scenarios clean" \
+		contrib/scripts/tsan.sh build-tsan || rc=1
+	stage "asan+ubsan (build, tests)" logged asan "asan+ubsan: unit and mount tests clean" \
+		contrib/scripts/asan.sh build-asan tests || rc=1
+	return $rc
+}
+
+start=$SECONDS
+stage "packages" cgprocfs_install "${cgprocfs_build_deps[@]}" "${cgprocfs_test_deps[@]}"
+# clang through ccache, as meson does gcc by itself; the cache is kept
+# whatever directory the tree was cloned into.
+clang="ccache clang"
+export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+stage "build (gcc)" cgprocfs_build
+
+status=0
+second_stream >"$logs/second.log" 2>&1 &
+second=$!
+stage "meson test (plain: unit, mount)" meson test -C build --print-errorlogs --num-processes 2 || status=1
+wait $second || status=1
+cat "$logs/second.log"
+stage "asan+ubsan soak" logged soak "asan+ubsan: the soak passed" contrib/scripts/asan.sh build-asan soak ||
+	status=1
+
+# How long each stage and each test took, then one closing line for
+# whoever reads only the end.
+/usr/bin/python3 - "$((SECONDS - start))" "$logs" <<'PY'
+import json, os, sys
+total, logs = int(sys.argv[1]), sys.argv[2]
+print("\nstages (the plain tests and the second stream side by side):")
+print("".join("  " + line for line in open(os.path.join(logs, "stages"))), end="")
+for name in ("asan.log", "soak.log"):  # asan.sh's own stages
+    try:
+        with open(os.path.join(logs, name)) as f:
+            print("".join("    " + line[len("stage: "):] for line in f if line.startswith("stage: ")), end="")
+    except OSError:
+        pass
+print("  %-36s %5d s" % ("total", total))
+results = [json.loads(line) for line in open("build/meson-logs/testlog.json")]
+groups = {}
+for r in results:  # "cgprocfs:mount+view / view": suite group view
+    group = r["name"].split(" / ")[0].split(":", 1)[1].split("+")[-1]
+    groups[group] = groups.get(group, 0) + r["duration"]
+print("\nsuites (plain build; the sum of their tests' times):")
+for group, seconds in sorted(groups.items(), key=lambda kv: -kv[1]):
+    print("  %-36s %5.0f s" % (group, seconds))
+print("\nslowest tests (plain build):")
+for r in sorted(results, key=lambda r: -r["duration"])[:12]:
+    print("  %-36s %5.0f s" % (r["name"], r["duration"]))
 counts = {"OK": 0, "FAIL": 0, "SKIP": 0}
-with open("build/meson-logs/testlog.json") as f:
-    for line in f:
-        result = json.loads(line)["result"]
-        key = result if result in counts else "FAIL"
-        counts[key] += 1
+for r in results:
+    counts[r["result"] if r["result"] in counts else "FAIL"] += 1
 print("%d passed, %d failed, %d skipped" % (counts["OK"], counts["FAIL"], counts["SKIP"]))
 PY
 exit $status

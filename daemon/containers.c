@@ -54,6 +54,8 @@ struct containers {
 	GPtrArray *served;     /* struct container*: every container view served */
 	gboolean handed_over;  /* the socket is the new daemon's now: set by the acceptor, read once it is stopped */
 	unsigned last_id;      /* of a session, for the keeper (the host's is 0) */
+	char *scopes_path;     /* the containers' cgroups, kept for the next daemon */
+	char *inherited;       /* what the daemon before recorded there, until containers_ready */
 	guint64 attaches, attach_failures;
 };
 
@@ -67,11 +69,15 @@ struct container {
 	GThread *recovering;  /* taken from a dead daemon's keeper: see recover.c */
 };
 
-static void ns_view_release(struct containers *cs, struct ns_view *nsv)
+/* One session of nsv fewer; handed_over: the namespace's containers are
+ * the new daemon's now, and so is the record of their cgroups. */
+static void ns_view_release(struct containers *cs, struct ns_view *nsv, gboolean handed_over)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
 	if (--nsv->sessions > 0)
 		return;
+	if (!handed_over)
+		scopes_ended(cs->cfg.scope, cs->scopes_path, nsv->ns);
 	g_hash_table_remove(cs->by_ns, &nsv->ns);
 	smaps_remove_namespace(cs->cfg.smaps, nsv->ns);
 	view_free(nsv->view);
@@ -222,7 +228,7 @@ static void container_ended(void *data, int error)
 	if (!handed_over)
 		g_message("container view of pid namespace %" G_GUINT64_FORMAT " ended", c->nsv->ns);
 	session_free(c->session);
-	ns_view_release(cs, c->nsv);
+	ns_view_release(cs, c->nsv, handed_over);
 	g_free(c);
 }
 
@@ -266,7 +272,7 @@ static int start_session(struct containers *cs, int ns_fd, int *fuse_fd, unsigne
 	r = c->session ? session_take_up(c->session, *fuse_fd, resume_minor, recover) : -EINVAL;
 	if (r < 0) {
 		session_free(c->session);
-		ns_view_release(cs, c->nsv);
+		ns_view_release(cs, c->nsv, FALSE);
 		return log_set_error(error, r, "cannot start a FUSE session on that fd");
 	}
 	*fuse_fd = -1; /* the session's */
@@ -309,6 +315,7 @@ static int attach(struct containers *cs, pid_t pid, int *fuse_fd, GError **error
 	int r = start_session(cs, ns_fd, fuse_fd, 0, FALSE, NULL, 0, &ns, error);
 	if (r < 0)
 		return r;
+	scopes_attached(cs->cfg.scope, cs->scopes_path, cs->cfg.host_proc_fd, pid, ns);
 	g_message("serving the view of pid namespace %" G_GUINT64_FORMAT " (container init %d), set up in %.1f ms",
 		  ns, (int)pid, (double)(g_get_monotonic_time() - started) / 1000);
 	return 0;
@@ -322,6 +329,8 @@ int containers_resume(struct containers *cs, struct handover *h, unsigned index,
 	int r = start_session(cs, s->ns_fd, &s->fuse_fd, s->proto_minor, resend, h, index, &ns, &error);
 	if (r < 0)
 		g_warning("cannot resume a container's view: %s", error->message);
+	else if (cs->cfg.scope)
+		scope_add_from(cs->cfg.scope, cs->inherited, ns);
 	return r;
 }
 
@@ -503,12 +512,18 @@ int containers_start(const struct containers_config *cfg, int listen_fd, struct 
 	g_mutex_init(&cs->lock);
 	cs->by_ns = g_hash_table_new(g_int64_hash, g_int64_equal);
 	cs->served = g_ptr_array_new();
+	cs->scopes_path = g_strconcat(cfg->socket_path, ".scopes", NULL);
+	cs->inherited = scopes_inherited(cs->scopes_path);
 	*ret = cs;
 	return 0;
 }
 
 void containers_ready(struct containers *cs)
 {
+	if (cs) { /* what was taken over is recorded again, and only that */
+		g_clear_pointer(&cs->inherited, g_free);
+		scopes_save(cs->cfg.scope, cs->scopes_path);
+	}
 	int r = cs ? acceptor_start(cs->listen_fd, "only root may attach containers", handle, cs, &cs->acceptor) : 0;
 	if (r < 0)
 		g_warning("cannot accept on %s (%s): containers cannot attach", cs->cfg.socket_path, g_strerror(-r));
@@ -550,6 +565,8 @@ void containers_free(struct containers *cs)
 	g_ptr_array_unref(cs->served);
 	g_mutex_clear(&cs->lock);
 	g_free((char *)cs->cfg.socket_path);
+	g_free(cs->scopes_path);
+	g_free(cs->inherited);
 	g_free(cs);
 }
 

@@ -6,6 +6,7 @@
 #include "cpuview.h"
 #include "cputime.h"
 #include "pidwatch.h"
+#include "scope.h"
 #include "smaps.h"
 
 #include <glib.h>
@@ -29,6 +30,7 @@ struct daemon_config {
 	int keeper_wait_s;         /* --keeper-wait */
 	const char *keeper_cgroup; /* --keeper-cgroup, or NULL */
 	gboolean stop_keeps_views; /* --keep-views-on-stop */
+	enum scope_rule scope;     /* --scope */
 };
 
 /* Containers: views of other pid namespaces, attached by the OCI hook
@@ -50,6 +52,7 @@ struct containers_config {
 	void (*handed_over)(void *data); /* all sessions are a new daemon's */
 	void *handed_over_data;
 	struct keeper *keeper;
+	struct scope *scope; /* where each container's cgroups are recorded */
 };
 struct containers;
 /* On listen_fd, the control socket handed over by the daemon taken over
@@ -142,3 +145,14 @@ gboolean mountpoint_prepare(const char *dir, enum mountpoint_mode mode, char **r
 /* dir's canonical path (its parent resolved), or NULL if the parent is
  * missing. */
 char *mountpoint_canonical(const char *dir);
+
+/* The containers' cgroups (daemon/scopes.c), in a file at path for the
+ * daemon after this one: recorded from a container's init at its attach;
+ * forgotten with its pid namespace's last view; the whole record written
+ * again (s NULL: nothing). */
+void scopes_attached(struct scope *s, const char *path, int proc_fd, pid_t init, uint64_t ns);
+void scopes_ended(struct scope *s, const char *path, uint64_t ns);
+void scopes_save(struct scope *s, const char *path);
+/* What the daemon before this one recorded ("" if nothing): for
+ * scope_add_from, as each view taken over is resumed. */
+char *scopes_inherited(const char *path);

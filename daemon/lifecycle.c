@@ -209,6 +209,7 @@ static void make_groups(struct daemon *d)
 {
 	const struct memgroups_config mcfg = {
 		.proc_fd = d->proc_fd,
+		.scope = d->scope,
 		.memory = d->cgroups.config.memory,
 		.swap_view = d->cfg->swap_view,
 		.report = report_bad_cgroup,
@@ -221,6 +222,7 @@ static void make_groups(struct daemon *d)
 	const struct cgroup_config *cg = &d->cgroups.config;
 	const struct iogroups_config icfg = {
 		.proc_fd = d->proc_fd,
+		.scope = d->scope,
 		.io = cg->io,
 		.pressure = cg->io.version == CGROUP_V2 ? cg->io : cg->unified,
 		.report = report_bad_cgroup,
@@ -233,6 +235,7 @@ static void make_groups(struct daemon *d)
 	d->counters_path = g_strconcat(d->cfg->control_socket, ".cputime", NULL);
 	const struct cputimes_config tcfg = {
 		.proc_fd = d->proc_fd,
+		.scope = d->scope,
 		.cgroups = d->cgroups.config,
 		.cpuview = d->cpuview,
 		.nsinits = d->nsinits,
@@ -252,8 +255,16 @@ static gboolean make_views(struct daemon *d, GError **error)
 
 	cgroups_discover(&d->cgroups);
 	cgroups_log(&d->cgroups);
+	const struct scope_config pcfg = {
+		.proc_fd = d->proc_fd,
+		.sys_cpu_fd = d->sys_cpu_fd,
+		.cgroups = d->cgroups.config,
+		.rule = d->cfg->scope,
+	};
+	d->scope = scope_new(&pcfg);
 	const struct cpuview_config ccfg = {
 		.proc_fd = d->proc_fd,
+		.scope = d->scope,
 		.sys_cpu_fd = d->sys_cpu_fd,
 		.cgroups = d->cgroups.config,
 		.use_quota = d->cfg->cpu_quota,
@@ -364,6 +375,7 @@ static gboolean start_serving(struct daemon *d, GError **error)
 		.handed_over = on_handed_over,
 		.handed_over_data = d,
 		.keeper = d->keeper,
+		.scope = d->scope,
 	};
 	struct containers *cs = NULL;
 	r = containers_start(&ccfg, d->ho.listener, &cs);
@@ -462,6 +474,7 @@ static void free_daemon(struct daemon *d, gboolean containers_live)
 	iogroups_free(d->iogroups);
 	cputimes_free(d->cputimes);
 	nsinits_free(d->nsinits);
+	scope_free(d->scope);
 	cgroups_clear(&d->cgroups);
 	server_free(d->server);
 	notifier_free(d->notifier);

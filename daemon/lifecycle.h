@@ -15,6 +15,7 @@ struct daemon {
 	const struct daemon_config *cfg;
 	int proc_fd, sys_cpu_fd;
 	struct daemon_cgroups cgroups;
+	struct scope *scope; /* which cgroup a caller's figures come from */
 	struct cpuview *cpuview;
 	struct memgroups *memgroups; /* NULL: --no-memory-view */
 	struct nsinits *nsinits;

@@ -26,6 +26,7 @@ struct options {
 	int keeper_wait;
 	char *keeper_cgroup;
 	char *cpu_limit;
+	char *scope;
 	double max_age, max_age_idle, budget_percent;
 	gint max_entries;
 	char *control_socket;
@@ -36,6 +37,7 @@ struct options {
 static void options_clear(struct options *o)
 {
 	g_free(o->cpu_limit);
+	g_free(o->scope);
 	g_free(o->keeper_cgroup);
 	g_free(o->control_socket);
 	g_strfreev(o->fuse_opts);
@@ -54,6 +56,9 @@ static gboolean parse_options(int *argc, char ***argv, struct options *o, GError
 		  "Stay in the foreground (always the case; accepted for compatibility)", NULL },
 		{ "cpu-limit", 0, 0, G_OPTION_ARG_STRING, &o->cpu_limit,
 		  "What limits the CPUs a caller sees: cpuset, or cpuset+quota (default)", "cpuset|cpuset+quota" },
+		{ "scope", 0, 0, G_OPTION_ARG_STRING, &o->scope,
+		  "Whose figures a caller sees: its container's cgroup, whichever cgroup below it the caller is in "
+		  "(default), or the caller's own cgroup", "container|caller" },
 		{ "no-memory-view", 0, 0, G_OPTION_ARG_NONE, &o->no_memory_view,
 		  "Serve the host's meminfo, swaps and vmstat to every caller", NULL },
 		{ "no-swap-view", 0, 0, G_OPTION_ARG_NONE, &o->no_swap_view,
@@ -106,6 +111,10 @@ static gboolean check_options(const struct options *o, GError **error)
 {
 	if (o->cpu_limit && strcmp(o->cpu_limit, "cpuset") != 0 && strcmp(o->cpu_limit, "cpuset+quota") != 0) {
 		log_set_message(error, "--cpu-limit takes cpuset or cpuset+quota, not '%s'", o->cpu_limit);
+		return FALSE;
+	}
+	if (o->scope && strcmp(o->scope, "container") != 0 && strcmp(o->scope, "caller") != 0) {
+		log_set_message(error, "--scope takes container or caller, not '%s'", o->scope);
 		return FALSE;
 	}
 	if (!(o->max_age > 0) || !(o->max_age_idle >= o->max_age) ||
@@ -215,6 +224,7 @@ static int serve(const struct options *o)
 		.stop_keeps_views = o->keep_views_on_stop,
 		.cpu_quota = !o->cpu_limit || strcmp(o->cpu_limit, "cpuset+quota") == 0,
 		.memory_view = !o->no_memory_view,
+		.scope = o->scope && strcmp(o->scope, "caller") == 0 ? SCOPE_CALLER : SCOPE_CONTAINER,
 		.swap_view = !o->no_swap_view,
 		.loadavg = !o->no_loadavg,
 		.io_view = !o->no_io_view,

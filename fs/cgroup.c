@@ -333,6 +333,13 @@ static int smallest_limit(const struct cgroup_hierarchy *h, const char *dir, con
 	return 0;
 }
 
+int cgroup_memory_limited(const struct cgroup_hierarchy *h, const char *dir, gboolean *ret)
+{
+	uint64_t v;
+	return smallest_limit(h, dir, h->version == CGROUP_V2 ? "memory.max" : "memory.limit_in_bytes", &v, ret,
+			      NULL);
+}
+
 /* The lines of dir/name: 0, -errno, or -EINVAL (culprit) for a file the
  * kernel would not write. */
 static int read_lines(const struct cgroup_hierarchy *h, const char *dir, const char *name, GStrv *ret,

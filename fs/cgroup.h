@@ -84,6 +84,10 @@ char *cgroup_thread_dir(int proc_fd, pid_t tid, const struct cgroup_config *only
 int cgroup_read_memory(const struct cgroup_hierarchy *h, const char *dir, struct mem_figures *ret,
 		       gboolean *ret_limited, char **ret_culprit);
 
+/* *ret: whether the cgroup at dir or an ancestor has a memory limit. 0,
+ * -ENOENT if the cgroup is gone, -EINVAL for garbage. */
+int cgroup_memory_limited(const struct cgroup_hierarchy *h, const char *dir, gboolean *ret);
+
 /* The CPU time a cgroup's processes used since it was made. */
 struct cgroup_cpu_time {
 	uint64_t user_ns, system_ns;

@@ -3,6 +3,7 @@
 #include "hash.h"
 #include "ino.h"
 #include "procfile.h"
+#include "scope.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@ struct cputimes {
 	struct cpu_counters *counters; /* stat's, never going back */
 	gint64 swept_at;              /* when counters last forgot the gone */
 	long ticks_per_s;
+	struct scope *scope, *own_scope;
 };
 
 /* How often the counters of cgroups gone are forgotten. */
@@ -81,16 +83,12 @@ static const struct cgroup_hierarchy *usage_hierarchy(const struct cputimes *t)
  * by cpu and cpuset cgroups only, with no cpuacct one of its own). */
 static char *usage_group(const struct cputimes *t, pid_t tid)
 {
-	char path[32];
-	g_autofree char *text = NULL;
-	struct cgroup_paths paths = { 0 };
+	struct scope_found found = { 0 };
 	char *group = NULL;
 
-	snprintf(path, sizeof(path), "%d/cgroup", (int)tid);
-	if (procfile_read_text_at(t->cfg.proc_fd, path, &text) == 0 &&
-	    cgroup_parse_membership(text, &t->cfg.cgroups, &paths) == 0)
-		group = g_strdup(t->cfg.cgroups.cpu.version == CGROUP_V2 ? paths.cpu : paths.cpuacct);
-	cgroup_paths_clear(&paths);
+	if (scope_find(t->scope, tid, &found) == 0 && !found.host)
+		group = g_strdup(t->cfg.cgroups.cpu.version == CGROUP_V2 ? found.paths.cpu : found.paths.cpuacct);
+	scope_found_clear(&found);
 	g_autofree char *dir = group ? cgroup_relative_dir(usage_hierarchy(t), group) : NULL;
 	if (!dir || strcmp(dir, ".") == 0)
 		g_clear_pointer(&group, g_free);
@@ -115,7 +113,10 @@ static gpointer find_key(void *data, pid_t tid)
 	uint64_t ns = 0, start = 0;
 	gboolean foreign = nsinits_of(t->cfg.nsinits, tid, &ns, &start);
 	struct cpu_map *map = cpuview_map_for(t->cfg.cpuview, tid);
-	g_autofree char *group = foreign || !map->is_host ? usage_group(t, tid) : NULL;
+	/* Under the container rule the scope says who gets the host's time;
+	 * otherwise a caller whose CPUs are the host's does. */
+	gboolean own = scope_decides_host(t->scope) || foreign || !map->is_host;
+	g_autofree char *group = own ? usage_group(t, tid) : NULL;
 	struct cputime_key *k = g_atomic_rc_box_alloc0(sizeof(*k) + (group ? strlen(group) : 0) + 1);
 	k->map = map;
 	k->ns = foreign ? ns : 0;
@@ -129,6 +130,7 @@ struct cputimes *cputimes_new(const struct cputimes_config *cfg)
 {
 	struct cputimes *t = g_new0(struct cputimes, 1);
 	t->cfg = *cfg;
+	t->scope = scope_or_own(cfg->scope, cfg->proc_fd, &cfg->cgroups, &t->own_scope);
 	t->ticks_per_s = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
 	static const deciders_class_fn classes[] = { cputime_uptime_class, cputime_stat_class, cputime_loadavg_class,
 						     NULL };
@@ -149,6 +151,7 @@ void cputimes_free(struct cputimes *t)
 	loadavgs_free(t->loads);
 	cpu_counters_free(t->counters);
 	reports_clear(&t->reports);
+	scope_free(t->own_scope);
 	g_free(t);
 }
 

@@ -2,10 +2,11 @@
 
 #include "classes.h"
 #include "hash.h"
-#include "reports.h"
-#include "tidcache.h"
 #include "ino.h"
 #include "procfile.h"
+#include "reports.h"
+#include "scope.h"
+#include "tidcache.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@ struct cpuview {
 	 * forgotten: a short class must not name another class while the
 	 * kernel may keep pages of an inode of it. */
 	GHashTable *shorts;
+	struct scope *scope, *own_scope;
 };
 
 /* ---------------------------------------------------------------- maps -- */
@@ -66,6 +68,7 @@ int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret)
 	struct cpuview *cv = g_new0(struct cpuview, 1);
 
 	cv->cfg = *cfg;
+	cv->scope = scope_or_own(cfg->scope, cfg->proc_fd, &cfg->cgroups, &cv->own_scope);
 	tidcache_init(&cv->maps, (gpointer(*)(gpointer))cpu_map_ref, (GDestroyNotify)cpu_map_unref);
 	reports_init(&cv->reports, cfg->report, cfg->report_data);
 	cv->classes = classes_new((classes_ref_fn)cpu_map_ref, (GDestroyNotify)cpu_map_unref);
@@ -84,6 +87,7 @@ void cpuview_free(struct cpuview *cv)
 	classes_free(cv->classes);
 	g_hash_table_unref(cv->shorts);
 	g_rw_lock_clear(&cv->shorts_lock);
+	scope_free(cv->own_scope);
 	g_free(cv);
 }
 
@@ -100,26 +104,19 @@ static int read_online(struct cpuview *cv, struct cpuset *ret)
 static gboolean caller_limits(struct cpuview *cv, pid_t tid, struct cgroup_limits *ret)
 {
 	char path[32];
-	g_autofree char *s = NULL;
-	struct cgroup_paths paths = { 0 };
+	struct scope_found found;
 	g_autofree char *culprit = NULL;
 
 	snprintf(path, sizeof(path), "%d/cgroup", (int)tid);
-	int r = procfile_read_text_at(cv->cfg.proc_fd, path, &s);
-	if (r == -EINVAL) {
+	int r = scope_find(cv->scope, tid, &found);
+	if (r == -EINVAL)
 		reports_once(&cv->reports, path, EINVAL);
-		return FALSE;
-	}
 	if (r < 0)
-		return FALSE; /* the caller is gone */
-	if (cgroup_parse_membership(s, &cv->cfg.cgroups, &paths) < 0) {
-		reports_once(&cv->reports, path, EINVAL);
-		return FALSE;
-	}
-	r = cgroup_read_limits(&cv->cfg.cgroups, &paths, ret, &culprit);
+		return FALSE; /* garbage, or the caller is gone */
+	r = found.host ? -ENOENT : cgroup_read_limits(&cv->cfg.cgroups, &found.paths, ret, &culprit);
 	if (r == -EINVAL)
 		reports_once(&cv->reports, culprit ? culprit : path, EINVAL);
-	cgroup_paths_clear(&paths);
+	scope_found_clear(&found);
 	return r == 0;
 }
 

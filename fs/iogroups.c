@@ -4,6 +4,7 @@
 #include "hash.h"
 #include "ino.h"
 #include "procfile.h"
+#include "scope.h"
 
 #include <errno.h>
 #include <string.h>
@@ -18,6 +19,7 @@ struct iogroups {
 	struct deciders pressure; /* callers' cgroups in the v2 hierarchy (strings) */
 	struct reports reports;   /* files that could not be used */
 	guint host_pressure;      /* bit i: the host has pressure_names[i] */
+	struct scope *scope, *own_scope;
 };
 
 static gpointer dup_group(gpointer group)
@@ -25,32 +27,32 @@ static gpointer dup_group(gpointer group)
 	return g_strdup(group);
 }
 
-/* tid's directory in the one hierarchy of only; "" for the root cgroup or
- * one that cannot be told: the host's files. */
-static char *group_of(int proc_fd, pid_t tid, const struct cgroup_config *only)
+/* tid's directory in h; "" for the root cgroup or one that cannot be
+ * told: the host's files. */
+static char *group_of(struct iogroups *g, pid_t tid, const struct cgroup_hierarchy *h)
 {
-	g_autofree char *dir = cgroup_thread_dir(proc_fd, tid, only);
-	return !dir || strcmp(dir, ".") == 0 ? g_strdup("") : g_steal_pointer(&dir);
+	g_autofree char *dir = scope_dir(g->scope, tid, h);
+	return strcmp(dir, ".") == 0 ? g_strdup("") : g_steal_pointer(&dir);
 }
 
 static gpointer find_disk_group(void *data, pid_t tid)
 {
 	struct iogroups *g = data;
-	const struct cgroup_config only = { .io = g->cfg.io };
-	return g->cfg.io.version != CGROUP_NONE ? group_of(g->cfg.proc_fd, tid, &only) : g_strdup("");
+	return g->cfg.io.version != CGROUP_NONE ? group_of(g, tid, &g->cfg.io) : g_strdup("");
 }
 
 static gpointer find_pressure_group(void *data, pid_t tid)
 {
 	struct iogroups *g = data;
-	const struct cgroup_config only = { .unified = g->cfg.pressure };
-	return g->cfg.pressure.version == CGROUP_V2 ? group_of(g->cfg.proc_fd, tid, &only) : g_strdup("");
+	return g->cfg.pressure.version == CGROUP_V2 ? group_of(g, tid, &g->cfg.pressure) : g_strdup("");
 }
 
 struct iogroups *iogroups_new(const struct iogroups_config *cfg)
 {
 	struct iogroups *g = g_new0(struct iogroups, 1);
 	g->cfg = *cfg;
+	g->scope = scope_or_own(cfg->scope, cfg->proc_fd, &(struct cgroup_config){ .io = cfg->io, .unified = cfg->pressure },
+				&g->own_scope);
 	static const deciders_class_fn disk_classes[] = { iogroups_disk_class, NULL };
 	static const deciders_class_fn pressure_classes[] = { iogroups_pressure_class, NULL };
 	deciders_init(&g->disks, find_disk_group, disk_classes, dup_group, g_free, g);
@@ -71,6 +73,7 @@ void iogroups_free(struct iogroups *g)
 	deciders_clear(&g->disks);
 	deciders_clear(&g->pressure);
 	reports_clear(&g->reports);
+	scope_free(g->own_scope);
 	g_free(g);
 }
 

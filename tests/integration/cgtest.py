@@ -697,11 +697,16 @@ def give_view(mnt, bundle, pid, name, hook=None, env=None):
 
 
 @contextlib.contextmanager
-def namespace_with_view(mnt, bundle, name="cgprocfs-test"):
-    """start_namespace, then give_view. Yields (the init's host pid, the
-    hook's (rc, out, err)); the namespace ends with the block."""
+def namespace_with_view(mnt, bundle, name="cgprocfs-test", cgroups=()):
+    """start_namespace, its init moved into each cgroup directory of
+    cgroups (as a runtime puts a container's init in its cgroup before its
+    hooks run), then give_view. Yields (the init's host pid, the hook's
+    (rc, out, err)); the namespace ends with the block."""
     ns, pid = start_namespace()
     try:
+        for d in cgroups:
+            with open(os.path.join(d, "cgroup.procs"), "w") as f:
+                f.write(str(pid))
         yield pid, give_view(mnt, bundle, pid, name)
     finally:
         end_namespace(ns)

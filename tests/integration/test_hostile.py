@@ -366,9 +366,9 @@ def make_tests(d):
         if not hostile_bin:
             raise cgtest.Skip("CGPROCFS_HOSTILE is not set (run through meson test)")
         bound = 2 * os.cpu_count() + 8
-        with cgtest.namespace_with_view(d.mnt, state["bundle"], "hostile") as (hostile, res), \
-                cgtest.namespace_with_view(d.mnt, state["bundle"], "victim") as (victim, vres), \
-                one_cpu_group("victim") as group:
+        with one_cpu_group("victim") as group, \
+                cgtest.namespace_with_view(d.mnt, state["bundle"], "hostile") as (hostile, res), \
+                cgtest.namespace_with_view(d.mnt, state["bundle"], "victim", cgroups=[group]) as (victim, vres):
             check(res[0] == 0 and vres[0] == 0, "the hook", cgtest.describe(res), cgtest.describe(vres))
             enter = lambda pid, argv: ["nsenter", "-t", str(pid), "-m", "-p", "--"] + argv  # noqa: E731
             attackers = [subprocess.Popen(enter(hostile, ["sh", "-c", "for i in $(seq %d); do sleep 60 & done; wait"

@@ -7,7 +7,10 @@ once a throttle rule was set on it), one without. A caller in that cgroup
 writes 8 MiB with dd oflag=direct to each, in a private mount namespace with
 the view over /proc, and reads /proc/diskstats and psutil's
 disk_io_counters(perdisk=True) before and after; a caller of another cgroup
-looks too. test_uml.py does the same on a real cgroup v2 kernel."""
+looks too. Both are in a memory cgroup with a limit as well: a caller of
+the host's namespaces gets its own cgroups' figures only under a limit
+(the container rule, README "Whose figures"). test_uml.py does the same on
+a real cgroup v2 kernel."""
 
 import json
 import os
@@ -18,6 +21,7 @@ import cgtest  # noqa: E402
 from cgtest import check, check_equal  # noqa: E402
 
 BLKIO = "/sys/fs/cgroup/blkio"
+MEMORY = "/sys/fs/cgroup/memory"
 UNIFIED = "/sys/fs/cgroup/unified"
 TOP = "cgprocfs-iotest-%d" % os.getpid()
 MIB = 1 << 20
@@ -143,11 +147,13 @@ def make_tests(d):
         group(BLKIO, None)
         g = state["writer"] = group(BLKIO, "writer")
         state["other"] = group(BLKIO, "other")
+        limited = state["limited"] = group(MEMORY, None)
+        write(os.path.join(limited, "memory.limit_in_bytes"), str(4 << 30))
         write(os.path.join(g, "blkio.throttle.write_bps_device"), "%d:%d %d" % (ruled.major, ruled.minor, 1 << 30))
         # 4 MiB from outside the cgroup first: not the cgroup's
         cgtest.check_ran(cgtest.run(["dd", "if=/dev/zero", "of=" + ruled.path, "bs=1M", "count=4", "oflag=direct"]),
                          "dd from the root cgroup")
-        got = probe(d.mnt, [g], [ruled.name, plain.name], True)
+        got = probe(d.mnt, [g, limited], [ruled.name, plain.name], True)
         host = host_lines()
         b, a = got["before"]["lines"], got["after"]["lines"]
         check_equal(b[ruled.name][SECTORS_WRITTEN], 0, "sectors written by a new cgroup before it wrote")
@@ -169,7 +175,7 @@ def make_tests(d):
     @test("a caller of another cgroup sees none of those writes, and the host's line of the other device")
     def _():
         ruled, plain = state["ruled"], state["plain"]
-        got = probe(d.mnt, [state["other"]], [ruled.name, plain.name], False)
+        got = probe(d.mnt, [state["other"], state["limited"]], [ruled.name, plain.name], False)
         a = got["after"]["lines"]
         check(host_lines()[ruled.name][SECTORS_WRITTEN] >= SECTORS_8MIB, "the host did not count the writes")
         check_equal([a[ruled.name][i] for i in (READS, SECTORS_READ, WRITES, SECTORS_WRITTEN)], [0, 0, 0, 0],
@@ -191,7 +197,7 @@ def make_tests(d):
         u = group(UNIFIED, None)
         names = sorted(os.listdir("/proc/pressure"))
         before = {n: pressure_total(cgtest.read_all(os.path.join(u, n + ".pressure")).decode()) for n in names}
-        got = probe(d.mnt, [u], [], False)
+        got = probe(d.mnt, [u, state["limited"]], [], False)
         after = {n: pressure_total(cgtest.read_all(os.path.join(u, n + ".pressure")).decode()) for n in names}
         check_equal(sorted(got["pressure"]), names, "the files of /proc/pressure")
         for n in names:
@@ -212,7 +218,7 @@ def make_tests(d):
     @test("no cgroup or loop device of the test is left")
     def _():
         cleanup(state)
-        for root in (BLKIO, UNIFIED):
+        for root in (BLKIO, UNIFIED, MEMORY):
             check(not os.path.exists(os.path.join(root, TOP)), "left " + os.path.join(root, TOP))
 
     return t
@@ -240,7 +246,7 @@ def main():
         cgtest.run_with_daemon(make_tests)
     finally:  # after a failure: whatever is left
         cleanup(STATE)
-        for root in (BLKIO, UNIFIED):
+        for root in (BLKIO, UNIFIED, MEMORY):
             top = os.path.join(root, TOP)
             if os.path.isdir(top):
                 cgtest.remove_cgroups([p for p, _, _ in os.walk(top, topdown=False)], root)

@@ -1,0 +1,402 @@
+#include "scope.h"
+
+#include "pidns.h"
+#include "procfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+struct container {
+	char *text; /* its init's <pid>/cgroup when it was added */
+	struct cgroup_paths paths;
+};
+
+struct scope {
+	struct scope_config cfg;
+	char *own_ns;          /* the daemon's cgroup namespace: "cgroup:[N]" */
+	GRWLock lock;          /* guards containers */
+	GHashTable *containers; /* pid namespace -> GPtrArray of struct container */
+	GMutex ns_lock;         /* guards ns_roots */
+	GHashTable *ns_roots;   /* "cgroup:[N]" -> struct cgroup_paths: its root */
+};
+
+/* The hierarchies, in the order a container is matched by (the first one
+ * the host has decides). */
+enum { H_MEMORY, H_CPU, H_CPUACCT, H_CPUSET, H_IO, H_UNIFIED, H_N };
+
+static const struct cgroup_hierarchy *hierarchy(const struct cgroup_config *c, int i)
+{
+	const struct cgroup_hierarchy *all[H_N] = { &c->memory, &c->cpu,	&c->cpuacct,
+						    &c->cpuset, &c->io, &c->unified };
+	return all[i];
+}
+
+static char **slot(struct cgroup_paths *p, int i)
+{
+	char **all[H_N] = { &p->memory, &p->cpu, &p->cpuacct, &p->cpuset, &p->io, &p->unified };
+	return all[i];
+}
+
+static void paths_copy(const struct cgroup_paths *from, struct cgroup_paths *to)
+{
+	for (int i = 0; i < H_N; i++)
+		*slot(to, i) = g_strdup(*slot((struct cgroup_paths *)from, i));
+}
+
+static void paths_free(gpointer p)
+{
+	cgroup_paths_clear(p);
+	g_free(p);
+}
+
+static void container_free(gpointer p)
+{
+	struct container *c = p;
+	g_free(c->text);
+	cgroup_paths_clear(&c->paths);
+	g_free(c);
+}
+
+/* Whether the cgroup path is root or below it. */
+static gboolean at_or_below(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+	if (strcmp(root, "/") == 0)
+		return TRUE;
+	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* The hierarchy that matches callers with containers: -1 if none. */
+static int key_hierarchy(const struct scope *s)
+{
+	for (int i = 0; i < H_N; i++)
+		if (hierarchy(&s->cfg.cgroups, i)->version != CGROUP_NONE)
+			return i;
+	return -1;
+}
+
+/* Whether every path of own that root has too is at or below it. */
+static gboolean within(const struct cgroup_paths *own, const struct cgroup_paths *root, int key)
+{
+	const char *o = *slot((struct cgroup_paths *)own, key), *r = *slot((struct cgroup_paths *)root, key);
+	return o && r && at_or_below(o, r);
+}
+
+struct scope *scope_new(const struct scope_config *cfg)
+{
+	struct scope *s = g_new0(struct scope, 1);
+	s->cfg = *cfg;
+	if (cfg->rule == SCOPE_CONTAINER && procfile_readlink_at(cfg->proc_fd, "self/ns/cgroup", &s->own_ns) < 0)
+		s->own_ns = NULL;
+	g_rw_lock_init(&s->lock);
+	g_mutex_init(&s->ns_lock);
+	s->containers = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_ptr_array_unref);
+	s->ns_roots = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, paths_free);
+	return s;
+}
+
+struct scope *scope_or_own(struct scope *given, int proc_fd, const struct cgroup_config *cgroups,
+			   struct scope **ret_own)
+{
+	*ret_own = NULL;
+	if (given)
+		return given;
+	const struct scope_config cfg = { .proc_fd = proc_fd, .sys_cpu_fd = -1, .cgroups = *cgroups,
+					  .rule = SCOPE_CALLER };
+	return *ret_own = scope_new(&cfg);
+}
+
+gboolean scope_decides_host(const struct scope *s)
+{
+	return s->cfg.rule == SCOPE_CONTAINER;
+}
+
+void scope_free(struct scope *s)
+{
+	if (!s)
+		return;
+	g_hash_table_unref(s->containers);
+	g_hash_table_unref(s->ns_roots);
+	g_rw_lock_clear(&s->lock);
+	g_mutex_clear(&s->ns_lock);
+	g_free(s->own_ns);
+	g_free(s);
+}
+
+int scope_add(struct scope *s, uint64_t ns, const char *cgroup_text)
+{
+	struct container *c = g_new0(struct container, 1);
+	if (cgroup_parse_membership(cgroup_text, &s->cfg.cgroups, &c->paths) < 0) {
+		g_free(c);
+		return -EINVAL;
+	}
+	c->text = g_strdup(cgroup_text);
+	g_rw_lock_writer_lock(&s->lock);
+	GPtrArray *all = g_hash_table_lookup(s->containers, GSIZE_TO_POINTER(ns));
+	if (!all) {
+		all = g_ptr_array_new_with_free_func(container_free);
+		g_hash_table_insert(s->containers, GSIZE_TO_POINTER(ns), all);
+	}
+	for (guint i = 0; c && i < all->len; i++)
+		if (strcmp(((struct container *)g_ptr_array_index(all, i))->text, c->text) == 0)
+			g_clear_pointer(&c, container_free); /* known */
+	if (c)
+		g_ptr_array_add(all, c);
+	g_rw_lock_writer_unlock(&s->lock);
+	return 0;
+}
+
+void scope_remove(struct scope *s, uint64_t ns)
+{
+	g_rw_lock_writer_lock(&s->lock);
+	g_hash_table_remove(s->containers, GSIZE_TO_POINTER(ns));
+	g_rw_lock_writer_unlock(&s->lock);
+}
+
+char *scope_dump(struct scope *s)
+{
+	GString *out = g_string_new(NULL);
+	GHashTableIter it;
+	gpointer key, value;
+
+	g_rw_lock_reader_lock(&s->lock);
+	g_hash_table_iter_init(&it, s->containers);
+	while (g_hash_table_iter_next(&it, &key, &value)) {
+		GPtrArray *all = value;
+		for (guint i = 0; i < all->len; i++) {
+			g_autofree char *text = g_strescape(((struct container *)g_ptr_array_index(all, i))->text, NULL);
+			g_string_append_printf(out, "%" G_GSIZE_FORMAT " %s\n", GPOINTER_TO_SIZE(key), text);
+		}
+	}
+	g_rw_lock_reader_unlock(&s->lock);
+	return g_string_free(out, FALSE);
+}
+
+unsigned scope_add_from(struct scope *s, const char *dump, uint64_t ns)
+{
+	g_auto(GStrv) lines = g_strsplit(dump, "\n", -1);
+	unsigned added = 0;
+
+	for (char **line = lines; *line; line++) {
+		char *end;
+		guint64 key = g_ascii_strtoull(*line, &end, 10);
+		if (end == *line || *end != ' ' || key != ns)
+			continue;
+		g_autofree char *text = g_strcompress(end + 1);
+		added += scope_add(s, ns, text) == 0;
+	}
+	return added;
+}
+
+/* Rule 1: of the containers of tid's pid namespace, the deepest own is
+ * in; FALSE if none (a process that joined the namespace from elsewhere,
+ * or a namespace no container was attached in). */
+static gboolean in_container(struct scope *s, pid_t tid, const struct cgroup_paths *own, struct cgroup_paths *ret)
+{
+	int key = key_hierarchy(s);
+	const struct container *best = NULL;
+
+	g_rw_lock_reader_lock(&s->lock);
+	GPtrArray *all = key >= 0 && g_hash_table_size(s->containers) > 0
+				 ? g_hash_table_lookup(s->containers, GSIZE_TO_POINTER(pidns_of(s->cfg.proc_fd, tid)))
+				 : NULL;
+	for (guint i = 0; all && i < all->len; i++) {
+		const struct container *c = g_ptr_array_index(all, i);
+		if (within(own, &c->paths, key) &&
+		    (!best || strlen(*slot((struct cgroup_paths *)&c->paths, key)) >
+				      strlen(*slot((struct cgroup_paths *)&best->paths, key))))
+			best = c;
+	}
+	if (best)
+		paths_copy(&best->paths, ret);
+	g_rw_lock_reader_unlock(&s->lock);
+	return best != NULL;
+}
+
+/* ------------------------------------------------ cgroup namespaces -- */
+
+int scope_ns_root(const char *text, const char *ns_text, const struct cgroup_config *cfg,
+		  struct cgroup_paths *ret)
+{
+	struct cgroup_paths host = { 0 }, inside = { 0 }, root = { 0 };
+	int r = cgroup_parse_membership(text, cfg, &host);
+	if (r == 0)
+		r = cgroup_parse_membership(ns_text, cfg, &inside);
+	for (int i = 0; r == 0 && i < H_N; i++) {
+		const char *h = *slot(&host, i), *in = *slot(&inside, i);
+		if (!h)
+			continue;
+		if (!in || (g_str_has_prefix(in, "/..") && (in[3] == '\0' || in[3] == '/'))) {
+			r = -EINVAL; /* outside its namespace's root: moved out */
+			break;
+		}
+		/* in starts with '/': a match ends the root at a name */
+		size_t hn = strlen(h), inn = strcmp(in, "/") == 0 ? 0 : strlen(in);
+		if (hn < inn || (inn && strcmp(h + hn - inn, in) != 0)) {
+			r = -EINVAL;
+			break;
+		}
+		*slot(&root, i) = hn == inn ? g_strdup("/") : g_strndup(h, hn - inn);
+	}
+	cgroup_paths_clear(&host);
+	cgroup_paths_clear(&inside);
+	if (r < 0)
+		cgroup_paths_clear(&root);
+	else
+		*ret = root;
+	return r;
+}
+
+struct ns_read {
+	int proc_fd, ns_fd;
+	pid_t tid;
+	char *text; /* out */
+	int err;    /* out */
+};
+
+/* A thread of its own, which ends here: it joins the caller's cgroup
+ * namespace, where the kernel writes <tid>/cgroup relative to its root. */
+static gpointer read_in_ns(gpointer data)
+{
+	struct ns_read *n = data;
+	char path[32];
+
+	snprintf(path, sizeof(path), "%d/cgroup", (int)n->tid);
+	if (setns(n->ns_fd, CLONE_NEWCGROUP) < 0)
+		n->err = -errno;
+	else
+		n->err = procfile_read_text_at(n->proc_fd, path, &n->text);
+	return NULL;
+}
+
+/* The root of ns (tid's cgroup namespace), tid's cgroups in text: 0, or
+ * -errno. */
+static int find_ns_root(struct scope *s, pid_t tid, const char *text, struct cgroup_paths *ret)
+{
+	char path[32];
+	snprintf(path, sizeof(path), "%d/ns/cgroup", (int)tid);
+	struct ns_read n = { .proc_fd = s->cfg.proc_fd, .tid = tid };
+	n.ns_fd = procfile_openat(s->cfg.proc_fd, path, O_RDONLY | O_CLOEXEC);
+	if (n.ns_fd < 0)
+		return n.ns_fd;
+	g_thread_join(g_thread_new("cgprocfs-cgns", read_in_ns, &n));
+	close(n.ns_fd);
+	int r = n.err < 0 ? n.err : scope_ns_root(text, n.text, &s->cfg.cgroups, ret);
+	g_free(n.text);
+	return r;
+}
+
+/* Rule 2: the root of tid's cgroup namespace, if it has one of its own
+ * (and own is in it); FALSE if not. */
+static gboolean ns_root(struct scope *s, pid_t tid, const char *text, const struct cgroup_paths *own,
+			struct cgroup_paths *ret)
+{
+	char path[32];
+	g_autofree char *ns = NULL;
+	int key = key_hierarchy(s);
+
+	snprintf(path, sizeof(path), "%d/ns/cgroup", (int)tid);
+	if (!s->own_ns || key < 0 || procfile_readlink_at(s->cfg.proc_fd, path, &ns) < 0 ||
+	    strcmp(ns, s->own_ns) == 0)
+		return FALSE;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->ns_lock);
+	/* A namespace's root never changes, but its number may be another's
+	 * once it is gone: a root own is not in is found again. */
+	const struct cgroup_paths *known = g_hash_table_lookup(s->ns_roots, ns);
+	if (!known || !within(own, known, key)) {
+		struct cgroup_paths *found = g_new0(struct cgroup_paths, 1);
+		if (find_ns_root(s, tid, text, found) < 0) {
+			g_free(found);
+			return FALSE;
+		}
+		g_hash_table_replace(s->ns_roots, g_steal_pointer(&ns), found);
+		known = found;
+	}
+	paths_copy(known, ret);
+	return TRUE;
+}
+
+/* ----------------------------------------------------------- limits -- */
+
+/* Rule 3: whether own or an ancestor sets a limit the view shows. A
+ * cgroup file that cannot be read says yes: the view reads it again, and
+ * reports it. */
+static gboolean limited(struct scope *s, const struct cgroup_paths *own)
+{
+	struct cgroup_limits l;
+	struct cpuset online;
+	g_autofree char *culprit = NULL, *text = NULL;
+
+	int r = cgroup_read_limits(&s->cfg.cgroups, own, &l, &culprit);
+	if (r < 0)
+		return r == -EINVAL; /* -ENOENT: the cgroup is gone */
+	if (l.has_quota)
+		return TRUE;
+	if (l.has_cpuset && procfile_read_text_at(s->cfg.sys_cpu_fd, "online", &text) == 0 &&
+	    cpuset_parse_list(text, &online) == 0) {
+		struct cpuset both = l.cpuset;
+		cpuset_intersect(&both, &online);
+		if (cpuset_count(&both) < cpuset_count(&online))
+			return TRUE;
+	}
+	const struct cgroup_hierarchy *m = &s->cfg.cgroups.memory;
+	g_autofree char *dir = m->version != CGROUP_NONE && own->memory ? cgroup_relative_dir(m, own->memory) : NULL;
+	gboolean mem_limited = FALSE;
+	r = dir ? cgroup_memory_limited(m, dir, &mem_limited) : -ENOENT;
+	return r == -EINVAL || (r == 0 && mem_limited); /* -ENOENT: no memory controller there */
+}
+
+/* ------------------------------------------------------------- find -- */
+
+int scope_find(struct scope *s, pid_t tid, struct scope_found *ret)
+{
+	char path[32];
+	g_autofree char *text = NULL;
+	struct cgroup_paths own = { 0 };
+
+	snprintf(path, sizeof(path), "%d/cgroup", (int)tid);
+	int r = procfile_read_text_at(s->cfg.proc_fd, path, &text);
+	if (r < 0)
+		return r == -EINVAL ? r : -ENOENT;
+	if (cgroup_parse_membership(text, &s->cfg.cgroups, &own) < 0)
+		return -EINVAL;
+	*ret = (struct scope_found){ 0 };
+	if (s->cfg.rule == SCOPE_CONTAINER) {
+		if (in_container(s, tid, &own, &ret->paths) || ns_root(s, tid, text, &own, &ret->paths)) {
+			cgroup_paths_clear(&own);
+			return 0;
+		}
+		if (!limited(s, &own)) {
+			cgroup_paths_clear(&own);
+			ret->host = TRUE;
+			return 0;
+		}
+	}
+	ret->paths = own;
+	return 0;
+}
+
+void scope_found_clear(struct scope_found *f)
+{
+	cgroup_paths_clear(&f->paths);
+	f->host = FALSE;
+}
+
+char *scope_dir(struct scope *s, pid_t tid, const struct cgroup_hierarchy *h)
+{
+	struct scope_found f;
+	char *dir = NULL;
+
+	if (scope_find(s, tid, &f) < 0)
+		return g_strdup("");
+	for (int i = 0; i < H_N && !f.host && !dir; i++)
+		if (hierarchy(&s->cfg.cgroups, i)->version == h->version &&
+		    hierarchy(&s->cfg.cgroups, i)->root_fd == h->root_fd && *slot(&f.paths, i))
+			dir = cgroup_relative_dir(h, *slot(&f.paths, i));
+	scope_found_clear(&f);
+	return dir ? dir : g_strdup("");
+}

@@ -71,14 +71,26 @@ for group in (mem, parent + "/child"):
     probes[group] = {"rc": p.returncode, "err": p.stderr[-2000:], "out": p.stdout}
 # CPU time: a busy loop in the half-CPU cgroup, psutil.cpu_percent through
 # the view bound over /proc in it and in an idle one.
-# The guest has one CPU: half of it is still one, the host's view. Callers
-# in a pid namespace of their own (as in a container) get their cgroup's.
-os.mkdir("/sys/fs/cgroup/idle")
+# The guest has one CPU: half of it is still one. A caller of the host's
+# namespaces gets its own cgroup's figures only under a limit (the
+# container rule, README "Whose figures"): the idle cgroup has a memory
+# limit, and the busy one its quota. The busy one is a new cgroup: the
+# half-CPU one's load was read above, and has been idle since (a
+# cgroup's first read starts its averages from what runs then).
+def memory_limited(group):
+    os.mkdir(group)
+    with open(group + "/memory.max", "w") as f:
+        f.write(str(1 << 30))
+memory_limited("/sys/fs/cgroup/idle")
+busy = "/sys/fs/cgroup/busy"
+os.mkdir(busy)
+with open(busy + "/cpu.max", "w") as f:
+    f.write("50000 100000")
 cpu_probe = ('import psutil; load = open("/proc/loadavg").read().split()[0]; '
              'print(psutil.cpu_percent(interval=2), load)')
-spin = subprocess.Popen(["sh", "-c", "while :; do :; done"], preexec_fn=joiner(cg))
+spin = subprocess.Popen(["sh", "-c", "while :; do :; done"], preexec_fn=joiner(busy))
 cpu = {}
-for name, group in (("busy", cg), ("idle", "/sys/fs/cgroup/idle")):
+for name, group in (("busy", busy), ("idle", "/sys/fs/cgroup/idle")):
     p = subprocess.run(["unshare", "--pid", "--fork", "--mount", "--propagation", "private", "sh", "-c",
                         'mount --rbind "$0/proc" /proc && "$@"', mnt, sys.executable, "-c", cpu_probe],
                        preexec_fn=joiner(group), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -92,7 +104,7 @@ new_ns = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c
 io = {}
 for name, write in (("io-writer", "1"), ("io-other", "0")):
     group = "/sys/fs/cgroup/" + name
-    os.mkdir(group)
+    memory_limited(group)
     p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
                         'mount --rbind "$0/proc" /proc && exec "$@"', mnt, sys.executable, "-c", io_probe, "ubdb"],
                        preexec_fn=joiner(group), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -265,28 +265,6 @@ char *cgroup_relative_dir(const struct cgroup_hierarchy *h, const char *path)
 	return relative_dir(h, path);
 }
 
-char *cgroup_thread_dir(int proc_fd, pid_t tid, const struct cgroup_config *only)
-{
-	char path[32];
-	g_autofree char *text = NULL;
-	struct cgroup_paths p = { 0 };
-	char *dir = NULL;
-
-	snprintf(path, sizeof(path), "%d/cgroup", (int)tid);
-	if (procfile_read_text_at(proc_fd, path, &text) < 0 || cgroup_parse_membership(text, only, &p) < 0)
-		return NULL;
-	const struct {
-		const struct cgroup_hierarchy *h;
-		const char *path;
-	} each[] = { { &only->cpu, p.cpu },	    { &only->cpuset, p.cpuset }, { &only->memory, p.memory },
-		     { &only->cpuacct, p.cpuacct }, { &only->io, p.io },	 { &only->unified, p.unified } };
-	for (size_t i = 0; i < G_N_ELEMENTS(each) && !dir; i++)
-		if (each[i].h->version != CGROUP_NONE && each[i].path)
-			dir = relative_dir(each[i].h, each[i].path);
-	cgroup_paths_clear(&p);
-	return dir;
-}
-
 /* A v1 limit at or above this is "none": the kernel writes its page
  * counter's maximum (2^63 less a page), and no machine has 4 EiB. */
 #define V1_UNLIMITED (UINT64_C(1) << 62)

@@ -72,10 +72,6 @@ unsigned cgroup_quota_cpus(uint64_t quota_us, uint64_t period_us);
  * same string for the same cgroup in every process: "." for the mount's
  * own. NULL if it is outside what is mounted. */
 char *cgroup_relative_dir(const struct cgroup_hierarchy *h, const char *path);
-/* The directory (as cgroup_relative_dir gives it) of thread tid's cgroup in
- * the one hierarchy of only that is not CGROUP_NONE, read from <tid>/cgroup
- * under proc_fd; NULL if it cannot be told. */
-char *cgroup_thread_dir(int proc_fd, pid_t tid, const struct cgroup_config *only);
 
 /* Read the memory figures of the cgroup at dir (cgroup_relative_dir's) into
  * *ret. 0; -ENOENT if the cgroup is gone; -EINVAL for a file the kernel

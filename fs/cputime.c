@@ -19,7 +19,6 @@ struct cputimes {
 	struct cpu_counters *counters; /* stat's, never going back */
 	gint64 swept_at;              /* when counters last forgot the gone */
 	long ticks_per_s;
-	struct scope *scope, *own_scope;
 };
 
 /* How often the counters of cgroups gone are forgotten. */
@@ -86,7 +85,7 @@ static char *usage_group(const struct cputimes *t, pid_t tid)
 	struct scope_found found = { 0 };
 	char *group = NULL;
 
-	if (scope_find(t->scope, tid, &found) == 0 && !found.host)
+	if (scope_find(t->cfg.scope, tid, &found) == 0 && !found.host)
 		group = g_strdup(t->cfg.cgroups.cpu.version == CGROUP_V2 ? found.paths.cpu : found.paths.cpuacct);
 	scope_found_clear(&found);
 	g_autofree char *dir = group ? cgroup_relative_dir(usage_hierarchy(t), group) : NULL;
@@ -115,7 +114,7 @@ static gpointer find_key(void *data, pid_t tid)
 	struct cpu_map *map = cpuview_map_for(t->cfg.cpuview, tid);
 	/* Under the container rule the scope says who gets the host's time;
 	 * otherwise a caller whose CPUs are the host's does. */
-	gboolean own = scope_decides_host(t->scope) || foreign || !map->is_host;
+	gboolean own = scope_decides_host(t->cfg.scope) || foreign || !map->is_host;
 	g_autofree char *group = own ? usage_group(t, tid) : NULL;
 	struct cputime_key *k = g_atomic_rc_box_alloc0(sizeof(*k) + (group ? strlen(group) : 0) + 1);
 	k->map = map;
@@ -130,7 +129,6 @@ struct cputimes *cputimes_new(const struct cputimes_config *cfg)
 {
 	struct cputimes *t = g_new0(struct cputimes, 1);
 	t->cfg = *cfg;
-	t->scope = scope_or_own(cfg->scope, cfg->proc_fd, &cfg->cgroups, &t->own_scope);
 	t->ticks_per_s = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
 	static const deciders_class_fn classes[] = { cputime_uptime_class, cputime_stat_class, cputime_loadavg_class,
 						     NULL };
@@ -151,7 +149,6 @@ void cputimes_free(struct cputimes *t)
 	loadavgs_free(t->loads);
 	cpu_counters_free(t->counters);
 	reports_clear(&t->reports);
-	scope_free(t->own_scope);
 	g_free(t);
 }
 

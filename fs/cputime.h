@@ -32,7 +32,7 @@ void cputime_key_unref(gpointer key);
 
 struct cputimes_config {
 	int proc_fd; /* the daemon's procfs: callers, and the host's files */
-	struct scope *scope; /* which cgroup a caller's time comes from; NULL: its own */
+	struct scope *scope; /* which cgroup a caller's time comes from */
 	struct cgroup_config cgroups;
 	struct cpuview *cpuview;
 	struct nsinits *nsinits;

@@ -25,7 +25,6 @@ struct cpuview {
 	 * forgotten: a short class must not name another class while the
 	 * kernel may keep pages of an inode of it. */
 	GHashTable *shorts;
-	struct scope *scope, *own_scope;
 };
 
 /* ---------------------------------------------------------------- maps -- */
@@ -68,7 +67,6 @@ int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret)
 	struct cpuview *cv = g_new0(struct cpuview, 1);
 
 	cv->cfg = *cfg;
-	cv->scope = scope_or_own(cfg->scope, cfg->proc_fd, &cfg->cgroups, &cv->own_scope);
 	tidcache_init(&cv->maps, (gpointer(*)(gpointer))cpu_map_ref, (GDestroyNotify)cpu_map_unref);
 	reports_init(&cv->reports, cfg->report, cfg->report_data);
 	cv->classes = classes_new((classes_ref_fn)cpu_map_ref, (GDestroyNotify)cpu_map_unref);
@@ -87,7 +85,6 @@ void cpuview_free(struct cpuview *cv)
 	classes_free(cv->classes);
 	g_hash_table_unref(cv->shorts);
 	g_rw_lock_clear(&cv->shorts_lock);
-	scope_free(cv->own_scope);
 	g_free(cv);
 }
 
@@ -108,7 +105,7 @@ static gboolean caller_limits(struct cpuview *cv, pid_t tid, struct cgroup_limit
 	g_autofree char *culprit = NULL;
 
 	snprintf(path, sizeof(path), "%d/cgroup", (int)tid);
-	int r = scope_find(cv->scope, tid, &found);
+	int r = scope_find(cv->cfg.scope, tid, &found);
 	if (r == -EINVAL)
 		reports_once(&cv->reports, path, EINVAL);
 	if (r < 0)

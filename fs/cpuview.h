@@ -40,7 +40,7 @@ typedef void (*cpuview_report_fn)(void *data, const char *file, int err);
 
 struct cpuview_config {
 	int proc_fd;    /* where callers' /proc/<tid>/cgroup is read */
-	struct scope *scope; /* which cgroup a caller's limits come from; NULL: its own */
+	struct scope *scope; /* which cgroup a caller's limits come from */
 	int sys_cpu_fd; /* the host's /sys/devices/system/cpu */
 	struct cgroup_config cgroups;
 	gboolean use_quota; /* --cpu-limit=cpuset+quota (else cpuset only) */

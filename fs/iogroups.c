@@ -19,7 +19,6 @@ struct iogroups {
 	struct deciders pressure; /* callers' cgroups in the v2 hierarchy (strings) */
 	struct reports reports;   /* files that could not be used */
 	guint host_pressure;      /* bit i: the host has pressure_names[i] */
-	struct scope *scope, *own_scope;
 };
 
 static gpointer dup_group(gpointer group)
@@ -31,7 +30,7 @@ static gpointer dup_group(gpointer group)
  * told: the host's files. */
 static char *group_of(struct iogroups *g, pid_t tid, const struct cgroup_hierarchy *h)
 {
-	g_autofree char *dir = scope_dir(g->scope, tid, h);
+	g_autofree char *dir = scope_dir(g->cfg.scope, tid, h);
 	return strcmp(dir, ".") == 0 ? g_strdup("") : g_steal_pointer(&dir);
 }
 
@@ -51,8 +50,6 @@ struct iogroups *iogroups_new(const struct iogroups_config *cfg)
 {
 	struct iogroups *g = g_new0(struct iogroups, 1);
 	g->cfg = *cfg;
-	g->scope = scope_or_own(cfg->scope, cfg->proc_fd, &(struct cgroup_config){ .io = cfg->io, .unified = cfg->pressure },
-				&g->own_scope);
 	static const deciders_class_fn disk_classes[] = { iogroups_disk_class, NULL };
 	static const deciders_class_fn pressure_classes[] = { iogroups_pressure_class, NULL };
 	deciders_init(&g->disks, find_disk_group, disk_classes, dup_group, g_free, g);
@@ -73,7 +70,6 @@ void iogroups_free(struct iogroups *g)
 	deciders_clear(&g->disks);
 	deciders_clear(&g->pressure);
 	reports_clear(&g->reports);
-	scope_free(g->own_scope);
 	g_free(g);
 }
 

@@ -13,7 +13,7 @@
 
 struct iogroups_config {
 	int proc_fd; /* where callers' /proc/<tid>/cgroup and the host's files are read */
-	struct scope *scope; /* which cgroup a caller's figures come from; NULL: its own */
+	struct scope *scope; /* which cgroup a caller's figures come from */
 	struct cgroup_hierarchy io; /* diskstats: v1 blkio, v2 io */
 	/* pressure: the v2 hierarchy (the unified one of a hybrid host);
 	 * CGROUP_NONE: the host's pressure files for all */

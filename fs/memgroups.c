@@ -15,7 +15,6 @@ struct memgroups {
 	struct memgroups_config cfg;
 	struct deciders groups; /* callers' groups (strings) */
 	struct reports reports;  /* files that could not be used */
-	struct scope *scope, *own_scope;
 };
 
 static gpointer dup_group(gpointer group)
@@ -29,8 +28,6 @@ struct memgroups *memgroups_new(const struct memgroups_config *cfg)
 {
 	struct memgroups *m = g_new0(struct memgroups, 1);
 	m->cfg = *cfg;
-	m->scope = scope_or_own(cfg->scope, cfg->proc_fd, &(struct cgroup_config){ .memory = cfg->memory },
-				&m->own_scope);
 	static const deciders_class_fn classes[] = { memgroups_class, NULL };
 	deciders_init(&m->groups, find_group, classes, dup_group, g_free, m);
 	reports_init(&m->reports, cfg->report, cfg->report_data);
@@ -43,7 +40,6 @@ void memgroups_free(struct memgroups *m)
 		return;
 	deciders_clear(&m->groups);
 	reports_clear(&m->reports);
-	scope_free(m->own_scope);
 	g_free(m);
 }
 
@@ -58,7 +54,7 @@ uint64_t memgroups_class(gconstpointer group)
 static gpointer find_group(void *data, pid_t tid)
 {
 	struct memgroups *m = data;
-	return m->cfg.memory.version != CGROUP_NONE ? scope_dir(m->scope, tid, &m->cfg.memory) : g_strdup("");
+	return m->cfg.memory.version != CGROUP_NONE ? scope_dir(m->cfg.scope, tid, &m->cfg.memory) : g_strdup("");
 }
 
 struct deciders *memgroups_deciders(struct memgroups *m)

@@ -11,7 +11,7 @@
 
 struct memgroups_config {
 	int proc_fd; /* where callers' /proc/<tid>/cgroup and the host's files are read */
-	struct scope *scope; /* which cgroup a caller's figures come from; NULL: its own */
+	struct scope *scope; /* which cgroup a caller's figures come from */
 	struct cgroup_hierarchy memory;
 	gboolean swap_view; /* FALSE: the host's swap figures (--no-swap-view) */
 	/* Called once per cgroup file that could not be used (the caller then

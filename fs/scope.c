@@ -99,17 +99,6 @@ struct scope *scope_new(const struct scope_config *cfg)
 	return s;
 }
 
-struct scope *scope_or_own(struct scope *given, int proc_fd, const struct cgroup_config *cgroups,
-			   struct scope **ret_own)
-{
-	*ret_own = NULL;
-	if (given)
-		return given;
-	const struct scope_config cfg = { .proc_fd = proc_fd, .sys_cpu_fd = -1, .cgroups = *cgroups,
-					  .rule = SCOPE_CALLER };
-	return *ret_own = scope_new(&cfg);
-}
-
 gboolean scope_decides_host(const struct scope *s)
 {
 	return s->cfg.rule == SCOPE_CONTAINER;

@@ -48,10 +48,6 @@ struct scope;
  * without them), rule 2 is left out. */
 struct scope *scope_new(const struct scope_config *cfg);
 void scope_free(struct scope *s);
-/* given, or else a new scope of the caller rule over cgroups, kept in
- * *ret_own for scope_free: for a view whose config names no scope. */
-struct scope *scope_or_own(struct scope *given, int proc_fd, const struct cgroup_config *cgroups,
-			   struct scope **ret_own);
 /* TRUE under the container rule, where scope_find decides which callers
  * get the host's files; FALSE where each kind of file decides. */
 gboolean scope_decides_host(const struct scope *s);

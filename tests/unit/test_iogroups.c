@@ -5,6 +5,7 @@
  * a garbled one). */
 #include "iogroups.h"
 
+#include "scope.h"
 #include "tmptree.h"
 
 #include <criterion/criterion.h>
@@ -13,6 +14,7 @@
 
 static int proc_fd = -1, v2_fd = -1, blkio_fd = -1;
 static GPtrArray *reports;
+static GPtrArray *scopes; /* every make()'s, freed at the end */
 
 static const char host_diskstats[] =
 	"   7       1 loop1 10 0 80 5 20 0 160 9 0 14 14 0 0 0 0 0 0\n"
@@ -30,6 +32,7 @@ static void setup(void)
 	v2_fd = tmptree_open_dir("v2");
 	blkio_fd = tmptree_open_dir("blkio");
 	reports = g_ptr_array_new_with_free_func(g_free);
+	scopes = g_ptr_array_new_with_free_func((GDestroyNotify)scope_free);
 	tmptree_put("proc/diskstats", host_diskstats);
 	tmptree_put("proc/pressure/cpu", host_cpu_pressure);
 	tmptree_put("proc/pressure/memory", host_cpu_pressure);
@@ -68,6 +71,7 @@ static void teardown(void)
 	close(v2_fd);
 	close(blkio_fd);
 	g_ptr_array_unref(reports);
+	g_ptr_array_unref(scopes);
 	tmptree_remove();
 }
 
@@ -80,10 +84,17 @@ static void report(void *data, const char *file, int err)
 
 static struct iogroups *make(enum cgroup_version io)
 {
+	const struct cgroup_hierarchy disks = { io, io == CGROUP_V2 ? v2_fd : blkio_fd, "/" };
+	const struct cgroup_hierarchy v2 = { CGROUP_V2, v2_fd, "/" };
+	/* the caller's own cgroup, whatever it is: the I/O view's choice */
+	const struct scope_config scfg = { proc_fd, -1, { .io = disks, .unified = v2 }, SCOPE_CALLER };
+	struct scope *scope = scope_new(&scfg);
+	g_ptr_array_add(scopes, scope);
 	const struct iogroups_config cfg = {
 		.proc_fd = proc_fd,
-		.io = { io, io == CGROUP_V2 ? v2_fd : blkio_fd, "/" },
-		.pressure = { CGROUP_V2, v2_fd, "/" },
+		.scope = scope,
+		.io = disks,
+		.pressure = v2,
 		.report = report,
 	};
 	return iogroups_new(&cfg);

@@ -5,6 +5,7 @@
 #include "memgroups.h"
 
 #include "deciders.h"
+#include "scope.h"
 #include "tmptree.h"
 
 #include <criterion/criterion.h>
@@ -15,6 +16,7 @@
 
 static int proc_fd = -1, memory_fd = -1;
 static GPtrArray *reports;
+static GPtrArray *scopes; /* every make()'s, freed at the end */
 
 static const char host_meminfo[] = "MemTotal:       16384000 kB\nMemFree:         8192000 kB\n"
 				   "MemAvailable:   12000000 kB\nSwapTotal:             0 kB\n"
@@ -26,6 +28,7 @@ static void setup(void)
 	proc_fd = tmptree_open_dir("proc");
 	memory_fd = tmptree_open_dir("memory");
 	reports = g_ptr_array_new_with_free_func(g_free);
+	scopes = g_ptr_array_new_with_free_func((GDestroyNotify)scope_free);
 	tmptree_put("proc/meminfo", host_meminfo);
 	tmptree_put("proc/100/cgroup", "0::/box\n");
 	tmptree_put("proc/200/cgroup", "0::/free\n");
@@ -41,6 +44,7 @@ static void teardown(void)
 	close(proc_fd);
 	close(memory_fd);
 	g_ptr_array_unref(reports);
+	g_ptr_array_unref(scopes);
 	tmptree_remove();
 }
 
@@ -53,9 +57,15 @@ static void report(void *data, const char *file, int err)
 
 static struct memgroups *make(void)
 {
+	const struct cgroup_hierarchy memory = { CGROUP_V2, memory_fd, "/" };
+	/* the caller's own cgroup, whatever it is: the memory view's choice */
+	const struct scope_config scfg = { proc_fd, -1, { .memory = memory }, SCOPE_CALLER };
+	struct scope *scope = scope_new(&scfg);
+	g_ptr_array_add(scopes, scope);
 	const struct memgroups_config cfg = {
 		.proc_fd = proc_fd,
-		.memory = { CGROUP_V2, memory_fd, "/" },
+		.scope = scope,
+		.memory = memory,
 		.swap_view = TRUE,
 		.report = report,
 	};

@@ -5,6 +5,7 @@
 #include "view-internal.h"
 
 #include "cleanup.h"
+#include "scope.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 static int proc_fd = -1, sys_fd = -1, real_proc = -1, no_ns_fd = -1;
 static struct view *v;
 static struct cpuview *cv;
+static struct scope *scope;
 static struct smaps *sm;
 static struct caller me;
 
@@ -24,11 +26,15 @@ static struct caller me;
 static struct cpuview *host_cpuview(int sys)
 {
 	struct cpuview *ret;
+	const struct cgroup_config none = { { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL },
+					    { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL },
+					    { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL } };
+	scope = scope_new(&(struct scope_config){ -1, sys, none, SCOPE_CONTAINER });
 	const struct cpuview_config cfg = {
 		.proc_fd = -1,
+		.scope = scope,
 		.sys_cpu_fd = sys,
-		.cgroups = { { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL },
-			     { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL } },
+		.cgroups = none,
 	};
 	cr_assert_eq(cpuview_new(&cfg, &ret), 0);
 	return ret;
@@ -70,6 +76,7 @@ static void teardown(void)
 {
 	view_free(v);
 	cpuview_free(cv);
+	scope_free(scope);
 	smaps_free(sm);
 	close(proc_fd);
 	close(sys_fd);

@@ -2,6 +2,7 @@
 
 #include "pidns.h"
 #include "procfile.h"
+#include "tidcache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,13 @@ struct scope {
 	GHashTable *containers; /* pid namespace -> GPtrArray of struct container */
 	GMutex ns_lock;         /* guards ns_roots */
 	GHashTable *ns_roots;   /* "cgroup:[N]" -> struct cgroup_paths: its root */
+	struct tidcache found;  /* what each caller was found, FOUND_LIFETIME_US */
 };
+
+/* The CPU, memory, time and I/O views each ask for a caller's scope when
+ * they find it: one finding serves them all for this long (a move is then
+ * seen that much later than the views' own half second). */
+#define FOUND_LIFETIME_US (50 * G_TIME_SPAN_MILLISECOND)
 
 /* The hierarchies, in the order a container is matched by (the first one
  * the host has decides). */
@@ -51,6 +58,21 @@ static void paths_free(gpointer p)
 {
 	cgroup_paths_clear(p);
 	g_free(p);
+}
+
+static gpointer found_ref(gpointer f)
+{
+	return g_atomic_rc_box_acquire(f);
+}
+
+static void found_clear(gpointer f)
+{
+	cgroup_paths_clear(&((struct scope_found *)f)->paths);
+}
+
+static void found_unref(gpointer f)
+{
+	g_atomic_rc_box_release_full(f, found_clear);
 }
 
 static void container_free(gpointer p)
@@ -96,6 +118,8 @@ struct scope *scope_new(const struct scope_config *cfg)
 	g_mutex_init(&s->ns_lock);
 	s->containers = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_ptr_array_unref);
 	s->ns_roots = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, paths_free);
+	tidcache_init(&s->found, found_ref, found_unref);
+	s->found.lifetime_us = FOUND_LIFETIME_US;
 	return s;
 }
 
@@ -110,6 +134,7 @@ void scope_free(struct scope *s)
 		return;
 	g_hash_table_unref(s->containers);
 	g_hash_table_unref(s->ns_roots);
+	tidcache_clear(&s->found);
 	g_rw_lock_clear(&s->lock);
 	g_mutex_clear(&s->ns_lock);
 	g_free(s->own_ns);
@@ -136,6 +161,7 @@ int scope_add(struct scope *s, uint64_t ns, const char *cgroup_text)
 	if (c)
 		g_ptr_array_add(all, c);
 	g_rw_lock_writer_unlock(&s->lock);
+	tidcache_forget(&s->found); /* its callers are its now */
 	return 0;
 }
 
@@ -144,6 +170,7 @@ void scope_remove(struct scope *s, uint64_t ns)
 	g_rw_lock_writer_lock(&s->lock);
 	g_hash_table_remove(s->containers, GSIZE_TO_POINTER(ns));
 	g_rw_lock_writer_unlock(&s->lock);
+	tidcache_forget(&s->found);
 }
 
 char *scope_dump(struct scope *s)
@@ -341,7 +368,8 @@ static gboolean limited(struct scope *s, const struct cgroup_paths *own)
 
 /* ------------------------------------------------------------- find -- */
 
-int scope_find(struct scope *s, pid_t tid, struct scope_found *ret)
+/* tid's scope, found now. */
+static int find_now(struct scope *s, pid_t tid, struct scope_found *ret)
 {
 	char path[32];
 	g_autofree char *text = NULL;
@@ -366,6 +394,23 @@ int scope_find(struct scope *s, pid_t tid, struct scope_found *ret)
 		}
 	}
 	ret->paths = own;
+	return 0;
+}
+
+int scope_find(struct scope *s, pid_t tid, struct scope_found *ret)
+{
+	struct scope_found *known = tidcache_get(&s->found, tid);
+	if (!known) {
+		struct scope_found now;
+		int r = find_now(s, tid, &now);
+		if (r < 0)
+			return r;
+		known = g_atomic_rc_box_dup(sizeof(now), &now); /* the paths are the box's */
+		tidcache_put(&s->found, tid, known);
+	}
+	ret->host = known->host;
+	paths_copy(&known->paths, &ret->paths);
+	found_unref(known);
 	return 0;
 }
 

@@ -17,6 +17,7 @@ static struct tidcache_shard *shard_of(struct tidcache *c, pid_t tid)
 void tidcache_init(struct tidcache *c, gpointer (*ref)(gpointer obj), GDestroyNotify unref)
 {
 	c->generation = 0;
+	c->lifetime_us = TIDCACHE_LIFETIME_US;
 	c->ref = ref;
 	c->unref = unref;
 	for (size_t i = 0; i < TIDCACHE_SHARDS; i++) {
@@ -59,7 +60,7 @@ void tidcache_put(struct tidcache *c, pid_t tid, gpointer obj)
 {
 	struct tidcache_shard *s = shard_of(c, tid);
 	struct entry *e = g_new(struct entry, 1);
-	*e = (struct entry){ g_atomic_int_get(&c->generation), g_get_monotonic_time() + TIDCACHE_LIFETIME_US,
+	*e = (struct entry){ g_atomic_int_get(&c->generation), g_get_monotonic_time() + c->lifetime_us,
 			     c->ref(obj) };
 	gpointer old_obj = NULL;
 	GHashTable *dropped = NULL;

@@ -22,6 +22,7 @@ struct tidcache_shard {
 /* One kind of finding, of one owner (a CPU view, the memory groups). */
 struct tidcache {
 	gint generation; /* bumped (atomically) by tidcache_forget */
+	gint64 lifetime_us; /* TIDCACHE_LIFETIME_US, unless its owner sets it after init */
 	gpointer (*ref)(gpointer obj);
 	GDestroyNotify unref;
 	struct tidcache_shard shards[TIDCACHE_SHARDS];

@@ -121,6 +121,78 @@ print(json.dumps({"io": io, "cpu_percent": cpu, "new_ns_uptime": new_ns.stdout, 
 """
 
 
+# In the guest: the container rule (README "Whose figures") on cgroup v2. A
+# container cgroup c (256 MiB, 2 CPUs of quota) whose sub-cgroup hold holds
+# 100 MiB; readers with a cgroup namespace rooted at c in c itself, in
+# c/leaf, and in c/tight (64 MiB, half a CPU), moved there once c's
+# children take controllers (v2 keeps processes out of a cgroup that gives
+# its children controllers: c has none of its own by then); and a reader
+# in c/tight of the guest's own namespaces. Each reads meminfo, cpuinfo
+# and stat through the view, and with busybox cat (sendfile).
+SCOPE_GUEST = r"""
+import json, os, subprocess, sys, time
+exe = sys.argv[1]
+mnt = "/tmp/mnt"
+os.mkdir(mnt)
+log = open("/tmp/daemon.log", "w")
+daemon = subprocess.Popen([exe, mnt], stdout=log, stderr=log)
+for _ in range(200):
+    if os.path.exists(mnt + "/proc/.real/self"):
+        break
+    time.sleep(0.05)
+R = "/sys/fs/cgroup"
+def w(path, value):
+    with open(path, "w") as f:
+        f.write(value)
+def mk(rel, **files):
+    os.mkdir(R + "/" + rel)
+    for name, value in files.items():
+        w(R + "/" + rel + "/" + name.replace("__", "."), value)
+w(R + "/cgroup.subtree_control", "+memory +cpu")
+mk("c", memory__max=str(256 << 20), cpu__max="200000 100000")
+mk("c/leaf")
+mk("c/hold")
+holder = subprocess.Popen([sys.executable, "-c", "b = bytearray(100 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
+                           "print('held', flush=True)\nimport time\ntime.sleep(600)"],
+                          stdout=subprocess.PIPE, text=True, preexec_fn=lambda: w(R + "/c/hold/cgroup.procs", "0"))
+holder.stdout.readline()
+READ = '''
+import json, subprocess, sys
+m = sys.argv[1]
+def busybox(f):
+    return subprocess.run(["busybox", "cat", m + f], stdout=subprocess.PIPE, text=True).stdout
+mem = {l.split(":")[0]: int(l.split()[1]) << 10 for l in open(m + "/proc/meminfo")}
+print(json.dumps({"total": mem["MemTotal"], "used": mem["MemTotal"] - mem["MemFree"],
+                  "cpus": sum(1 for l in open(m + "/proc/cpuinfo") if l.startswith("processor")),
+                  "busybox_cpuinfo_same": busybox("/proc/cpuinfo") == open(m + "/proc/cpuinfo").read(),
+                  "busybox_memtotal": busybox("/proc/meminfo").splitlines()[0],
+                  "busybox_stat_lines": len(busybox("/proc/stat").splitlines()),
+                  "cgroup": open("/proc/self/cgroup").read().strip()}))
+'''
+def reader(move_to=None, wait=False):
+    inner = ("echo $$ > %s/%s/cgroup.procs; " % (R, move_to) if move_to else "") + \
+            ("echo ready; read x; " if wait else "") + 'exec "$@"'
+    return subprocess.Popen(["sh", "-c", "echo $$ > %s/c/cgroup.procs; exec unshare -C sh -c '%s' sh \"$@\"" % (R, inner),
+                             "sh", sys.executable, "-c", READ, mnt],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+out = {"c": reader().communicate(), "c/leaf": reader("c/leaf").communicate()}
+tight = reader("c/leaf", wait=True)
+tight.stdout.readline()
+w(R + "/c/cgroup.subtree_control", "+memory +cpu")
+mk("c/tight", memory__max=str(64 << 20), cpu__max="50000 100000")
+w(R + "/c/tight/cgroup.procs", str(tight.pid))
+out["c/tight"] = tight.communicate("go\n")
+own = subprocess.run([sys.executable, "-c", READ, mnt], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                     preexec_fn=lambda: w(R + "/c/tight/cgroup.procs", "0"))
+out["own c/tight"] = (own.stdout, own.stderr)
+holder.kill()
+daemon.terminate()
+daemon.wait()
+print(json.dumps({"readers": {k: o.strip() or e[-500:] for k, (o, e) in out.items()},
+                  "log": open("/tmp/daemon.log").read()[-1500:]}))
+"""
+
+
 def main():
     cgtest.skip_all_unless_runnable()
     if shutil.which("linux.uml") is None:
@@ -223,6 +295,32 @@ def run(exe):
         check(int(host["ubdb"][test_ioview.SECTORS_WRITTEN]) >= (8 << 20) // 512, "the guest's own diskstats",
               host["ubdb"])
         check_equal(io["pressure_dir"], False, "a pressure directory on a kernel without PSI")
+
+    @test("in the guest (cgroup v2), readers with a cgroup namespace rooted at a container's cgroup (256 MiB, 2 "
+          "CPUs), in it and in sub-cgroups of it (one with 64 MiB and half a CPU of its own), see the container's "
+          "limit and the 100 MiB another sub-cgroup holds; one of the guest's own namespaces in the tight "
+          "sub-cgroup sees its own 64 MiB; busybox cat (sendfile) reads the same")
+    def _():
+        res = cgtest.run([UML_RUN, "--", "/usr/bin/python3", "-c", SCOPE_GUEST, exe], timeout=600)
+        got = json.loads(cgtest.check_ran(res, "the guest").strip().splitlines()[-1])
+        readers = {}
+        for where, text in got["readers"].items():
+            check(text.startswith("{"), "the reader in %s failed: %s (daemon log: %s)" % (where, text, got["log"]))
+            readers[where] = json.loads(text)
+        cgtest.diag("readers (MemTotal MiB, used MiB, cgroup): %s"
+                    % {k: (r["total"] >> 20, r["used"] >> 20, r["cgroup"]) for k, r in readers.items()})
+        for where in ("c", "c/leaf", "c/tight"):
+            r = readers[where]
+            check_equal(r["total"], 256 << 20, "MemTotal in %s (cgroup namespace at c)" % where)
+            check(r["used"] >= 100 << 20, "%s: %d MiB used, not the 100 MiB c/hold holds" % (where, r["used"] >> 20))
+        own = readers["own c/tight"]
+        check_equal(own["total"], 64 << 20, "MemTotal in c/tight of the guest's namespaces")
+        check(own["used"] < 100 << 20, "c/tight of the guest's namespaces counts c's usage", own)
+        for where, r in readers.items():
+            check(r["busybox_cpuinfo_same"], "busybox cat of cpuinfo in %s is not what read() gives" % where)
+            check_equal(r["busybox_memtotal"].split(), ["MemTotal:", str(r["total"] >> 10), "kB"],
+                        "busybox cat's MemTotal in " + where)
+            check(r["busybox_stat_lines"] > 2, "busybox cat of stat in %s" % where, r)
 
     cgtest.run_tests(t)
 

@@ -22,6 +22,7 @@ struct daemon_config {
 	gboolean swap_view;        /* not --no-swap-view */
 	gboolean loadavg;          /* not --no-loadavg */
 	gboolean io_view;          /* not --no-io-view */
+	gboolean files_only;       /* --files-only: proc/ lists the served files alone */
 	struct memo_config smaps;  /* --smaps-max-age, --refresh-budget, ... */
 	const char *control_socket; /* --control-socket */
 	gboolean replace;          /* --replace: take over from the running daemon */

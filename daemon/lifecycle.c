@@ -167,8 +167,17 @@ static int wait_for_stop_signal(struct daemon *d)
 	}
 }
 
-static void announce(const char *mnt)
+static void announce(const char *mnt, gboolean files_only)
 {
+	if (files_only) {
+		g_message("serving the files of %s/proc and %s/sys/devices/system/cpu (--files-only)\n"
+			  "  bind them one by one, as LXCFS's are bound, e.g.:\n"
+			  "    mount --bind %s/proc/meminfo /proc/meminfo\n"
+			  "  LXC: lxc.hook.mount = .../cgprocfs-lxc-hook %s (see the README)\n"
+			  "  stop with Ctrl-C or SIGTERM",
+			  mnt, mnt, mnt, mnt);
+		return;
+	}
 	g_message("serving %s/proc and %s/sys/devices/system/cpu\n"
 		  "  bind it over /proc in one shell:\n"
 		  "    unshare --mount --propagation private sh -c 'mount --rbind %s/proc /proc && "
@@ -297,6 +306,7 @@ static gboolean make_views(struct daemon *d, GError **error)
 		.pid_ns_fd = -1,
 		.pid_ns = scfg.ns,
 		.hidepid = hides_processes(d->real_opts),
+		.files_only = d->cfg->files_only,
 		.more_stats = more_stats,
 		.more_stats_data = d,
 		.control_socket = d->cfg->control_socket,
@@ -564,7 +574,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		sd_notify(0, "READY=1");
 #endif
 		keep_root_cached(d);
-		announce(cfg->mountpoint);
+		announce(cfg->mountpoint, cfg->files_only);
 		int sig = wait_for_stop_signal(d);
 		int ended = end_of_serving(d, sig);
 		if (ended >= 0)

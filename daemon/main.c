@@ -22,7 +22,7 @@ static char *socket_for(const char *mountpoint)
 /* What the command line says. */
 struct options {
 	gboolean debug_enabled, version, foreground, replace, no_memory_view, no_swap_view, no_loadavg,
-		no_io_view, keep_views_on_stop;
+		no_io_view, keep_views_on_stop, files_only;
 	int keeper_wait;
 	char *keeper_cgroup;
 	char *cpu_limit;
@@ -67,6 +67,10 @@ static gboolean parse_options(int *argc, char ***argv, struct options *o, GError
 		  "Serve the host's loadavg to every caller (no per-cgroup sampling)", NULL },
 		{ "no-io-view", 0, 0, G_OPTION_ARG_NONE, &o->no_io_view,
 		  "Serve the host's diskstats and pressure files to every caller", NULL },
+		{ "files-only", 0, 0, G_OPTION_ARG_NONE, &o->files_only,
+		  "proc/ holds only the served files (cpuinfo, meminfo, ...), no pid directories: LXCFS's layout, "
+		  "for tools that bind every entry of MOUNTPOINT/proc (serve at /var/lib/lxcfs in its place)",
+		  NULL },
 		{ "smaps-max-age", 0, 0, G_OPTION_ARG_DOUBLE, &o->max_age,
 		  "Keep smaps_rollup entries that are read at most this old (default 5)", "SECONDS" },
 		{ "smaps-max-age-idle", 0, 0, G_OPTION_ARG_DOUBLE, &o->max_age_idle,
@@ -228,6 +232,7 @@ static int serve(const struct options *o)
 		.swap_view = !o->no_swap_view,
 		.loadavg = !o->no_loadavg,
 		.io_view = !o->no_io_view,
+		.files_only = o->files_only,
 		.smaps = {
 			.max_age_us = (gint64)(o->max_age * G_USEC_PER_SEC),
 			.max_age_idle_us = (gint64)(o->max_age_idle * G_USEC_PER_SEC),

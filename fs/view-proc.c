@@ -214,6 +214,8 @@ int proc_lookup_top(struct view *v, const struct caller *c, const char *name, st
 	struct stat st;
 	pid_t pid;
 
+	if (v->cfg.files_only)
+		return -ENOENT;
 	if (proc_parse_pid(name, &pid))
 		return lookup_pid_dir(v, c, pid, ret);
 	if (fstatat(v->cfg.proc_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -254,6 +256,8 @@ int proc_list_top(struct view *v, const struct caller *c, GArray *entries)
 	struct stat st;
 	char name[16];
 
+	if (v->cfg.files_only)
+		return 0;
 	int r = list_proc(v, c, 0, ".", list_top_entry, &l);
 	if (r == 0 && l.skip && stat_pid(v, c, l.skip, &st) == 0) {
 		snprintf(name, sizeof(name), "%d", (int)l.skip);

@@ -63,6 +63,10 @@ struct view_config {
 	 * directories are then looked up and listed as the caller, and
 	 * never cached. */
 	gboolean hidepid;
+	/* proc/ holds the served files alone: no pid directories and no
+	 * links into the real procfs (LXCFS's layout, for tools that bind
+	 * each entry of it). */
+	gboolean files_only;
 	const char *control_socket; /* shown in .cgprocfs/control, or NULL */
 	/* More of .cgprocfs/stats, after the memo's (the daemon's), or NULL */
 	void (*more_stats)(GString *out, void *data);

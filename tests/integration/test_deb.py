@@ -16,10 +16,12 @@ from cgtest import check, check_equal, describe  # noqa: E402
 TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 UNIT = "/lib/systemd/system/cgprocfs.service"
 WANTS = "/etc/systemd/system/multi-user.target.wants/cgprocfs.service"
+LXC_HOOK = "/usr/libexec/cgprocfs/cgprocfs-lxc-hook"
+LXC_CONF = "/usr/share/lxc/config/common.conf.d/01-cgprocfs.conf"
 INSTALLED = ["/usr/sbin/cgprocfs", "/usr/libexec/cgprocfs/cgprocfs-oci-hook", "/usr/bin/cgprocfs-runtime",
              "/usr/share/containers/oci/hooks.d/cgprocfs.json", UNIT,
              "/usr/share/man/man8/cgprocfs.8.gz", "/usr/share/man/man1/cgprocfs-oci-hook.1.gz",
-             "/usr/share/man/man1/cgprocfs-runtime.1.gz"]
+             "/usr/share/man/man1/cgprocfs-runtime.1.gz", LXC_HOOK, LXC_CONF]
 
 
 def installed():
@@ -71,6 +73,11 @@ def make_tests(state):
               "cgprocfs-runtime --version (then runc's)", out, err)
         rc, out, err = cgtest.run(["/usr/libexec/cgprocfs/cgprocfs-oci-hook", "--help"])
         check(rc == 0 and out.startswith("usage: cgprocfs-oci-hook"), "cgprocfs-oci-hook --help", out, err)
+        check(os.access(LXC_HOOK, os.X_OK), "%s is not executable" % LXC_HOOK)
+        with open(LXC_CONF) as f:
+            conf = f.read()
+        check("lxc.hook.mount = %s /var/lib/cgprocfs\n" % LXC_HOOK in conf,
+              "%s does not run the installed LXC hook" % LXC_CONF, conf)
         res = cgtest.run(["systemd-analyze", "verify", UNIT])
         check(res[0] == 0 and not res[2].strip(), "systemd-analyze verify " + UNIT, describe(res))
         rc, out, err = cgtest.run(["man", "-w", "cgprocfs", "cgprocfs-oci-hook", "cgprocfs-runtime"])

@@ -11,7 +11,9 @@ container's usage (the 100 MiB of its sibling included), as
   - a container attached by the OCI hook, whose init moves itself to a
     sub-cgroup afterwards (systemd's init.scope), also after a SIGKILL of
     the daemon and a --replace (the record beside the control socket);
-and, with --scope=caller, its own leaf's (the behaviour before the rule).
+and, with --scope=caller, its own leaf's (the behaviour before the rule);
+through the files of --files-only (LXCFS's layout) bound one by one, the
+container's too.
 A caller of the host's namespaces is its own cgroup's when that or an
 ancestor is limited. cgroup v1 (memory, cpu, cpuacct, cpuset, blkio)."""
 
@@ -31,6 +33,10 @@ from cgtest import check, check_equal  # noqa: E402
 MIB = 1 << 20
 CONTROLLERS = ("memory", "cpu", "cpuacct", "cpuset", "blkio")
 HOLD = 100 * MIB
+# What LXCFS's Kubernetes webhooks bind of /var/lib/lxcfs/proc, and every
+# file a daemon may serve there.
+WEBHOOK_FILES = ("cpuinfo", "diskstats", "loadavg", "meminfo", "stat", "swaps", "uptime")
+SERVED_FILES = WEBHOOK_FILES + ("pressure", "vmstat")
 
 # What a reader sees through MNT (argv[1]), as JSON.
 READER = r'''
@@ -232,6 +238,30 @@ def make_tests(d):
         check(got["host"] > 1.5 * got["cgroup"], "the host was not busier than the cgroup: " + diag)
         check(abs(got["view"] - got["cgroup"]) <= 0.25 * got["cgroup"] + 0.1,
               "the view's busy time is not its cgroup's: " + diag)
+
+    @test("--files-only, LXCFS's layout: proc/ lists the served files alone (no pid directory, no link); "
+          "the files LXCFS's Kubernetes webhooks bind, bound over /proc for a reader in a cgroup namespace "
+          "rooted at the container, in its tight cgroup, show the container's figures to python and free")
+    def _():
+        with container_tree() as tree, cgtest.Daemon(args=["--files-only"]) as fo:
+            listed = sorted(os.listdir(os.path.join(fo.mnt, "proc")))
+            check(set(WEBHOOK_FILES) <= set(listed) <= set(SERVED_FILES), "proc/ of --files-only lists %s"
+                  % listed)
+            for name in ("1", "self", "version", str(os.getpid())):
+                check(not os.path.lexists(os.path.join(fo.mnt, "proc", name)),
+                      "proc/%s exists with --files-only" % name)
+            binds = "".join('mount --bind %s/proc/%s /proc/%s || exit 97\n' % (shlex.quote(fo.mnt), f, f)
+                            for f in WEBHOOK_FILES)
+            binds += "mount --bind %s/sys/devices/system/cpu /sys/devices/system/cpu || exit 97\n" % (
+                shlex.quote(fo.mnt))
+            inner = tree.procs_script("c/tight") + binds + '"$@" || exit\nexec free -b\n'
+            script = tree.procs_script("c") + "exec unshare --cgroup --mount --propagation private sh -c %s" % (
+                shlex.quote(inner)) + ' sh "$@"\n'
+            res = cgtest.run(["sh", "-c", script, "sh", cgtest.PYTHON, "-c", READER, ""])
+            lines = cgtest.check_ran(res, "the reader with LXCFS-style binds").splitlines()
+            check_container_figures(json.loads(lines[0]), "through the file binds in c/tight")
+            mem = next(line.split() for line in lines if line.startswith("Mem:"))
+            check_equal(int(mem[1]), 256 * MIB, "free -b's total through the binds")
 
     @test("--scope=caller: a reader in a cgroup namespace rooted at the container sees its own tight cgroup")
     def _():

@@ -42,6 +42,7 @@ from test_psutil_suite import MODULES as PSUTIL_MODULES, SuiteRun, view_only  # 
 BUSYBOX = "/bin/busybox"
 APPLETS = ["sh", "ps", "grep", "head", "wc", "ls", "readlink", "echo", "sleep", "cat", "nproc"]
 QUOTA, PERIOD = 50000, 100000
+MIB = 1 << 20
 UNIFIED = "/sys/fs/cgroup/unified"
 RUN_TIMEOUT = 15
 FUSECTL = "/sys/fs/fuse/connections"
@@ -225,6 +226,16 @@ for i in 1 2 3 4; do reader & done
 wait
 """
 
+# What a container of a shared pid namespace sees: its memory and CPUs, and
+# the memory cgroup of pid 1 (the first container's init, whose cgroup
+# LXCFS gives every process of the namespace: lxc/lxcfs#543).
+SHARED_PID_PROBE = VIEW_MARK + r"""
+echo @@memtotal; grep ^MemTotal: /proc/meminfo
+echo @@online; head -c 100 /sys/devices/system/cpu/online
+echo @@pid1; grep :memory: /proc/1/cgroup
+echo @@end
+"""
+
 FILES_PROBE = r"""
 echo @@real; if [ -e /proc/.real ]; then echo exists; else echo absent; fi
 echo @@processors; grep -c ^processor /proc/cpuinfo
@@ -299,6 +310,21 @@ def pid_rows(ps_text, args=False):
 
 def pids_of_listing(text):
     return {int(w) for w in text.split() if w.isdigit()}
+
+
+def init_output(c):
+    """The probe's sections as container c's init printed them (detached,
+    its stdout in the bundle), and its output."""
+    out, err = os.path.join(c.bundle, "stdout"), os.path.join(c.bundle, "stderr")
+    check(cgtest.wait_until(lambda: "@@end" in read_quiet(out), timeout=RUN_TIMEOUT),
+          "the init of %s did not print its probe" % c.id, read_quiet(out), read_quiet(err))
+    return sections(read_quiet(out)), "stdout:\n%sstderr:\n%s" % (read_quiet(out), read_quiet(err))
+
+
+def memory_line(pid):
+    """The memory line of /proc/<pid>/cgroup."""
+    with open("/proc/%d/cgroup" % pid) as f:
+        return [line.strip() for line in f if ":memory:" in line]
 
 
 def host_processors():
@@ -1176,6 +1202,93 @@ def make_tests(d, lab):
             check_equal(dict(rows).get(1), "sleep", "pid 1's command")
         check(cgtest.wait_until(lambda: len(log_counts(d.log())[1]) == len(log_counts(d.log())[0]), timeout=5),
               "the view of the deleted container did not end within 5 s", d.log())
+
+    @test("runc: two containers sharing one pid namespace (the second joins the first's by path), each with "
+          "its own cgroup and limits (256 MiB and quota %d/%d, 128 MiB and quota %d/%d): each one's init and a "
+          "process runc exec'd in it see its own memory and CPUs, not the other's"
+          % (QUOTA, PERIOD, 2 * PERIOD, PERIOD))
+    def _():
+        need_two_cpus()
+        # The second container's limits differ from the first's in both
+        # memory and CPUs: a reader given the other container's cgroup (its
+        # pid namespace's init's, as LXCFS does) reads the other's figures.
+        want = {"first": {"memory": 256 * MIB, "quota": QUOTA},
+                "second": {"memory": 128 * MIB, "quota": 2 * PERIOD}}
+        for w in want.values():
+            # N = max(1, min(|cpus|, ceil(quota/period))), as expected_cpus().
+            w["cpus"] = max(1, min(len(container_cpus()), -(-w["quota"] // PERIOD)))
+        check(want["second"]["cpus"] != want["first"]["cpus"],
+              "the two containers' CPU counts are alike (test setup)", want)
+        host_total = test_memview.host_meminfo()["MemTotal"]
+        if host_total <= want["first"]["memory"]:
+            raise cgtest.Skip("the host has %d MiB of memory, not more than the containers' limits"
+                              % (host_total >> 20))
+        for w in want.values():
+            w["memtotal"] = "%d kB" % (min(host_total, w["memory"]) >> 10)
+            w["online"] = format_cpu_list(range(w["cpus"])) + "\n"
+
+        def limits(name, pid_ns=None):
+            def edit(config):
+                config["linux"]["resources"]["memory"] = {"limit": want[name]["memory"]}
+                config["linux"]["resources"]["cpu"]["quota"] = want[name]["quota"]
+                if pid_ns:
+                    config["linux"]["namespaces"] = [
+                        dict(ns, path=pid_ns) if ns["type"] == "pid" else ns for ns in config["linux"]["namespaces"]]
+            return edit
+
+        def figures(w):
+            return {"processors": str(w["cpus"]), "MemTotal": w["memtotal"], "online": w["online"]}
+
+        def check_own(name, who, secs, details):
+            view = section(secs, "view").split()
+            got = {"processors": view[0] if view else None,
+                   "MemTotal": " ".join(section(secs, "memtotal").split()[1:]),
+                   "online": section(secs, "online")}
+            other = [w for k, w in want.items() if k != name][0]
+            check(got == figures(want[name]), "%s of the %s container does not see its own memory and CPUs"
+                  % (who, name), "got:      %r" % got, "expected: %r" % figures(want[name]),
+                  "(the other container's: %r)" % figures(other), details)
+            check(view[1:] == ["real"], "%s of the %s container: the view is not in place" % (who, name), details)
+
+        with Container(lab, SHARED_PID_PROBE + "exec sleep 30", edit=limits("first")) as first:
+            first.start_detached()
+            init1 = first.state()["pid"]
+            pid_ns = "/proc/%d/ns/pid" % init1
+            with Container(lab, SHARED_PID_PROBE + "exec sleep 30", edit=limits("second", pid_ns)) as second:
+                second.start_detached()
+                init2 = second.state()["pid"]
+                # The setup: one pid namespace, two memory cgroups, each
+                # holding the limit runc was given.
+                check_equal(os.readlink("/proc/%d/ns/pid" % init2), os.readlink(pid_ns),
+                            "the second container's pid namespace (the first's)")
+                check(memory_line(init1) != memory_line(init2), "the two containers share a memory cgroup",
+                      memory_line(init1))
+                for name, pid in (("first", init1), ("second", init2)):
+                    check_equal(cgroup_file(pid, "memory", "memory.limit_in_bytes"), str(want[name]["memory"]),
+                                "the %s container's memory.limit_in_bytes" % name)
+                    quota = cgroup_file(pid, "cpu", "cpu.cfs_quota_us")
+                    check(quota is None or int(quota) == want[name]["quota"],
+                          "the %s container's cpu.cfs_quota_us is %s" % (name, quota))
+                diag("pid namespace %s; memory cgroups: %s (first), %s (second)"
+                     % (os.readlink(pid_ns), memory_line(init1), memory_line(init2)))
+                served = [int(p) for _, p in log_counts(d.log())[0]]
+                check(init1 in served and init2 in served, "the daemon's log does not name both containers' inits "
+                      "(%d, %d)" % (init1, init2), d.log())
+                seen = {}
+                for name, c in (("first", first), ("second", second)):
+                    secs, details = init_output(c)
+                    check_own(name, "the init", secs, details)
+                    seen[name] = secs
+                # In the second container, pid 1 is the first's init, in the
+                # first's cgroup.
+                check_equal(section(seen["second"], "pid1").split(), memory_line(init1),
+                            "the memory cgroup of pid 1 read in the second container (the first's init)")
+                # Processes runc exec'd, now that both containers are attached.
+                for name, c in (("second", second), ("first", first)):
+                    result = c.exec("sh", "-c", SHARED_PID_PROBE)
+                    secs = sections(cgtest.check_ran(result, "runc exec of the probe in the %s container" % name))
+                    check_own(name, "a process runc exec'd", secs, describe(result))
+                diag("each saw its own: %s" % {k: (w["memtotal"], w["online"].strip()) for k, w in want.items()})
 
     # 9. ---------------------------------------------------------------
 

@@ -21,15 +21,12 @@ import, the daemon on a temporary mountpoint.
     reads on, with no error, across a kill and a restart of the daemon's
     container. The base (minbase, with the packages the Containerfile
     installs already in, so that its apt-get install lines are checked
-    without downloading them each run) is kept as a tar in
-    /var/cache/cgprocfs-tests, keyed on the release, that package list and
-    debootstrap's version, and made again after a week.
+    without downloading them each run) is debian.py's, kept between runs.
 
 busybox free takes MemTotal from sysinfo(2), which no file can change, so
 MemTotal is read from /proc/meminfo."""
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -42,6 +39,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
+import debian  # noqa: E402
 import yaml  # noqa: E402
 from cgtest import check, check_equal, describe  # noqa: E402
 
@@ -57,10 +55,6 @@ START_TIMEOUT = 60
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DAEMONSET = os.path.join(SOURCE, "contrib", "kubernetes", "cgprocfs-daemonset.yaml")
 BASE_IMAGE = "cgprocfs-debian:bookworm"
-RELEASE = "bookworm"
-CONTAINERFILE = os.path.join(SOURCE, "contrib", "Containerfile")
-CACHE = "/var/cache/cgprocfs-tests"
-CACHE_DAYS = 7
 DAEMON_IMAGE = "cgprocfs-daemon"
 POD = "cgprocfs-pod-test"
 # Linux's capabilities by number, as Docker names them.
@@ -164,40 +158,6 @@ def make_image(docker, work):
     check(rc == 0, "tar of the rootfs", err)
     res = docker.docker(["import", tar, IMAGE])
     check(res[0] == 0, "docker import", describe(res))
-
-
-def containerfile_packages():
-    """The packages contrib/Containerfile's apt-get install lines name."""
-    with open(CONTAINERFILE) as f:
-        text = f.read().replace("\\\n", " ")
-    found = set()
-    for m in re.finditer(r"apt-get install ([^&\n]*)", text):
-        found |= {w for w in m.group(1).split() if not w.startswith("-")}
-    return sorted(found)
-
-
-def debian_base(work):
-    """A tar of a Debian 12 minbase with the Containerfile's packages in:
-    the one in CACHE if it was made from the same inputs within
-    CACHE_DAYS, or one made now with debootstrap (and kept there)."""
-    version = cgtest.run(["dpkg-query", "-W", "-f", "${Version}", "debootstrap"])[1].strip()
-    packages = containerfile_packages()
-    key = hashlib.sha256(json.dumps([RELEASE, "minbase", version, packages]).encode()).hexdigest()[:16]
-    tar = os.path.join(CACHE, "debian-%s-%s.tar" % (RELEASE, key))
-    with contextlib.suppress(OSError):
-        if time.time() - os.stat(tar).st_mtime < CACHE_DAYS * 86400:
-            cgtest.diag("the Debian base from %s (made %.1f h ago)" % (tar, (time.time() - os.stat(tar).st_mtime) / 3600))
-            return tar
-    root = os.path.join(work, "debian")
-    res = cgtest.run(["debootstrap", "--variant=minbase", "--include=" + ",".join(packages), RELEASE, root],
-                     timeout=900)
-    check(res[0] == 0, "debootstrap (it needs Debian's mirror, as apt-get does)", describe(res))
-    os.makedirs(CACHE, exist_ok=True)
-    res = cgtest.run(["tar", "-C", root, "-cf", tar + ".part", "."], timeout=300)
-    shutil.rmtree(root)
-    check(res[0] == 0, "tar of the Debian base", describe(res))
-    os.replace(tar + ".part", tar)
-    return tar
 
 
 def remove_cgroups():
@@ -434,7 +394,7 @@ def make_tests(d, state):
             raise cgtest.Skip("the image builds its own daemon, unsanitized: built in the plain run")
         if not shutil.which("debootstrap"):
             raise cgtest.Skip("debootstrap is missing (apt-get install debootstrap)")
-        res = docker().docker(["import", debian_base(state["work"]), BASE_IMAGE], timeout=300)
+        res = docker().docker(["import", debian.base_tar(state["work"]), BASE_IMAGE], timeout=300)
         check(res[0] == 0, "docker import of the Debian base", describe(res))
         context = source_context(state["work"])
         res = docker().docker(["build", "--network", "host", "--build-arg", "BASE=" + BASE_IMAGE,
@@ -444,7 +404,8 @@ def make_tests(d, state):
         check(res[0] == 0, "docker build -f contrib/Containerfile", res[1][-3000:], res[2][-3000:])
         res = docker().docker(["run", "--rm", DAEMON_IMAGE, "--version"])
         ours = cgtest.run([cgtest.daemon_exe(), "--version"])[1]
-        check_equal(res[1].split()[:2], ours.split()[:2], "cgprocfs --version in the image")
+        check(res[1].split()[:2] == ours.split()[:2], "cgprocfs --version in the image is not this tree's %r"
+              % ours.strip(), describe(res))
         state["image"] = DAEMON_IMAGE
 
     @test("the DaemonSet's pod run as Docker would run it (its command, privileged, the host's pid namespace, its "

@@ -1,0 +1,307 @@
+"""What test_lxc.py runs LXC containers with: the host's cgroup
+hierarchies and sub-cgroups made below a container's, LXC's tools on an
+lxcpath of the test's (a container, its start logged at DEBUG level, its
+attach with a clean environment), the common.conf.d snippet filled in, and
+readers of what the probes print (free, uptime, top, /proc/stat)."""
+
+import contextlib
+import os
+import re
+import time
+
+import cgtest
+from cgtest import check, describe
+
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SNIPPET = os.path.join(SOURCE, "contrib", "lxc", "cgprocfs.conf.in")
+ATTACH_ENV = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "TERM=dumb", "LC_ALL=C"]
+
+
+# ---------------------------------------------------------------- cgroups --
+
+def hierarchies():
+    """{frozenset of a hierarchy's names as /proc/<pid>/cgroup gives them
+    (frozenset() for v2): the host's mount point of its root}."""
+    with open("/proc/cgroups") as f:
+        known = {line.split()[0] for line in f if not line.startswith("#")}
+    found = {}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            sep = fields.index("-", 6)
+            fstype, root, mp = fields[sep + 1], fields[3], cgtest.unescape_mountinfo(fields[4])
+            if root != "/":
+                continue
+            if fstype == "cgroup2":
+                found.setdefault(frozenset(), mp)
+            elif fstype == "cgroup":
+                names = frozenset(o for o in fields[sep + 3].split(",") if o in known or o.startswith("name="))
+                found.setdefault(names, mp)
+    return found
+
+
+def cgroup_dirs(pid):
+    """{hierarchy (a frozenset, as hierarchies()): host directory} of pid's cgroups."""
+    mounts = hierarchies()
+    dirs = {}
+    with open("/proc/%d/cgroup" % pid) as f:
+        for line in f:
+            _, names, path = line.rstrip("\n").split(":", 2)
+            key = frozenset(n for n in names.split(",") if n)
+            if key in mounts:
+                dirs[key] = mounts[key] + path
+    return dirs
+
+
+def pure_v2():
+    return os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+
+
+def limits_config(memory, quota_us, period_us=100000):
+    """LXC's keys for a memory limit and a CPU quota: lxc.cgroup.* on v1 (and
+    a hybrid), lxc.cgroup2.* on pure v2."""
+    if pure_v2():
+        return ["lxc.cgroup2.memory.max = %d" % memory, "lxc.cgroup2.cpu.max = %d %d" % (quota_us, period_us)]
+    return ["lxc.cgroup.memory.limit_in_bytes = %d" % memory, "lxc.cgroup.cpu.cfs_quota_us = %d" % quota_us,
+            "lxc.cgroup.cpu.cfs_period_us = %d" % period_us]
+
+
+class SubCgroup:
+    """A cgroup below a container's in every hierarchy but cpuset (a v1
+    cpuset child takes no process before its cpus and mems are set), made
+    on the host."""
+
+    def __init__(self, container_dirs, name, memory_limit=None):
+        self.dirs = [os.path.join(d, name) for key, d in container_dirs.items() if "cpuset" not in key]
+        for d in self.dirs:
+            os.makedirs(d, exist_ok=True)
+        if memory_limit is not None:
+            memory = [os.path.join(d, name) for key, d in container_dirs.items() if "memory" in key]
+            for d in memory:  # v1; on v2 a child of a cgroup with processes gets no controller
+                with open(os.path.join(d, "memory.limit_in_bytes"), "w") as f:
+                    f.write(str(memory_limit))
+
+    def move(self, pid):
+        for d in self.dirs:
+            with open(os.path.join(d, "cgroup.procs"), "w") as f:
+                f.write(str(pid))
+
+    def remove(self):
+        for d in self.dirs:
+            for _ in range(50):
+                try:
+                    os.rmdir(d)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # a process that has just exited can hold it a moment
+                    time.sleep(0.05)
+
+
+# -------------------------------------------------------------------- LXC --
+
+def find_marked(marker, timeout=10.0):
+    """The host pid of the process of another pid namespace run as
+    sh -c SCRIPT MARKER (lxc-attach's own command line has the marker too)."""
+    own = os.readlink("/proc/self/ns/pid")
+    found = []
+
+    def look():
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    argv = f.read().decode(errors="replace").split("\0")
+                if argv[:2] == ["sh", "-c"] and marker in argv and os.readlink("/proc/%s/ns/pid" % p) != own:
+                    found.append(int(p))
+                    return True
+        return False
+    check(cgtest.wait_until(look, timeout=timeout, step=0.05), "no process marked %s in a container" % marker)
+    return found[0]
+
+
+class Container:
+    """One LXC container of lxcpath: its config, start (lxc-start -d, logged
+    at DEBUG level to a new file each start), attach, stop and destroy."""
+
+    def __init__(self, lxcpath, name):
+        self.lxcpath, self.name = lxcpath, name
+        self.dir = os.path.join(lxcpath, name)
+        self.rootfs = os.path.join(self.dir, "rootfs")
+        self.log = self.console = None
+        self.starts = 0
+        self.started = None
+
+    def tool(self, tool, *args, timeout=60):
+        return cgtest.run([tool, "-P", self.lxcpath, "-n", self.name] + list(args), timeout=timeout)
+
+    def start(self):
+        self.starts += 1
+        self.log = os.path.join(self.lxcpath, "%s-%d.log" % (self.name, self.starts))
+        console = os.path.join(self.lxcpath, "%s-console-%d.log" % (self.name, self.starts))
+        self.console = console
+        self.started = time.monotonic()
+        res = self.tool("lxc-start", "-d", "-l", "DEBUG", "-o", self.log, "-s", "lxc.console.logfile=" + console)
+        check(res[0] == 0, "lxc-start %s" % self.name, describe(res), self.log_tail())
+        res = self.tool("lxc-wait", "-s", "RUNNING", "-t", "20")
+        check(res[0] == 0, "%s is not RUNNING" % self.name, describe(res), self.log_tail())
+
+    def log_text(self):
+        with contextlib.suppress(OSError), open(self.log, errors="replace") as f:
+            return f.read()
+        return ""
+
+    def hook_output(self):
+        """What the hook said at the last start, as LXC logs it (at DEBUG
+        level only): one entry per run that said anything."""
+        said = []
+        for record in re.split(r"\n(?=lxc-start %s )" % re.escape(self.name), self.log_text()):
+            head, sep, output = record.partition(" produced output: ")
+            if sep and os.environ["CGPROCFS_LXC_HOOK"] in head:
+                said.append(output.rstrip("\n"))
+        return said
+
+    def log_tail(self, chars=3000):
+        text = self.log_text()[-chars:]
+        with contextlib.suppress(OSError, TypeError), open(self.console, errors="replace") as f:
+            text += "\nconsole:\n" + f.read()[-chars:]
+        return text
+
+    def attach_argv(self, argv):
+        env = []
+        for e in ATTACH_ENV:
+            env += ["-v", e]
+        return ["lxc-attach", "-P", self.lxcpath, "-n", self.name, "--clear-env"] + env + ["--"] + list(argv)
+
+    def attach(self, argv, timeout=60, input=None):
+        return cgtest.run(self.attach_argv(argv), timeout=timeout, input=input)
+
+    def init_pid(self):
+        res = self.tool("lxc-info", "-pH")
+        check(res[0] == 0 and res[1].strip().isdigit(), "lxc-info -pH", describe(res))
+        return int(res[1])
+
+    def age(self):
+        return time.monotonic() - self.started
+
+    def stop(self):
+        return self.tool("lxc-stop", "-k", timeout=60)
+
+    def destroy(self):
+        self.stop()
+        return self.tool("lxc-destroy", "-f", timeout=120)
+
+
+def snippet_config(lxcpath, mnt):
+    """The common.conf.d snippet, its @HOOK@ and @MOUNTPOINT@ filled in for
+    this test; the path of the file to lxc.include."""
+    with open(SNIPPET) as f:
+        text = f.read()
+    text = text.replace("@HOOK@", os.environ["CGPROCFS_LXC_HOOK"]).replace("@MOUNTPOINT@", mnt)
+    path = os.path.join(lxcpath, "01-cgprocfs.conf")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def fields_of(out):
+    """{first word: the rest} of a probe's lines (a trailing ':' dropped)."""
+    fields = {}
+    for line in out.splitlines():
+        parts = line.split(None, 1)
+        if parts:
+            fields[parts[0].rstrip(":")] = parts[1].strip() if len(parts) > 1 else ""
+    return fields
+
+
+def kb(value):
+    return int(value.split()[0])
+
+
+def host_meminfo_kb(name):
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return kb(line.split(":", 1)[1])
+    raise cgtest.Failure("no %s in the host's /proc/meminfo" % name)
+
+
+def host_processors():
+    with open("/proc/cpuinfo") as f:
+        return sum(1 for line in f if line.startswith("processor"))
+
+
+def host_threads():
+    with open("/proc/loadavg") as f:
+        return int(f.read().split()[3].split("/")[1])
+
+
+def online_list(n):
+    return "0" if n == 1 else "0-%d" % (n - 1)
+
+
+# ------------------------------------------------------ what readers print --
+
+def parse_free(text):
+    """{total, used, free, shared, buff/cache, available} of free's Mem: line."""
+    header = text.splitlines()[0].split()
+    for line in text.splitlines():
+        if line.startswith("Mem:"):
+            return dict(zip(header, (int(v) for v in line.split()[1:])))
+    raise cgtest.Failure("no Mem: line in free's output", text)
+
+
+def uptime_seconds(text):
+    """The time uptime or top's first line says the machine is up."""
+    m = re.search(r"up\s+(?:(\d+) days?,\s+)?(?:(\d+):(\d+)|(\d+) min)", text)
+    check(m, "no 'up ...' in %r" % text)
+    days = int(m.group(1) or 0)
+    if m.group(4) is not None:
+        return days * 86400 + int(m.group(4)) * 60
+    return days * 86400 + int(m.group(2)) * 3600 + int(m.group(3)) * 60
+
+
+def load_of(text):
+    m = re.search(r"load average:\s*([\d.]+),\s*([\d.]+),\s*([\d.]+)", text)
+    check(m, "no load average in %r" % text)
+    return list(m.groups())
+
+
+def busy_percent(before, after):
+    """The busy share of /proc/stat cpu lines (user nice system idle iowait
+    irq softirq steal ...), and the ticks between them."""
+    delta = [a - b for a, b in zip(after, before)]
+    total = sum(delta[:8])
+    busy = total - delta[3] - delta[4]
+    return (100.0 * busy / total if total else 0.0), total
+
+
+def check_cpu_share(what, got, hog_ticks, seconds, clk, view_cpus, host_cpus):
+    """got (a busy percentage) is the hog's share of the view's CPUs over the
+    same window (the container's other processes may add a little), and
+    nearer to that than to its share of the host's CPUs."""
+    expected = 100.0 * hog_ticks / (clk * seconds * view_cpus)
+    of_host = 100.0 * hog_ticks / (clk * seconds * host_cpus)
+    message = ("%s: %.1f %% busy, where the hog used %.1f %% of the container's %d CPU(s) (%.1f %% of the host's %d)"
+               % (what, got, expected, view_cpus, of_host, host_cpus))
+    check(expected - 12 <= got <= expected + 15, message)
+    if expected - of_host >= 10:  # else the host starved the hog: the two cannot be told apart
+        check(abs(got - expected) < abs(got - of_host), message)
+
+
+def systemd_cgroup(out):
+    """The name=systemd (or, on v2, the unified) path of a reader's cgroup."""
+    paths = {}
+    for line in out["cgroup"].splitlines():
+        _, names, path = line.split(":", 2)
+        paths[names] = path
+    return paths.get("name=systemd", paths.get(""))
+
+
+def memory_cgroup(out):
+    for line in out["cgroup"].splitlines():
+        _, names, path = line.split(":", 2)
+        if "memory" in names.split(",") or (names == "" and pure_v2()):
+            return path
+    return None

@@ -557,6 +557,12 @@ gboolean containers_stop(struct containers *cs)
 	return g_hash_table_size(cs->by_ns) > 0;
 }
 
+void containers_views_end(struct containers *cs)
+{
+	if (cs && cs->scopes_path)
+		unlink(cs->scopes_path);
+}
+
 void containers_free(struct containers *cs)
 {
 	if (!cs)

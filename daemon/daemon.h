@@ -80,6 +80,9 @@ gboolean containers_stop_accepting(struct containers *cs);
 /* Stop taking new containers. TRUE if containers' views are still served:
  * what they use (the CPU view, the memo, the watch) must then stay. */
 gboolean containers_stop(struct containers *cs);
+/* The views end with this daemon: what was recorded of the containers for
+ * the next one (<socket>.scopes) goes. */
+void containers_views_end(struct containers *cs);
 /* Free what containers_stop left, once it said no view is served. */
 void containers_free(struct containers *cs);
 

@@ -442,6 +442,7 @@ static gboolean stop_serving(struct daemon *d, gboolean *ret_containers_live)
 	/* First: the containers' views end now, as the daemon stops. */
 	keeper_quit(d->keeper);
 	*ret_containers_live = containers_stop(d->containers);
+	containers_views_end(d->containers);
 	refresher_stop(d->refresher);
 	if (d->real_mounted && umount2(d->real_path, MNT_DETACH) < 0)
 		g_warning("cannot unmount %s: %s", d->real_path, g_strerror(errno));

@@ -377,17 +377,22 @@ def make_tests():
         try:
             d.start()
             serves(d)
+            with open(os.path.join(d.mnt, ".cgprocfs", "control")) as f:
+                sock = f.read().strip()
             problems = d.stop(sig)
             check(not problems, "after %s" % sig.name, *problems, "daemon log:", d.log())
             check_equal(d.returncode, 0, "exit status after %s" % sig.name)
+            # The socket and what was kept beside it for a next daemon.
+            left = [n for n in os.listdir(os.path.dirname(sock)) if n.startswith(os.path.basename(sock))]
+            check_equal(left, [], "files left beside the control socket %s" % sock)
         finally:
             d.stop()
 
-    @test("SIGTERM: exit 0, nothing left mounted (proc/.real included)")
+    @test("SIGTERM: exit 0, nothing left mounted (proc/.real included), nothing beside the control socket")
     def _():
         stop_with(signal.SIGTERM)
 
-    @test("SIGINT: exit 0, nothing left mounted (proc/.real included)")
+    @test("SIGINT: exit 0, nothing left mounted (proc/.real included), nothing beside the control socket")
     def _():
         stop_with(signal.SIGINT)
 

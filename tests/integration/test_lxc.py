@@ -26,6 +26,8 @@ in whichever cgroup below that, reads the container's figures.
     the service's share of it, and the container's uptime (nproc --all:
     gnulib's never says fewer than the affinity mask, all of this machine's
     CPUs, when the files say 1 or 2); systemctl status works;
+  - in LXCFS's place (--files-only at /var/lib/lxcfs), LXCFS's own LXC hook
+    binds the served files alone, which show the container's figures;
   - the daemon killed while a container starts (its keeper holding the
     views for the next): the start pauses until a daemon is back, and the
     container has the view;
@@ -66,6 +68,11 @@ MIB = 1 << 20
 # of a cgroup read in the last 15 minutes, by its path).
 BUSYBOX = "cgprocfs-bb-%d" % os.getpid()
 SYSTEMD = "cgprocfs-deb-%d" % os.getpid()
+# What the hook (and LXCFS's, from --files-only) binds of the view.
+VIEW_BINDS = sorted(["/proc/" + n for n in ("cpuinfo", "diskstats", "loadavg", "meminfo", "pressure", "stat", "swaps",
+                                            "uptime", "vmstat")] + ["/sys/devices/system/cpu"])
+LXCFS_HOOK = "/usr/share/lxcfs/lxc.mount.hook"
+LXCFS_DIR = "/var/lib/lxcfs"
 BB_LIMIT, BB_HOLD, BB_TIGHT = 256 * MIB, 64 * MIB, 128 * MIB
 DEB_LIMIT, DEB_HOLD = 512 * MIB, 128 * MIB
 BOOT_TIMEOUT = 60
@@ -250,9 +257,7 @@ def make_tests(d, state):
         res = c.attach(["cat", "/proc/mounts"])
         check(res[0] == 0, "lxc-attach cat /proc/mounts", describe(res))
         bound = sorted(line.split()[1] for line in res[1].splitlines() if line.split()[2:3] == ["fuse.cgprocfs"])
-        expected = sorted(["/proc/" + n for n in ("cpuinfo", "diskstats", "loadavg", "meminfo", "pressure", "stat",
-                                                   "swaps", "uptime", "vmstat")] + ["/sys/devices/system/cpu"])
-        check_equal(bound, expected, "the container's fuse.cgprocfs mounts")
+        check_equal(bound, VIEW_BINDS, "the container's fuse.cgprocfs mounts")
         check_equal(c.hook_output(), [], "what the hook said in LXC's log")
 
     @test("busybox: MemTotal 256 MiB (and busybox free's available, its total is sysinfo's), one processor in "
@@ -461,6 +466,36 @@ def make_tests(d, state):
         check(res[0] == 0 and "active (running)" in res[1] and re.search(r"Memory: \d", res[1]),
               "systemctl status %s" % HOG_UNIT, describe(res))
         c.attach(["systemctl", "stop", HOG_UNIT])
+
+    @test("in LXCFS's place: a daemon with --files-only at /var/lib/lxcfs, a busybox container run with LXCFS's "
+          "own LXC hook (the lxcfs package's lxc.mount.hook): it binds the served files alone, which show the "
+          "container's 256 MiB and one CPU; the container's pid directories are its own")
+    def _():
+        path = lxcpath()
+        if not os.access(LXCFS_HOOK, os.X_OK):
+            raise cgtest.Skip("LXCFS's LXC hook %s is missing (apt-get install lxcfs)" % LXCFS_HOOK)
+        if os.path.ismount(LXCFS_DIR):
+            raise cgtest.Skip("something serves %s already (an LXCFS): not touched" % LXCFS_DIR)
+        c = Container(path, "cgprocfs-lxcfs-%d" % os.getpid())
+        config = os.path.join(path, c.name + ".conf")
+        with open(config, "w") as f:
+            f.write("\n".join(["lxc.net.0.type = empty"] + limits_config(BB_LIMIT, 50000)
+                              + ["lxc.hook.mount = " + LXCFS_HOOK]) + "\n")
+        with cgtest.Daemon(mountpoint=LXCFS_DIR, args=["--files-only"]):
+            try:
+                res = c.tool("lxc-create", "-t", "busybox", "-f", config, timeout=300)
+                check(res[0] == 0, "lxc-create -t busybox", describe(res))
+                c.start()
+                res = c.attach(["sh", "-c", "cat /proc/mounts; " + BB_PROBE + "; echo init $(cat /proc/1/comm)"])
+                check(res[0] == 0, "lxc-attach", describe(res))
+            finally:
+                c.destroy()
+        bound = sorted(line.split()[1] for line in res[1].splitlines() if line.split()[2:3] == ["fuse.cgprocfs"])
+        check_equal(bound, VIEW_BINDS, "the container's fuse.cgprocfs mounts (LXCFS's hook)")
+        f = fields_of(res[1])
+        check_equal(f.get("MemTotal"), "%d kB" % (BB_LIMIT >> 10), "MemTotal")
+        check_equal((f.get("processors"), f.get("online")), ("1", "0"), "processors in cpuinfo, CPUs online")
+        check_equal(f.get("init"), "init", "/proc/1/comm in the container (its busybox init)")
 
     @test("the daemon killed while a container starts, its keeper holding the views for the next one: the start "
           "pauses until a daemon is back 3 s later, and the container has the view")

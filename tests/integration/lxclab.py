@@ -243,6 +243,60 @@ def online_list(n):
 
 # ------------------------------------------------------ what readers print --
 
+# In the systemd container, as each reader: what the tools say, as JSON.
+# argv[1]: the hog's pid there, whose CPU time is read over the same
+# windows as /proc/stat and psutil.cpu_percent.
+PROBE = r"""
+import json, os, subprocess, sys, time
+import psutil
+
+hog = int(sys.argv[1])
+
+
+def sh(cmd):
+    p = subprocess.run(cmd, shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return p.stdout
+
+
+def hog_ticks():
+    with open("/proc/%d/stat" % hog) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def cpu_line():
+    with open("/proc/stat") as f:
+        return [int(x) for x in f.readline().split()[1:]]
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+out = {"cgroup": read("/proc/self/cgroup"), "clk_tck": os.sysconf("SC_CLK_TCK")}
+out["loadavg_before"] = read("/proc/loadavg")
+for key, cmd in (("free", "free -b"), ("free_m", "free -m"), ("uptime", "uptime"), ("top", "top -bn1 | head -5"),
+                 ("nproc_all", "nproc --all"), ("nproc", "nproc"), ("lscpu", "lscpu"),
+                 ("getconf", "getconf _NPROCESSORS_ONLN; getconf _NPROCESSORS_CONF")):
+    out[key] = sh(cmd)
+out["loadavg"] = read("/proc/loadavg")
+out["getloadavg"] = os.getloadavg()
+out["proc_uptime"] = read("/proc/uptime")
+out["cpu_count"] = os.cpu_count()
+out["psutil_cpu_count"] = psutil.cpu_count()
+out["vm"] = psutil.virtual_memory()._asdict()
+h0, t0, c0 = hog_ticks(), time.monotonic(), cpu_line()
+time.sleep(2)
+h1, t1, c1 = hog_ticks(), time.monotonic(), cpu_line()
+out["stat"] = {"before": c0, "after": c1, "hog_ticks": h1 - h0, "seconds": t1 - t0}
+h0, t0 = hog_ticks(), time.monotonic()
+percent = psutil.cpu_percent(interval=1)
+h1, t1 = hog_ticks(), time.monotonic()
+out["cpu_percent"] = {"percent": percent, "hog_ticks": h1 - h0, "seconds": t1 - t0}
+print(json.dumps(out))
+"""
+
 def parse_free(text):
     """{total, used, free, shared, buff/cache, available} of free's Mem: line."""
     header = text.splitlines()[0].split()

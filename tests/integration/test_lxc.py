@@ -56,7 +56,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
 import debian  # noqa: E402
-from lxclab import (Container, SubCgroup, busy_percent, cgroup_dirs, check_cpu_share, fields_of, find_marked,  # noqa: E402
+from lxclab import (PROBE, Container, SubCgroup, busy_percent, cgroup_dirs, check_cpu_share, fields_of, find_marked,  # noqa: E402
                     hierarchies, host_meminfo_kb, host_processors, host_threads, kb, limits_config, load_of,
                     memory_cgroup, online_list, parse_free, pure_v2, snippet_config, systemd_cgroup, uptime_seconds)
 from cgtest import check, check_equal, describe  # noqa: E402
@@ -93,59 +93,6 @@ BB_PROBE = ('cat /proc/self/cgroup; grep -E "^(MemTotal|MemFree|MemAvailable):" 
 # In the systemd container, as the service that holds memory and CPU.
 HOG = ('b = b"x" * %d\nopen("%s", "w").close()\nwhile True:\n    pass\n' % (DEB_HOLD, HOG_READY))
 
-# In the systemd container, as each reader: what the tools say, as JSON.
-# argv[1]: the hog's pid there, whose CPU time is read over the same
-# windows as /proc/stat and psutil.cpu_percent.
-PROBE = r"""
-import json, os, subprocess, sys, time
-import psutil
-
-hog = int(sys.argv[1])
-
-
-def sh(cmd):
-    p = subprocess.run(cmd, shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return p.stdout
-
-
-def hog_ticks():
-    with open("/proc/%d/stat" % hog) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
-
-
-def cpu_line():
-    with open("/proc/stat") as f:
-        return [int(x) for x in f.readline().split()[1:]]
-
-
-def read(path):
-    with open(path) as f:
-        return f.read()
-
-
-out = {"cgroup": read("/proc/self/cgroup"), "clk_tck": os.sysconf("SC_CLK_TCK")}
-out["loadavg_before"] = read("/proc/loadavg")
-for key, cmd in (("free", "free -b"), ("free_m", "free -m"), ("uptime", "uptime"), ("top", "top -bn1 | head -5"),
-                 ("nproc_all", "nproc --all"), ("nproc", "nproc"), ("lscpu", "lscpu"),
-                 ("getconf", "getconf _NPROCESSORS_ONLN; getconf _NPROCESSORS_CONF")):
-    out[key] = sh(cmd)
-out["loadavg"] = read("/proc/loadavg")
-out["getloadavg"] = os.getloadavg()
-out["proc_uptime"] = read("/proc/uptime")
-out["cpu_count"] = os.cpu_count()
-out["psutil_cpu_count"] = psutil.cpu_count()
-out["vm"] = psutil.virtual_memory()._asdict()
-h0, t0, c0 = hog_ticks(), time.monotonic(), cpu_line()
-time.sleep(2)
-h1, t1, c1 = hog_ticks(), time.monotonic(), cpu_line()
-out["stat"] = {"before": c0, "after": c1, "hog_ticks": h1 - h0, "seconds": t1 - t0}
-h0, t0 = hog_ticks(), time.monotonic()
-percent = psutil.cpu_percent(interval=1)
-h1, t1 = hog_ticks(), time.monotonic()
-out["cpu_percent"] = {"percent": percent, "hog_ticks": h1 - h0, "seconds": t1 - t0}
-print(json.dumps(out))
-"""
 
 
 # ------------------------------------------------------ the systemd checks --

@@ -13,9 +13,11 @@
  * every other command, it executes the real runtime with the same
  * arguments (its own options taken out). The real runtime is
  * --cgprocfs-runtime, else $CGPROCFS_RUNTIME, else runc. It never makes a
- * container fail to start: if it cannot add the hook, it says why in one
- * line and runs the runtime as if it were not there (and the hook itself
- * starts the container with the real /proc if the daemon is away). */
+ * container fail to start: if it cannot add the hook (none that can be
+ * run: --cgprocfs-hook, the installed one, or one beside this program),
+ * it says why in one line and runs the runtime as if it were not there
+ * (and the hook itself starts the container with the real /proc if the
+ * daemon is away). */
 #include "ocijson.h"
 
 #include <errno.h>
@@ -124,6 +126,30 @@ static gboolean replace_file(const char *path, const char *text, GError **error)
 			   g_strerror(err)), FALSE;
 }
 
+/* The hook to add: --cgprocfs-hook's, else the installed one, else the one
+ * beside this program (a build tree's); NULL with *error set if none of
+ * them can be run (a hook the runtime cannot run fails every start). */
+static char *hook_path(const struct options *o, GError **error)
+{
+	if (o->hook) {
+		if (access(o->hook, X_OK) == 0)
+			return g_strdup(o->hook);
+		int err = errno;
+		return g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(err), "the hook %s cannot be run: %s",
+				   o->hook, g_strerror(err)), NULL;
+	}
+	if (access(CGPROCFS_HOOK, X_OK) == 0)
+		return g_strdup(CGPROCFS_HOOK);
+	g_autofree char *self = g_file_read_link("/proc/self/exe", NULL);
+	g_autofree char *dir = self ? g_path_get_dirname(self) : NULL;
+	g_autofree char *beside = dir ? g_build_filename(dir, "cgprocfs-oci-hook", NULL) : NULL;
+	if (beside && access(beside, X_OK) == 0)
+		return g_steal_pointer(&beside);
+	return g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
+			   "no cgprocfs-oci-hook at %s (install cgprocfs, or name it with --cgprocfs-hook=PATH)",
+			   CGPROCFS_HOOK), NULL;
+}
+
 /* Add the hook to the bundle's config.json if the container wants it:
  * FALSE with *error set if it could not. */
 static gboolean add_hook(const struct options *o, const char *bundle, GError **error)
@@ -136,13 +162,16 @@ static gboolean add_hook(const struct options *o, const char *bundle, GError **e
 	g_autofree char *enable = annotations ? ocijson_get_string(annotations, ANNOTATION) : NULL;
 	if (!o->always && g_strcmp0(enable, "true") != 0)
 		return TRUE;
+	g_autofree char *hook = hook_path(o, error);
+	if (!hook)
+		return FALSE;
 	g_autoptr(GString) entry = g_string_new("{\"path\":");
-	ocijson_quote(entry, o->hook);
+	ocijson_quote(entry, hook);
 	g_string_append(entry, ",\"args\":[\"cgprocfs-oci-hook\",\"--mountpoint\",");
 	ocijson_quote(entry, o->mountpoint);
 	g_string_append(entry, "]}");
 	g_autofree char *edited = NULL;
-	int r = ocijson_add_hook(config, STAGE, entry->str, o->hook, &edited);
+	int r = ocijson_add_hook(config, STAGE, entry->str, hook, &edited);
 	if (r < 0)
 		return g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s is not JSON this can edit", path),
 		       FALSE;
@@ -153,7 +182,6 @@ int main(int argc, char **argv)
 {
 	struct options o = {
 		.runtime = g_getenv("CGPROCFS_RUNTIME") ? g_getenv("CGPROCFS_RUNTIME") : "runc",
-		.hook = CGPROCFS_HOOK,
 		.mountpoint = "/var/lib/cgprocfs",
 	};
 	argc = take_options(argc, argv, &o);

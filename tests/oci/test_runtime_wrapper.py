@@ -1,0 +1,113 @@
+"""cgprocfs-runtime never fails a start for want of a hook: it adds only a
+hook that can be run (--cgprocfs-hook's, else the installed one, else the
+one beside the wrapper, as in a build tree), and otherwise leaves
+config.json as it was, says why in one line and runs the runtime all the
+same. A stand-in runtime (a script that prints its arguments) takes the
+real one's place; no root needed. TAP; argv: WRAPPER INSTALLED-HOOK-PATH."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+WRAPPER, INSTALLED = sys.argv[1:3]
+CONFIG = {"ociVersion": "1.0.2", "root": {"path": "rootfs"},
+          "annotations": {"io.cgprocfs.enable": "true"},
+          "hooks": {"createContainer": [{"path": "/bin/true"}]}}
+
+
+def bundle(tmp):
+    path = tempfile.mkdtemp(dir=tmp)
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(CONFIG, f)
+    return path
+
+
+def run(tmp, wrapper, path, *options):
+    runtime = os.path.join(tmp, "runtime")
+    with open(runtime, "w") as f:
+        f.write('#!/bin/sh\necho "ran: $*"\n')
+    os.chmod(runtime, 0o755)
+    res = subprocess.run([wrapper, *options, "--cgprocfs-runtime=" + runtime, "create", "--bundle", path, "c1"],
+                         capture_output=True, text=True, timeout=30)
+    with open(os.path.join(path, "config.json")) as f:
+        config = json.load(f)
+    return res, config
+
+
+def added(config):
+    """The paths of the createContainer hooks beyond the bundle's own."""
+    return [h["path"] for h in config["hooks"]["createContainer"][1:]]
+
+
+def main():
+    tests = []
+
+    def test(name):
+        def register(fn):
+            tests.append((name, fn))
+            return fn
+        return register
+
+    tmp = tempfile.mkdtemp(prefix="cgprocfs-wrapper-")
+
+    @test("a hook named with --cgprocfs-hook that does not exist: config.json unchanged, one line naming it, "
+          "the runtime run with the container's arguments")
+    def _():
+        path = bundle(tmp)
+        missing = os.path.join(tmp, "no-such-hook")
+        res, config = run(tmp, WRAPPER, path, "--cgprocfs-hook=" + missing)
+        lines = res.stderr.splitlines()
+        ok = (config == CONFIG and len(lines) == 1 and missing in lines[0] and res.returncode == 0 and
+              res.stdout == "ran: create --bundle %s c1\n" % path)
+        return ok, (res, config)
+
+    @test("a hook named with --cgprocfs-hook that can be run is added after the bundle's own")
+    def _():
+        path = bundle(tmp)
+        hook = os.path.join(tmp, "hook")
+        shutil.copy("/bin/true", hook)
+        res, config = run(tmp, WRAPPER, path, "--cgprocfs-hook=" + hook)
+        return added(config) == [hook] and res.returncode == 0 and not res.stderr, (res, config)
+
+    @test("no hook named: the installed one if it is there, else the one beside the wrapper")
+    def _():
+        path = bundle(tmp)
+        res, config = run(tmp, WRAPPER, path)
+        beside = os.path.join(os.path.dirname(os.path.realpath(WRAPPER)), "cgprocfs-oci-hook")
+        want = INSTALLED if os.access(INSTALLED, os.X_OK) else beside
+        return added(config) == [want] and os.access(want, os.X_OK) and res.returncode == 0, (res, config, want)
+
+    @test("no hook named, none installed and none beside the wrapper (a copy of it alone): config.json "
+          "unchanged, one line, the runtime run")
+    def _():
+        if os.access(INSTALLED, os.X_OK):
+            return "skip", "a hook is installed at %s: the wrapper would rightly add it" % INSTALLED
+        alone = os.path.join(tempfile.mkdtemp(dir=tmp), "cgprocfs-runtime")
+        shutil.copy(WRAPPER, alone)
+        path = bundle(tmp)
+        res, config = run(tmp, alone, path)
+        lines = res.stderr.splitlines()
+        ok = config == CONFIG and len(lines) == 1 and INSTALLED in lines[0] and res.stdout.startswith("ran: create")
+        return ok, (res, config)
+
+    print("1..%d" % len(tests))
+    for n, (name, fn) in enumerate(tests, 1):
+        try:
+            ok, detail = fn()
+        except Exception as e:  # a crash of the test is a failure, said
+            ok, detail = False, repr(e)
+        if ok == "skip":
+            print("ok %d - %s # SKIP %s" % (n, name, detail))
+        elif ok:
+            print("ok %d - %s" % (n, name))
+        else:
+            print("not ok %d - %s" % (n, name))
+            print("# %s" % (detail,))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

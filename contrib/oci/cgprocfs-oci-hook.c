@@ -9,12 +9,12 @@
  * keeps the real /proc. */
 #include "control.h"
 #include "faults.h"
-#include "ocijson.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <glib.h>
+#include <json-glib/json-glib.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,20 +134,26 @@ static int place(int view, const char *sub, const char *target)
 
 static int run(const char *state_text)
 {
-	const char *v = ocijson_get(state_text, "pid");
-	long pid = v ? strtol(v, NULL, 10) : -1;
-	g_autofree char *bundle = ocijson_get_string(state_text, "bundle");
+	g_autoptr(JsonNode) state = json_from_string(state_text, NULL);
+	JsonObject *so = state && JSON_NODE_HOLDS_OBJECT(state) ? json_node_get_object(state) : NULL;
+	long pid = so ? (long)json_object_get_int_member_with_default(so, "pid", -1) : -1;
+	const char *bundle = so ? json_object_get_string_member_with_default(so, "bundle", NULL) : NULL;
 	if (pid < 0 || !bundle)
 		return give_up("the state on stdin has no pid or bundle");
 
 	g_autofree char *config_path = g_build_filename(bundle, "config.json", NULL);
-	g_autofree char *config = NULL;
-	if (!g_file_get_contents(config_path, &config, NULL, NULL))
-		return give_up("cannot read %s", config_path);
-	const char *root = ocijson_get(config, "root");
-	g_autofree char *root_path = root ? ocijson_get_string(root, "path") : NULL;
+	g_autoptr(JsonParser) parser = json_parser_new_immutable();
+	JsonNode *config = json_parser_load_from_mapped_file(parser, config_path, NULL) ? json_parser_get_root(parser)
+											 : NULL;
+	JsonNode *root = config && JSON_NODE_HOLDS_OBJECT(config)
+				 ? json_object_get_member(json_node_get_object(config), "root")
+				 : NULL;
+	const char *root_path = root && JSON_NODE_HOLDS_OBJECT(root)
+					? json_object_get_string_member_with_default(json_node_get_object(root), "path",
+										     NULL)
+					: NULL;
 	if (!root_path)
-		return give_up("%s names no root.path", config_path);
+		return give_up("%s names no root.path (or cannot be read as JSON)", config_path);
 	g_autofree char *rootfs = g_path_is_absolute(root_path) ? g_strdup(root_path)
 							       : g_build_filename(bundle, root_path, NULL);
 

@@ -18,12 +18,11 @@
  * it says why in one line and runs the runtime as if it were not there
  * (and the hook itself starts the container with the real /proc if the
  * daemon is away). */
-#include "ocijson.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -150,32 +149,81 @@ static char *hook_path(const struct options *o, GError **error)
 			   CGPROCFS_HOOK), NULL;
 }
 
+/* The member key of o as an object or array (made if missing), or NULL if
+ * it is there as anything else. */
+static JsonNode *member_of_type(JsonObject *o, const char *key, JsonNodeType type)
+{
+	if (!json_object_has_member(o, key)) {
+		JsonNode *made = json_node_new(type);
+		if (type == JSON_NODE_OBJECT)
+			json_node_take_object(made, json_object_new());
+		else
+			json_node_take_array(made, json_array_new());
+		json_object_set_member(o, key, made);
+	}
+	JsonNode *n = json_object_get_member(o, key);
+	return JSON_NODE_TYPE(n) == type ? n : NULL;
+}
+
+/* hooks.<stage> of config with the hook at path (args: its argv) at its
+ * end, the bundle's own hooks kept in their place: 1 if added, 0 if one
+ * at path is there already, -EINVAL if config's hooks are not OCI's. */
+static int append_hook(JsonObject *config, const char *stage, const char *path, const char *const *args)
+{
+	JsonNode *hooks = member_of_type(config, "hooks", JSON_NODE_OBJECT);
+	JsonNode *list = hooks ? member_of_type(json_node_get_object(hooks), stage, JSON_NODE_ARRAY) : NULL;
+	if (!list)
+		return -EINVAL;
+	JsonArray *a = json_node_get_array(list);
+	for (guint i = 0; i < json_array_get_length(a); i++) {
+		JsonNode *e = json_array_get_element(a, i);
+		if (JSON_NODE_HOLDS_OBJECT(e) &&
+		    g_strcmp0(json_object_get_string_member_with_default(json_node_get_object(e), "path", NULL), path) == 0)
+			return 0;
+	}
+	g_autoptr(JsonBuilder) b = json_builder_new();
+	json_builder_begin_object(b);
+	json_builder_set_member_name(b, "path");
+	json_builder_add_string_value(b, path);
+	json_builder_set_member_name(b, "args");
+	json_builder_begin_array(b);
+	for (; *args; args++)
+		json_builder_add_string_value(b, *args);
+	json_builder_end_array(b);
+	json_builder_end_object(b);
+	json_array_add_element(a, json_builder_get_root(b));
+	return 1;
+}
+
 /* Add the hook to the bundle's config.json if the container wants it:
  * FALSE with *error set if it could not. */
 static gboolean add_hook(const struct options *o, const char *bundle, GError **error)
 {
 	g_autofree char *path = g_build_filename(bundle, "config.json", NULL);
-	g_autofree char *config = NULL;
-	if (!g_file_get_contents(path, &config, NULL, error))
+	g_autoptr(JsonParser) parser = json_parser_new();
+	if (!json_parser_load_from_mapped_file(parser, path, error))
 		return FALSE;
-	const char *annotations = ocijson_get(config, "annotations");
-	g_autofree char *enable = annotations ? ocijson_get_string(annotations, ANNOTATION) : NULL;
+	JsonNode *root = json_parser_get_root(parser);
+	if (!root || !JSON_NODE_HOLDS_OBJECT(root))
+		return g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s is not a JSON object", path), FALSE;
+	JsonObject *c = json_node_get_object(root);
+	JsonNode *annotations = json_object_get_member(c, "annotations");
+	const char *enable = annotations && JSON_NODE_HOLDS_OBJECT(annotations)
+				     ? json_object_get_string_member_with_default(json_node_get_object(annotations),
+										  ANNOTATION, NULL)
+				     : NULL;
 	if (!o->always && g_strcmp0(enable, "true") != 0)
 		return TRUE;
 	g_autofree char *hook = hook_path(o, error);
 	if (!hook)
 		return FALSE;
-	g_autoptr(GString) entry = g_string_new("{\"path\":");
-	ocijson_quote(entry, hook);
-	g_string_append(entry, ",\"args\":[\"cgprocfs-oci-hook\",\"--mountpoint\",");
-	ocijson_quote(entry, o->mountpoint);
-	g_string_append(entry, "]}");
-	g_autofree char *edited = NULL;
-	int r = ocijson_add_hook(config, STAGE, entry->str, hook, &edited);
+	const char *const args[] = { "cgprocfs-oci-hook", "--mountpoint", o->mountpoint, NULL };
+	int r = append_hook(c, STAGE, hook, args);
 	if (r < 0)
-		return g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s is not JSON this can edit", path),
+		return g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has hooks this cannot add to", path),
 		       FALSE;
-	return r == 0 || replace_file(path, edited, error);
+	g_autofree char *text = r > 0 ? json_to_string(root, TRUE) : NULL;
+	return r == 0 || replace_file(path, text, error);
 }
 
 int main(int argc, char **argv)

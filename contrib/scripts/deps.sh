@@ -7,7 +7,7 @@ set -euo pipefail
 # so that a machine that built the tree before rebuilds what is unchanged
 # from its cache.
 cgprocfs_build_deps=(build-essential clang libclang-rt-14-dev meson ninja-build pkg-config ccache
-	libfuse3-dev fuse3 libglib2.0-dev libcriterion-dev libsystemd-dev)
+	libfuse3-dev fuse3 libglib2.0-dev libjson-glib-dev libcriterion-dev libsystemd-dev)
 # what building the Debian package needs beyond the build (build-deb.sh)
 cgprocfs_deb_deps=(debhelper dpkg-dev systemd)
 # what the tests run: psutil and its suite for /usr/bin/python3, ps/top/free,

@@ -15,7 +15,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 fx=$top/tests/fixtures
-all="pid_stat caller_status cpuset cgroup_membership cgroup_limits cpumap render_cpuinfo render_stat render_set snapshot memview diskview control ocijson"
+all="pid_stat caller_status cpuset cgroup_membership cgroup_limits cpumap render_cpuinfo render_stat render_set snapshot memview diskview control"
 
 # The seed files of one harness, one path a line: fixtures the daemon reads
 # the kind of text of, and the hand-written ones in tests/fuzz/seeds/NAME.

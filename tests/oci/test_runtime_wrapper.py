@@ -14,14 +14,15 @@ import tempfile
 
 WRAPPER, INSTALLED = sys.argv[1:3]
 CONFIG = {"ociVersion": "1.0.2", "root": {"path": "rootfs"},
-          "annotations": {"io.cgprocfs.enable": "true"},
-          "hooks": {"createContainer": [{"path": "/bin/true"}]}}
+          "annotations": {"io.cgprocfs.enable": "true", "other": "é \" \\ \u2028"},
+          "process": {"args": ["sh", "-c", "echo"], "env": ["A=1"]}, "linux": {"resources": {"memory": {"limit": 1}}},
+          "hooks": {"prestart": [{"path": "/bin/false"}], "createContainer": [{"path": "/bin/true"}]}}
 
 
-def bundle(tmp):
+def bundle(tmp, text=None):
     path = tempfile.mkdtemp(dir=tmp)
     with open(os.path.join(path, "config.json"), "w") as f:
-        json.dump(CONFIG, f)
+        f.write(json.dumps(CONFIG) if text is None else text)
     return path
 
 
@@ -33,8 +34,11 @@ def run(tmp, wrapper, path, *options):
     res = subprocess.run([wrapper, *options, "--cgprocfs-runtime=" + runtime, "create", "--bundle", path, "c1"],
                          capture_output=True, text=True, timeout=30)
     with open(os.path.join(path, "config.json")) as f:
-        config = json.load(f)
-    return res, config
+        text = f.read()
+    try:
+        return res, json.loads(text)
+    except ValueError:
+        return res, text
 
 
 def added(config):
@@ -71,6 +75,39 @@ def main():
         shutil.copy("/bin/true", hook)
         res, config = run(tmp, WRAPPER, path, "--cgprocfs-hook=" + hook)
         return added(config) == [hook] and res.returncode == 0 and not res.stderr, (res, config)
+
+    @test("the hook added, config.json is the bundle's with one more createContainer entry: every other member "
+          "kept (strings with escapes, other hooks, the hook's own list in its order); a second run adds none")
+    def _():
+        path = bundle(tmp)
+        hook = os.path.join(tmp, "hook2")
+        shutil.copy("/bin/true", hook)
+        res, config = run(tmp, WRAPPER, path, "--cgprocfs-hook=" + hook, "--cgprocfs-mountpoint=/m")
+        again, config2 = run(tmp, WRAPPER, path, "--cgprocfs-hook=" + hook, "--cgprocfs-mountpoint=/m")
+        want = json.loads(json.dumps(CONFIG))
+        want["hooks"]["createContainer"].append({"path": hook, "args": ["cgprocfs-oci-hook", "--mountpoint", "/m"]})
+        return config == want and config2 == want and not again.stderr, (res, config, again, config2)
+
+    @test("a container not annotated (and no --cgprocfs-always): config.json byte for byte as it was")
+    def _():
+        text = json.dumps(dict(CONFIG, annotations={}), indent=1)
+        path = bundle(tmp, text)
+        res, config = run(tmp, WRAPPER, path, "--cgprocfs-hook=/bin/true")
+        with open(os.path.join(path, "config.json")) as f:
+            return f.read() == text and not res.stderr and res.returncode == 0, res
+
+    @test("a config.json that is not JSON, and one whose hooks are not an object: left as they were, one line "
+          "each, the runtime run")
+    def _():
+        results = []
+        for text in ('{"annotations": {"io.cgprocfs.enable": "true"}, "hooks": ',
+                     '{"annotations": {"io.cgprocfs.enable": "true"}, "hooks": [1]}'):
+            path = bundle(tmp, text)
+            res, _ = run(tmp, WRAPPER, path, "--cgprocfs-always", "--cgprocfs-hook=/bin/true")
+            with open(os.path.join(path, "config.json")) as f:
+                results.append((f.read() == text, len(res.stderr.splitlines()) == 1,
+                                res.stdout.startswith("ran: create"), res.stderr))
+        return all(r[:3] == (True, True, True) for r in results), results
 
     @test("no hook named: the installed one if it is there, else the one beside the wrapper")
     def _():

@@ -35,14 +35,15 @@ def start_daemon(cmd, mnt, log_path, **popen_args):
     return daemon
 
 
-def start_lxcfs(mnt, pidfile, log_path):
-    """Start LXCFS (Debian's lxcfs) on mnt with its own pidfile, in the
-    foreground of a session of its own, and wait until it serves."""
+def start_lxcfs(mnt, pidfile, log_path, options=()):
+    """Start LXCFS (Debian's lxcfs, with options) on mnt with its own
+    pidfile, in the foreground of a session of its own, and wait until it
+    serves."""
     lxcfs = shutil.which("lxcfs")
     if not lxcfs:
         raise BenchError("lxcfs is not installed (apt-get install lxcfs)")
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([lxcfs, "-p", pidfile, mnt], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+        proc = subprocess.Popen([lxcfs, *options, "-p", pidfile, mnt], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True)
     deadline = time.monotonic() + 10
     while not os.path.exists(os.path.join(mnt, "proc", "cpuinfo")):

@@ -50,7 +50,7 @@ TOP = "cgprocfs-timetest-%d" % os.getpid()
 CPU_PROBE = r'''
 import json, re, subprocess, psutil
 # What uptime and top show; psutil.getloadavg() is glibc's getloadavg(),
-# which asks sysinfo(), not the file, since glibc 2.36.
+# which asks sysinfo(), not the file, since glibc 2.35.
 first_load = [float(x) for x in open("/proc/loadavg").read().split()[:3]]
 pct = psutil.cpu_percent(interval=2)
 top = subprocess.run(["top", "-bn2", "-d1"], stdout=subprocess.PIPE, text=True).stdout

@@ -1,0 +1,248 @@
+#!/usr/bin/python3
+"""Every served file's cost, side by side: the view, LXCFS and the kernel's
+own file, in a container and through the host's view, in one run.
+
+    sudo /usr/bin/python3 tests/bench/bench-files.py [--build-dir build] [--rounds 2000]
+
+It starts the daemon from the build directory and Debian's LXCFS
+(--enable-cfs -l, its own mountpoint and pidfile), each on a temporary
+mountpoint, then times open + read to EOF + close from Python, the rounds
+interleaved (each round reads every row once through each source):
+
+1. in a runc container with the OCI hook, half a CPU and 256 MiB, whose
+   rootfs binds the host's /usr, /etc (..) read-only: the view is /proc,
+   the kernel's file /proc/.real, LXCFS's mount bound at /lxcfs;
+2. through the host's view, for a caller of the host's namespaces in a
+   cgroup with the same limits (as a Kubernetes pod with hostPath file
+   binds reads it): MNT/proc, LXCFS's mount, /proc.
+
+Every row of the table is a file the daemon serves (the static table's
+rows that the running daemon shows, pressure/ included where the host has
+it), so that a file added later is measured too; LXCFS's column says "-"
+where it serves no such file. Then, for the host's view, the FUSE
+requests one open + read + close of each row costs, from
+.cgprocfs/stats (cgprocfs_requests_total, the stats file's own read
+subtracted). It only reports; the exit status says whether it ran."""
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+from benchlib import BenchError  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+QUOTA, PERIOD, MEMORY = 50000, 100000, 256 << 20
+REQUEST_ROUNDS = 200
+
+# Run by the readers: argv[1] rounds, argv[2] JSON [[row, {source: path}]];
+# prints {row: {source: [p50 µs, p99 µs]}} (a source whose file cannot be
+# opened is left out of its row).
+MEASURE = r"""
+import json, os, sys, time
+rounds, rows = int(sys.argv[1]), json.loads(sys.argv[2])
+def once(path):
+    t = time.perf_counter_ns()
+    fd = os.open(path, os.O_RDONLY)
+    while os.read(fd, 65536):
+        pass
+    os.close(fd)
+    return time.perf_counter_ns() - t
+todo = []
+for row, sources in rows:
+    for source, path in sources.items():
+        try:
+            once(path)
+        except OSError:
+            continue
+        todo.append((row, source, path, []))
+for _ in range(rounds):
+    for row, source, path, samples in todo:
+        samples.append(once(path))
+out = {}
+for row, source, path, samples in todo:
+    samples.sort()
+    out.setdefault(row, {})[source] = [samples[len(samples) // 2] / 1000, samples[(len(samples) * 99) // 100] / 1000]
+print(json.dumps(out))
+"""
+
+# Run in the host's view's caller: argv[1] MNT, argv[2] rounds, argv[3:]
+# rows; prints {row: requests per open + read + close}.
+REQUESTS = r"""
+import os, sys
+mnt, rounds, rows = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def requests():
+    with open(mnt + "/.cgprocfs/stats") as f:
+        return sum(int(l.split()[-1]) for l in f if l.startswith("cgprocfs_requests_total{"))
+def read(path):
+    with open(path, "rb") as f:
+        f.read()
+own = -requests() + requests()  # what reading the stats costs
+out = {}
+for row in rows:
+    before = requests()
+    for _ in range(rounds):
+        read(mnt + "/proc/" + row)
+    out[row] = (requests() - before - own) / rounds
+print(__import__("json").dumps(out))
+"""
+
+
+def served_rows(mnt):
+    """The served files of the running daemon: proc/'s regular files and
+    pressure/'s, as the view lists them."""
+    proc = os.path.join(mnt, "proc")
+    rows = [n for n in sorted(os.listdir(proc)) if os.path.isfile(os.path.join(proc, n))
+            and not os.path.islink(os.path.join(proc, n))]
+    if os.path.isdir(os.path.join(proc, "pressure")):
+        rows += ["pressure/" + n for n in sorted(os.listdir(os.path.join(proc, "pressure")))]
+    return rows + ["../sys/devices/system/cpu/online"]
+
+
+def sources(rows, view, lxcfs, kernel):
+    return [[row, {"view": os.path.normpath(os.path.join(view, row)),
+                   "lxcfs": os.path.normpath(os.path.join(lxcfs, row)),
+                   "kernel": os.path.normpath(os.path.join(kernel, row))}] for row in rows]
+
+
+class Cgroup:
+    """One cgroup of the bench in every v1 hierarchy it limits through (or
+    the v2 one): half a CPU and 256 MiB."""
+
+    def __init__(self, name):
+        root = "/sys/fs/cgroup"
+        v2 = os.path.exists(os.path.join(root, "cgroup.controllers"))
+        names = [""] if v2 else ["cpu", "cpuacct", "cpuset", "memory", "blkio"]
+        self.dirs = [os.path.join(root, c, name) for c in names if os.path.isdir(os.path.join(root, c))]
+        for d in self.dirs:
+            os.mkdir(d)
+            if "/cpuset/" in d:
+                for f in ("cpuset.cpus", "cpuset.mems"):
+                    with open(os.path.join(os.path.dirname(d), f)) as src, open(os.path.join(d, f), "w") as dst:
+                        dst.write(src.read())
+        limits = {"cpu.max": "%d %d" % (QUOTA, PERIOD), "memory.max": str(MEMORY)} if v2 else \
+            {"cpu.cfs_quota_us": str(QUOTA), "memory.limit_in_bytes": str(MEMORY)}
+        for d in self.dirs:
+            for f, value in limits.items():
+                if os.path.exists(os.path.join(d, f)):
+                    with open(os.path.join(d, f), "w") as out:
+                        out.write(value)
+
+    def run(self, argv):
+        enter = "".join("echo $$ > %s/cgroup.procs\n" % d for d in self.dirs)
+        r = subprocess.run(["sh", "-c", enter + 'exec "$@"', "sh"] + argv, capture_output=True, text=True,
+                           timeout=1800)
+        if r.returncode != 0:
+            raise BenchError("%s failed:\n%s" % (argv[:3], r.stderr))
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    def remove(self):
+        for d in self.dirs:
+            benchlib.cgtest.remove_cgroups([d], os.path.dirname(d))
+
+
+def containers_module():
+    spec = importlib.util.spec_from_file_location("bench_containers", os.path.join(HERE, "bench-containers.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def in_container(bench, lxmnt, rows, rounds):
+    """MEASURE in a runc container with the hook and the limits, LXCFS at /lxcfs."""
+    argv = ["/usr/bin/python3", "-c", MEASURE, str(rounds), json.dumps(sources(rows, "/proc", "/lxcfs/proc",
+                                                                                "/proc/.real"))]
+    cid, path = bench.bundle(argv, hook=True)
+    with open(os.path.join(path, "config.json")) as f:
+        config = json.load(f)
+    config["mounts"].append({"destination": "/lxcfs", "type": "bind", "source": lxmnt, "options": ["rbind", "ro"]})
+    config["linux"].setdefault("resources", {})["cpu"] = {"quota": QUOTA, "period": PERIOD}
+    config["linux"]["resources"]["memory"] = {"limit": MEMORY}
+    os.makedirs(os.path.join(bench.rootfs, "lxcfs"), exist_ok=True)
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(config, f)
+    bench.ids.append(cid)
+    try:
+        r = bench.runc("run", "--bundle", path, cid, timeout=1800)
+    finally:
+        bench.runc("delete", "-f", cid)
+        bench.ids.remove(cid)
+    if r.returncode != 0:
+        raise BenchError("the container's readers failed:\n" + r.stdout + r.stderr)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def table(title, got, rows, requests=None):
+    print("\n%s: p50 / p99 µs of open + read + close" % title)
+    head = "%-22s %15s %15s %15s %12s %12s" % ("file", "view", "LXCFS", "kernel", "view/LXCFS", "view/kernel")
+    print(head + ("  requests" if requests else ""))
+
+    def cell(row, src):
+        v = got.get(row, {}).get(src)
+        return "%6.1f / %6.1f" % tuple(v) if v else "%15s" % "-"
+
+    def ratio(row, a, b):
+        x, y = got.get(row, {}).get(a), got.get(row, {}).get(b)
+        return "%5.2f / %5.2f" % (x[0] / y[0], x[1] / y[1]) if x and y else "%12s" % "-"
+    for row in rows:
+        name = row.replace("../sys/devices/system/cpu/", "sys/…/cpu/")
+        line = "%-22s %s %s %s %s %s" % (name, cell(row, "view"), cell(row, "lxcfs"), cell(row, "kernel"),
+                                         ratio(row, "view", "lxcfs"), ratio(row, "view", "kernel"))
+        print(line + ("  %8.2f" % requests[row] if requests and row in requests else ""))
+
+
+class FilesBench:
+    def __init__(self, args):
+        self.args = args
+        self.bench = containers_module().Bench(argparse.Namespace(build_dir=args.build_dir))
+        self.lxmnt = os.path.join(self.bench.work, "lxcfs")
+        self.lxcfs = self.group = None
+
+    def run(self):
+        b, rounds = self.bench, self.args.rounds
+        b.start_daemon()
+        os.mkdir(self.lxmnt)
+        self.lxcfs = benchlib.start_lxcfs(self.lxmnt, os.path.join(b.work, "lxcfs.pid"),
+                                          os.path.join(b.work, "lxcfs.log"), ["--enable-cfs", "-l"])
+        rows = served_rows(b.mnt)
+        os.mkdir(b.rootfs)
+        b.build_rootfs()
+        inside = in_container(b, self.lxmnt, rows, rounds)
+        self.group = Cgroup("cgprocfs-bench-files-%d" % os.getpid())
+        host = self.group.run([sys.executable, "-c", MEASURE, str(rounds), json.dumps(
+            sources(rows, os.path.join(b.mnt, "proc"), os.path.join(self.lxmnt, "proc"), "/proc"))])
+        requests = self.group.run([sys.executable, "-c", REQUESTS, b.mnt, str(REQUEST_ROUNDS)]
+                                  + [r for r in rows if not r.startswith("..")])
+        print("%d rounds; a container with the hook and a host caller, each with half a CPU and 256 MiB" % rounds)
+        table("In a runc container with the hook (the kernel's file: /proc/.real)", inside, rows)
+        table("Through the host's view (MNT/proc; the kernel's: /proc); FUSE requests per open + read + close",
+              host, rows, requests)
+
+    def cleanup(self):
+        if self.group:
+            self.group.remove()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            benchlib.stop_served(self.lxcfs, self.lxmnt)
+        return self.bench.cleanup()
+
+    def daemon_log(self):
+        return self.bench.daemon_log()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build-dir", default="build")
+    ap.add_argument("--rounds", type=int, default=2000)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        ap.error("needs root (runc, mounts, cgroups)")
+    return benchlib.run_bench("bench-files", lambda: FilesBench(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -54,7 +54,8 @@ struct containers {
 	GPtrArray *served;     /* struct container*: every container view served */
 	gboolean handed_over;  /* the socket is the new daemon's now: set by the acceptor, read once it is stopped */
 	unsigned last_id;      /* of a session, for the keeper (the host's is 0) */
-	char *scopes_path;     /* the containers' cgroups, kept for the next daemon */
+	char *scopes_path;     /* the containers' cgroups, kept for the next daemon;
+	                        * NULL once the views end (under lock) */
 	char *inherited;       /* what the daemon before recorded there, until containers_ready */
 	guint64 attaches, attach_failures;
 };
@@ -559,8 +560,13 @@ gboolean containers_stop(struct containers *cs)
 
 void containers_views_end(struct containers *cs)
 {
-	if (cs && cs->scopes_path)
-		unlink(cs->scopes_path);
+	if (!cs)
+		return;
+	/* A view ending from now on (its container exiting while this
+	 * process lives) writes no record again: there is none to keep. */
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
+	unlink(cs->scopes_path);
+	g_clear_pointer(&cs->scopes_path, g_free);
 }
 
 void containers_free(struct containers *cs)

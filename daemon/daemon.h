@@ -153,7 +153,7 @@ char *mountpoint_canonical(const char *dir);
 /* The containers' cgroups (daemon/scopes.c), in a file at path for the
  * daemon after this one: recorded from a container's init at its attach;
  * forgotten with its pid namespace's last view; the whole record written
- * again (s NULL: nothing). */
+ * again (s NULL: nothing; path NULL: no file, the views having ended). */
 void scopes_attached(struct scope *s, const char *path, int proc_fd, pid_t init, uint64_t ns);
 void scopes_ended(struct scope *s, const char *path, uint64_t ns);
 void scopes_save(struct scope *s, const char *path);

@@ -17,7 +17,7 @@ void scopes_save(struct scope *s, const char *path)
 	static gboolean warned;
 	g_autoptr(GError) error = NULL;
 
-	if (!s)
+	if (!s || !path)
 		return;
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&save_lock);
 	g_autofree char *dump = scope_dump(s);

@@ -379,7 +379,15 @@ def make_tests():
             serves(d)
             with open(os.path.join(d.mnt, ".cgprocfs", "control")) as f:
                 sock = f.read().strip()
-            problems = d.stop(sig)
+            # A container attached (its cgroups recorded beside the
+            # socket), whose view ends as the daemon stops.
+            with tempfile.TemporaryDirectory() as bundle:
+                with open(os.path.join(bundle, "config.json"), "w") as f:
+                    json.dump(cgtest.HOOK_BUNDLE_CONFIG, f)
+                with cgtest.namespace_with_view(d.mnt, bundle) as (_, res):
+                    check(res[0] == 0, "the hook gave no view", describe(res))
+                    check(os.path.exists(sock + ".scopes"), "no record beside the control socket")
+                    problems = d.stop(sig)
             check(not problems, "after %s" % sig.name, *problems, "daemon log:", d.log())
             check_equal(d.returncode, 0, "exit status after %s" % sig.name)
             # The socket and what was kept beside it for a next daemon.
@@ -388,11 +396,13 @@ def make_tests():
         finally:
             d.stop()
 
-    @test("SIGTERM: exit 0, nothing left mounted (proc/.real included), nothing beside the control socket")
+    @test("SIGTERM, a container attached: exit 0, nothing left mounted (proc/.real included), nothing beside the "
+          "control socket")
     def _():
         stop_with(signal.SIGTERM)
 
-    @test("SIGINT: exit 0, nothing left mounted (proc/.real included), nothing beside the control socket")
+    @test("SIGINT, a container attached: exit 0, nothing left mounted (proc/.real included), nothing beside the "
+          "control socket")
     def _():
         stop_with(signal.SIGINT)
 

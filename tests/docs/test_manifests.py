@@ -15,16 +15,13 @@ import tomllib
 
 import yaml
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import tap  # noqa: E402
+
 
 def main():
     kdir, daemon, wrapper = sys.argv[1:4]
-    tests = []
-
-    def test(name):
-        def register(fn):
-            tests.append((name, fn))
-            return fn
-        return register
+    tests, test = tap.registry()
 
     docs = {}
     for path in sorted(glob.glob(os.path.join(kdir, "*.yaml"))):
@@ -109,22 +106,7 @@ def main():
               not cgroup[0].get("readOnly"))
         return ok, ("options unknown to the daemon", unknown, "given", given, "hostPID", spec.get("hostPID"), cgroup)
 
-    print("1..%d" % len(tests))
-    failed = False
-    for n, (name, fn) in enumerate(tests, 1):
-        try:
-            ok, detail = fn()
-        except Exception as e:  # a manifest without the expected shape
-            ok, detail = False, "%s: %s" % (type(e).__name__, e)
-        if ok == "skip":
-            print("ok %d - %s # SKIP %s" % (n, name, detail))
-        elif ok:
-            print("ok %d - %s" % (n, name))
-        else:
-            failed = True
-            print("not ok %d - %s" % (n, name))
-            print("# %s" % (detail,))
-    return 1 if failed else 0
+    return tap.run(tests)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import tap  # noqa: E402
+
 WRAPPER, INSTALLED = sys.argv[1:3]
 CONFIG = {"ociVersion": "1.0.2", "root": {"path": "rootfs"},
           "annotations": {"io.cgprocfs.enable": "true", "other": "é \" \\ \u2028"},
@@ -47,13 +50,7 @@ def added(config):
 
 
 def main():
-    tests = []
-
-    def test(name):
-        def register(fn):
-            tests.append((name, fn))
-            return fn
-        return register
+    tests, test = tap.registry()
 
     tmp = tempfile.mkdtemp(prefix="cgprocfs-wrapper-")
 
@@ -130,21 +127,10 @@ def main():
         ok = config == CONFIG and len(lines) == 1 and INSTALLED in lines[0] and res.stdout.startswith("ran: create")
         return ok, (res, config)
 
-    print("1..%d" % len(tests))
-    for n, (name, fn) in enumerate(tests, 1):
-        try:
-            ok, detail = fn()
-        except Exception as e:  # a crash of the test is a failure, said
-            ok, detail = False, repr(e)
-        if ok == "skip":
-            print("ok %d - %s # SKIP %s" % (n, name, detail))
-        elif ok:
-            print("ok %d - %s" % (n, name))
-        else:
-            print("not ok %d - %s" % (n, name))
-            print("# %s" % (detail,))
+    status = tap.run(tests)
     shutil.rmtree(tmp, ignore_errors=True)
+    return status
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -134,8 +134,7 @@ class Cgroup:
                         out.write(value)
 
     def run(self, argv):
-        enter = "".join("echo $$ > %s/cgroup.procs\n" % d for d in self.dirs)
-        r = subprocess.run(["sh", "-c", enter + 'exec "$@"', "sh"] + argv, capture_output=True, text=True,
+        r = subprocess.run(benchlib.cgtest.in_cgroups(self.dirs, argv), capture_output=True, text=True,
                            timeout=1800)
         if r.returncode != 0:
             raise BenchError("%s failed:\n%s" % (argv[:3], r.stderr))

@@ -87,15 +87,8 @@ class SubCgroup:
                 f.write(str(pid))
 
     def remove(self):
-        for d in self.dirs:
-            for _ in range(50):
-                try:
-                    os.rmdir(d)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:  # a process that has just exited can hold it a moment
-                    time.sleep(0.05)
+        for d in self.dirs:  # what is left in it goes back to the container's
+            cgtest.remove_cgroups([d], os.path.dirname(d))
 
 
 # -------------------------------------------------------------------- LXC --

@@ -17,11 +17,11 @@ from cgtest import check, check_equal  # noqa: E402
 
 UML_RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "uml", "uml-run")
 
-# In the guest: the daemon on /tmp/mnt, a cgroup with half a CPU, a
-# sleeping process; then READ_WAYS as a caller in that cgroup.
-GUEST = r"""
+# What every guest script starts with: the daemon (argv[1]) serving
+# /tmp/mnt, its log in /tmp/daemon.log.
+START_DAEMON = r"""
 import json, os, subprocess, sys, time
-exe, read_ways, mem_probe, io_probe = sys.argv[1:5]
+exe = sys.argv[1]
 mnt = "/tmp/mnt"
 os.mkdir(mnt)
 log = open("/tmp/daemon.log", "w")
@@ -30,6 +30,12 @@ for _ in range(200):
     if os.path.exists(mnt + "/proc/.real/self"):
         break
     time.sleep(0.05)
+"""
+
+# In the guest: a cgroup with half a CPU, a sleeping process; then
+# READ_WAYS as a caller in that cgroup.
+GUEST = START_DAEMON + r"""
+read_ways, mem_probe, io_probe = sys.argv[2:5]
 sleeper = subprocess.Popen(["sleep", "60"])
 cg = "/sys/fs/cgroup/half"
 os.mkdir(cg)
@@ -129,17 +135,7 @@ print(json.dumps({"io": io, "cpu_percent": cpu, "new_ns_uptime": new_ns.stdout, 
 # its children controllers: c has none of its own by then); and a reader
 # in c/tight of the guest's own namespaces. Each reads meminfo, cpuinfo
 # and stat through the view, and with busybox cat (sendfile).
-SCOPE_GUEST = r"""
-import json, os, subprocess, sys, time
-exe = sys.argv[1]
-mnt = "/tmp/mnt"
-os.mkdir(mnt)
-log = open("/tmp/daemon.log", "w")
-daemon = subprocess.Popen([exe, mnt], stdout=log, stderr=log)
-for _ in range(200):
-    if os.path.exists(mnt + "/proc/.real/self"):
-        break
-    time.sleep(0.05)
+SCOPE_GUEST = START_DAEMON + r"""
 R = "/sys/fs/cgroup"
 def w(path, value):
     with open(path, "w") as f:

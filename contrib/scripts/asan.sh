@@ -39,10 +39,12 @@ export CGPROCFS_SANITIZED=1 # tests that bound RSS leave that to LeakSanitizer
 export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1 ${UBSAN_OPTIONS:-}"
 status=0
 if [ "$what" != soak ]; then
-	meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 --suite unit || status=1
+	meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 --suite unit ||
+		{ status=1 && contrib/scripts/failed-tests.py "$dir"; }
 	lap "asan: unit tests"
 	# shellcheck disable=SC2086 # one test name per word
-	meson test -C "$dir" --no-rebuild --print-errorlogs $mount_tests || status=1
+	meson test -C "$dir" --no-rebuild --print-errorlogs $mount_tests ||
+		{ status=1 && contrib/scripts/failed-tests.py "$dir"; }
 	lap "asan: mount tests"
 fi
 if [ "$what" != tests ]; then

@@ -64,7 +64,8 @@ stage "build (gcc)" cgprocfs_build
 stage "build (clang, fuzzers)" build_clang
 
 status=0
-stage "meson test (unit, mount)" meson test -C build --print-errorlogs --num-processes 2 || status=1
+stage "meson test (unit, mount)" meson test -C build --print-errorlogs --num-processes 2 ||
+	{ status=1 && contrib/scripts/failed-tests.py build; }
 stage "fuzzers' seeds" fuzz_seeds || status=1
 rm -rf build-tsan build-asan
 CC=$clang stage "tsan (build, scenarios)" logged tsan "tsan: concurrency scenarios clean" \

@@ -23,6 +23,9 @@ from cgtest import Daemon, check, check_equal  # noqa: E402
 
 SETTLE_TIMEOUT = 75  # a giver waits up to 60 s for "serving"
 READER_TIMEOUT = 30
+# What is awaited (a log line, a keeper gone) comes in a second; the rest
+# is for a sanitized daemon on a loaded machine.
+WAIT_TIMEOUT = 30
 
 
 def start_reader(argv_prefix):
@@ -83,7 +86,7 @@ def wait_settled(d, words):
 
 
 def took_over_from_keeper(d):
-    check(cgtest.wait_until(lambda: "keeper of a daemon that died" in d.log(), timeout=10),
+    check(cgtest.wait_until(lambda: "keeper of a daemon that died" in d.log(), timeout=WAIT_TIMEOUT),
           "the new daemon did not say it took the views over from the keeper", d.log())
 
 
@@ -169,7 +172,7 @@ class Scene:
         role, point = fault.split(":")
         said = re.compile(r"fault injected: the %s (SIGKILLs|stops) itself.* at %s$" % (role, point.split("=")[0]),
                           re.M)
-        check(cgtest.wait_until(lambda: said.search(self.log()), timeout=10),
+        check(cgtest.wait_until(lambda: said.search(self.log()), timeout=WAIT_TIMEOUT),
               "the fault %s was never reached" % fault, self.log())
 
     def living(self):
@@ -199,7 +202,7 @@ class Scene:
         check_equal(in_container[1].strip(), "sleep", "the container's pid 1, through its view")
         problems = last.stop()
         check(not problems, "the last daemon did not stop cleanly", *problems, self.log())
-        check(cgtest.wait_until(lambda: not cgtest.keepers_of(last.mnt), timeout=10),
+        check(cgtest.wait_until(lambda: not cgtest.keepers_of(last.mnt), timeout=WAIT_TIMEOUT),
               "keepers left after the clean stop", cgtest.keepers_of(last.mnt))
 
     def kill_readers(self):
@@ -296,8 +299,8 @@ def make_tests():
             keepers = cgtest.keepers_of(s.first.mnt)
             check_equal(len(keepers), 1, "keepers of the mountpoint")
             os.kill(keepers[0], signal.SIGKILL)
-            check(cgtest.wait_until(lambda: "the keeper holds every view again" in s.log(), timeout=10),
-                  "no new keeper holds the views 10 s after the first was killed", s.log())
+            check(cgtest.wait_until(lambda: "the keeper holds every view again" in s.log(), timeout=WAIT_TIMEOUT),
+                  "no new keeper holds the views %d s after the first was killed" % WAIT_TIMEOUT, s.log())
             s.end()
 
     @test("--replace, the new daemon SIGKILLed once it said serving, while the old one, stopped there, still "
@@ -339,7 +342,7 @@ def make_tests():
                 res = cgtest.give_view(s.first.mnt, bundle, pid, "killed-hook", env={"CGPROCFS_FAULT": "hook:" + step})
                 check_equal(res[0], -signal.SIGKILL, "the hook's exit status")
                 check("SIGKILLs itself at " + step in res[2], "the fault was not reached", cgtest.describe(res))
-                check(cgtest.wait_until(lambda: sessions() == 1, timeout=10),
+                check(cgtest.wait_until(lambda: sessions() == 1, timeout=WAIT_TIMEOUT),
                       "the killed hook's view is still served %s" % sessions(), s.log())
                 res = cgtest.give_view(s.first.mnt, bundle, pid, "next-hook")
                 check(res[0] == 0, "the next attach", cgtest.describe(res))

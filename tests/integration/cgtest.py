@@ -536,6 +536,19 @@ def wait_until(pred, timeout=5.0, step=0.01):
         time.sleep(step)
 
 
+def check_cpu_share(what, got, hog_ticks, seconds, clk, view_cpus, host_cpus):
+    """got (a busy percentage) is the hog's share of the view's CPUs over the
+    same window (the container's other processes may add a little), and
+    nearer to that than to its share of the host's CPUs."""
+    expected = 100.0 * hog_ticks / (clk * seconds * view_cpus)
+    of_host = 100.0 * hog_ticks / (clk * seconds * host_cpus)
+    message = ("%s: %.1f %% busy, where the hog used %.1f %% of the container's %d CPU(s) (%.1f %% of the host's %d)"
+               % (what, got, expected, view_cpus, of_host, host_cpus))
+    check(expected - 12 <= got <= expected + 15, message)
+    if expected - of_host >= 10:  # else the host starved the hog: the two cannot be told apart
+        check(abs(got - expected) < abs(got - of_host), message)
+
+
 def smaps_fields(text):
     """{name: kB} of an smaps_rollup text, and its header line."""
     lines = text.splitlines()

@@ -324,19 +324,6 @@ def busy_percent(before, after):
     return (100.0 * busy / total if total else 0.0), total
 
 
-def check_cpu_share(what, got, hog_ticks, seconds, clk, view_cpus, host_cpus):
-    """got (a busy percentage) is the hog's share of the view's CPUs over the
-    same window (the container's other processes may add a little), and
-    nearer to that than to its share of the host's CPUs."""
-    expected = 100.0 * hog_ticks / (clk * seconds * view_cpus)
-    of_host = 100.0 * hog_ticks / (clk * seconds * host_cpus)
-    message = ("%s: %.1f %% busy, where the hog used %.1f %% of the container's %d CPU(s) (%.1f %% of the host's %d)"
-               % (what, got, expected, view_cpus, of_host, host_cpus))
-    check(expected - 12 <= got <= expected + 15, message)
-    if expected - of_host >= 10:  # else the host starved the hog: the two cannot be told apart
-        check(abs(got - expected) < abs(got - of_host), message)
-
-
 def systemd_cgroup(out):
     """The name=systemd (or, on v2, the unified) path of a reader's cgroup."""
     paths = {}

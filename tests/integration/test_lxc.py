@@ -56,10 +56,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
 import debian  # noqa: E402
-from lxclab import (PROBE, Container, SubCgroup, busy_percent, cgroup_dirs, check_cpu_share, fields_of, find_marked,  # noqa: E402
+from lxclab import (PROBE, Container, SubCgroup, busy_percent, cgroup_dirs, fields_of, find_marked,  # noqa: E402
                     hierarchies, host_meminfo_kb, host_processors, host_threads, kb, limits_config, load_of,
                     memory_cgroup, online_list, parse_free, pure_v2, snippet_config, systemd_cgroup, uptime_seconds)
-from cgtest import check, check_equal, describe  # noqa: E402
+from cgtest import check, check_cpu_share, check_equal, describe  # noqa: E402
 
 LXC_TOOLS = ("lxc-create", "lxc-start", "lxc-attach", "lxc-info", "lxc-wait", "lxc-stop", "lxc-destroy")
 PYTHON_EXE = os.path.realpath("/usr/bin/python3")

@@ -45,22 +45,51 @@ TOP = "cgprocfs-timetest-%d" % os.getpid()
 
 # Through the view bound over /proc (a container's, or in_cgroups'): the
 # loadavg first read, psutil.cpu_percent over 2 s, top's %Cpu(s) (us + sy)
-# over its second sample, vmstat's us + sy over 2 s, procs_running, as
-# JSON.
+# over its second sample, vmstat's us + sy over 2 s, procs_running, and
+# for each tool the CPU time the busy loops (pids in $CG_HOGS, if any)
+# used while it ran and the CPUs of /proc/stat, as JSON.
 CPU_PROBE = r'''
-import json, re, subprocess, psutil
+import json, os, re, subprocess, time, psutil
+hogs = os.environ.get("CG_HOGS", "").split()
+
+
+def hog_ticks():
+    ticks = 0
+    for pid in hogs:
+        with open("/proc/%s/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks
+
+
+windows = {}
+
+
+def timed(what, fn):
+    h0, t0 = hog_ticks(), time.monotonic()
+    got = fn()
+    windows[what] = {"hog_ticks": hog_ticks() - h0, "seconds": time.monotonic() - t0}
+    return got
+
+
+def sh(*argv):
+    return subprocess.run(argv, stdout=subprocess.PIPE, text=True).stdout
+
+
 # What uptime and top show; psutil.getloadavg() is glibc's getloadavg(),
 # which asks sysinfo(), not the file, since glibc 2.35.
 first_load = [float(x) for x in open("/proc/loadavg").read().split()[:3]]
-pct = psutil.cpu_percent(interval=2)
-top = subprocess.run(["top", "-bn2", "-d1"], stdout=subprocess.PIPE, text=True).stdout
+pct = timed("psutil", lambda: psutil.cpu_percent(interval=2))
+top = timed("top", lambda: sh("top", "-bn2", "-d1"))
 us = [float(m.group(1)) + float(m.group(2)) for m in re.finditer(r"%Cpu\(s\):\s*([0-9.]+) us,\s*([0-9.]+) sy", top)]
-vm = subprocess.run(["vmstat", "2", "2"], stdout=subprocess.PIPE, text=True).stdout.splitlines()
+vm = timed("vmstat", lambda: sh("vmstat", "2", "2")).splitlines()
 head, last = vm[1].split(), vm[-1].split()
 running = [int(l.split()[1]) for l in open("/proc/stat") if l.startswith("procs_running ")]
 print(json.dumps({"psutil": pct, "top": us[-1] if us else None,
                   "vmstat": int(last[head.index("us")]) + int(last[head.index("sy")]),
-                  "load": first_load, "running": running[0], "loadavg": open("/proc/loadavg").read()}))
+                  "load": first_load, "running": running[0], "loadavg": open("/proc/loadavg").read(),
+                  "windows": windows, "clk": os.sysconf("SC_CLK_TCK"),
+                  "cpus": len([l for l in open("/proc/stat") if re.match(r"cpu\d", l)])}))
 '''
 
 
@@ -117,10 +146,14 @@ def remove_quota_groups():
 
 def check_cpu_percent(got):
     """CPU_PROBE's figures of a busy caller (half a CPU, spinning), an idle
-    one, and the busy one after it stopped: psutil, top and vmstat say 50 %
-    ± 15, ≤ 5 %, ≤ 5 %."""
+    one, and the busy one after it stopped: psutil, top and vmstat say the
+    busy loops' share of the caller's CPUs while each ran (50 %, less if
+    the machine is loaded), ≤ 5 %, ≤ 5 %."""
+    busy = got["busy"]
     for what in ("psutil", "top", "vmstat"):
-        check(35 <= got["busy"][what] <= 65, "%s says %s %% in the busy cgroup" % (what, got["busy"][what]))
+        w = busy["windows"][what]
+        cgtest.check_cpu_share("%s in the busy cgroup" % what, busy[what], w["hog_ticks"], w["seconds"], busy["clk"],
+                               busy["cpus"], os.cpu_count())
         check(got["idle"][what] <= 5, "%s says %s %% in the idle cgroup" % (what, got["idle"][what]))
         check(got["after"][what] <= 5, "%s says %s %% once the loop ended" % (what, got["after"][what]))
 
@@ -152,7 +185,7 @@ def make_tests(d):
         check(" up 0 min," in out[2], "procps uptime does not say 0 min", out[2])
 
     @test("a caller under half a CPU sees its cgroup's CPU time in /proc/stat and load in /proc/loadavg: "
-          "psutil.cpu_percent, top and vmstat say 50 % ± 15 while two busy loops run in its cgroup, ≤ 5 % in an idle "
+          "psutil.cpu_percent, top and vmstat say the share of its CPU that two busy loops there use (50 %), ≤ 5 % in an idle "
           "cgroup at the same time, and ≤ 5 % once the loops ended; a 1-minute load ≥ 0.6 there, ≤ 0.2 in the idle one")
     def _():
         groups = quota_groups()
@@ -163,8 +196,12 @@ def make_tests(d):
                                      "sh -c 'while :; do :; done' & exec sh -c 'while :; do :; done'"],
                                     start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
-                busy = subprocess.Popen(cgtest.in_cgroups(groups["busy"], [cgtest.PYTHON, "-c", CPU_PROBE], cgtest.BIND_PROC), env=env,
-                                        stdout=subprocess.PIPE, text=True)
+                procs = os.path.join(groups["busy"][0], "cgroup.procs")
+                check(cgtest.wait_until(lambda: len(open(procs).read().split()) == 2),
+                      "the two loops are not in the busy cgroup", open(procs).read())
+                hogs = " ".join(open(procs).read().split())
+                busy = subprocess.Popen(cgtest.in_cgroups(groups["busy"], [cgtest.PYTHON, "-c", CPU_PROBE], cgtest.BIND_PROC),
+                                        env=dict(env, CG_HOGS=hogs), stdout=subprocess.PIPE, text=True)
                 idle = subprocess.Popen(cgtest.in_cgroups(groups["idle"], [cgtest.PYTHON, "-c", CPU_PROBE], cgtest.BIND_PROC), env=env,
                                         stdout=subprocess.PIPE, text=True)
                 got = {"busy": json.loads(busy.communicate(timeout=60)[0]),

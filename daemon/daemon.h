@@ -99,6 +99,26 @@ int acceptor_start(int listen_fd, const char *refusal, acceptor_handle_fn handle
 		   struct acceptor **ret);
 void acceptor_stop(struct acceptor *a);
 
+/* The seccomp listener (sysinfo.c): the socket at path (root only) takes
+ * a container's seccomp notification fd as the OCI runtime sends it
+ * (linux.seccomp.listenerPath: the container's state as JSON, the fds
+ * named in its "fds"), and a thread answers each sysinfo(2) the fd
+ * reports with the caller's view (its meminfo, uptime and loadavg),
+ * written into the caller once the kernel confirms the call still
+ * waits; any other call, a 32-bit caller or any failure gets the
+ * kernel's own answer. 0 or -errno. */
+struct sysinfo_listener;
+struct view;
+int sysinfo_listener_start(const char *path, struct view *view, int proc_fd, struct sysinfo_listener **ret);
+/* At <control socket>.seccomp, for the daemon's host view; NULL (logged) if it cannot listen. */
+struct daemon;
+struct sysinfo_listener *sysinfo_listener_for(struct daemon *d);
+void sysinfo_listener_render_stats(struct sysinfo_listener *l, GString *out);
+/* Stop answering (the fds taken close: their containers' sysinfo(2)
+ * fails with ENOSYS from then on) and remove the socket, unless a newer
+ * daemon's is there. NULL: nothing. */
+void sysinfo_listener_stop(struct sysinfo_listener *l);
+
 /* The background refresher of the smaps_rollup memo. */
 struct refresher;
 struct refresher *refresher_new(void);

@@ -199,6 +199,9 @@ static void more_stats(GString *out, void *data)
 	struct containers *cs = g_atomic_pointer_get(&d->containers);
 	if (cs)
 		containers_render_stats(cs, out);
+	struct sysinfo_listener *l = g_atomic_pointer_get(&d->sysinfo);
+	if (l)
+		sysinfo_listener_render_stats(l, out);
 }
 
 static void on_handed_over(void *data)
@@ -403,6 +406,7 @@ static gboolean start_serving(struct daemon *d, GError **error)
 	if (taking_over(cfg))
 		takeover_done(d);
 	containers_ready(cs);
+	g_atomic_pointer_set(&d->sysinfo, sysinfo_listener_for(d));
 	handover_clear(&d->ho);
 	return TRUE;
 }
@@ -471,6 +475,7 @@ static gboolean stop_serving(struct daemon *d, gboolean *ret_containers_live)
 static void free_daemon(struct daemon *d, gboolean containers_live)
 {
 	handover_clear(&d->ho);
+	sysinfo_listener_stop(d->sysinfo);
 	if (containers_live)
 		return;
 	containers_free(d->containers);

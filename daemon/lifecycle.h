@@ -30,6 +30,7 @@ struct daemon {
 	struct server *server;
 	struct session *host;
 	struct containers *containers;
+	struct sysinfo_listener *sysinfo; /* NULL until served, or if it cannot listen */
 	struct handover ho;
 	gboolean from_keeper; /* the views were taken over from a dead daemon's keeper */
 	GThread *loop_th, *watch_th;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The directories of the static table (files.c): its rows, and in proc/
  * the real procfs's other entries (view-proc.c). Here, where both
@@ -315,4 +316,20 @@ int view_read_shared(struct view *v, uint64_t ino, GBytes **ret)
 {
 	int64_t version;
 	return served_peek(v->served, ino, ret, &version);
+}
+
+int view_proc_text(struct view *v, const struct caller *c, const char *name, GBytes **ret)
+{
+	struct view_entry e;
+	int64_t version;
+	int r = view_lookup(v, c, view_proc_ino(), name, &e);
+	if (r == 0 && e.pidfd >= 0)
+		close(e.pidfd);
+	if (r == 0 && e.ino == 0)
+		r = -ENOENT;
+	if (r == 0)
+		r = view_open(v, c, e.ino, O_RDONLY, ret, &version);
+	if (r == -ELOOP) /* delegated: the host's own file */
+		r = procfile_read_at(v->cfg.proc_fd, name, ret);
+	return r;
 }

@@ -133,6 +133,10 @@ unsigned view_class_row(uint64_t ino);
 /* The inode of ino's row that is of the caller's content class now (ino
  * itself for a node of no class). */
 uint64_t view_own_class_ino(struct view *v, const struct caller *c, uint64_t ino);
+/* The text of proc/<name> (a file of proc/'s top) as the caller would read
+ * it: served, or the host's where the view delegates it. 0 or -errno. */
+int view_proc_text(struct view *v, const struct caller *c, const char *name, GBytes **ret);
+
 /* The current text of a shared served file (view_open gave a version):
  * 0, or -ENOENT if there is none now. */
 int view_read_shared(struct view *v, uint64_t ino, GBytes **ret);

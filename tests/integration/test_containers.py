@@ -1410,8 +1410,8 @@ def make_tests(d, lab):
     return t
 
 
-def main():
-    cgtest.skip_all_unless_runnable()
+def missing():
+    """Why the containers cannot be tested here, or None."""
     reason = None
     if shutil.which("runc") is None:
         reason = "runc is not installed"
@@ -1421,6 +1421,12 @@ def main():
         reason = "%s is not a static busybox (Debian: busybox-static)" % BUSYBOX
     elif shutil.which("cc") is None:
         reason = "no C compiler (cc) for the static sysconf probe"
+    return reason
+
+
+def main():
+    cgtest.skip_all_unless_runnable()
+    reason = missing()
     if reason:
         print("1..0 # SKIP " + reason)
         return

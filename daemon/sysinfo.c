@@ -1,0 +1,267 @@
+/* The seccomp listener (daemon.h): the socket an OCI runtime sends a
+ * container's seccomp notification fd to, and the thread that answers each
+ * sysinfo(2) the fd reports with the figures of the caller's view. */
+#include "daemon.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "metrics.h"
+#include "sysinfo.h"
+#include "view.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib-unix.h>
+#include <json-glib/json-glib.h>
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define STATE_MAX (1 << 20) /* the runtime's JSON: a few kB */
+#define FDS_MAX 8           /* fds one message may carry */
+
+struct sysinfo_listener {
+	int listen_fd;
+	int wake[2];      /* a byte on wake[1]: stop */
+	GArray *notify;   /* int: the notification fds; the thread's alone */
+	struct view *view;
+	int proc_fd;
+	char *path;
+	ino_t path_ino; /* the socket's at path: a newer daemon may bind there */
+	GThread *thread;
+	gint answered, continued; /* counters for .cgprocfs/stats */
+};
+
+/* The fd named "seccompFd" among fds, by the state's "fds" list; the rest
+ * closed. -1 if there is none. */
+static int seccomp_fd_of(const char *state, gsize len, GArray *fds)
+{
+	g_autoptr(JsonParser) parser = json_parser_new();
+	int found = -1;
+	JsonNode *root = json_parser_load_from_data(parser, state, (gssize)len, NULL) ? json_parser_get_root(parser)
+										       : NULL;
+	if (root && JSON_NODE_HOLDS_OBJECT(root)) {
+		JsonObject *o = json_node_get_object(root);
+		JsonNode *list = json_object_get_member(o, "fds");
+		JsonArray *names = list && JSON_NODE_HOLDS_ARRAY(list) ? json_node_get_array(list) : NULL;
+		for (guint i = 0; names && i < json_array_get_length(names) && i < fds->len; i++) {
+			JsonNode *n = json_array_get_element(names, i);
+			if (found < 0 && JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_STRING &&
+			    strcmp(json_node_get_string(n), "seccompFd") == 0)
+				found = g_array_index(fds, int, i);
+		}
+	}
+	for (guint i = 0; i < fds->len; i++)
+		if (g_array_index(fds, int, i) != found)
+			close(g_array_index(fds, int, i));
+	return found;
+}
+
+/* One runtime's connection: its JSON state and fds, read to EOF. */
+static void take_connection(struct sysinfo_listener *l, int conn)
+{
+	struct ucred peer;
+	socklen_t plen = sizeof(peer);
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || peer.uid != 0)
+		return; /* as the control socket: root only */
+	struct timeval limit = { .tv_sec = 1 };
+	setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+	g_autoptr(GString) state = g_string_new(NULL);
+	g_autoptr(GArray) fds = g_array_new(FALSE, FALSE, sizeof(int));
+	for (;;) {
+		char data[4096];
+		union {
+			struct cmsghdr h;
+			char space[CMSG_SPACE(sizeof(int) * FDS_MAX)];
+		} control;
+		struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
+				      .msg_controllen = sizeof(control) };
+		ssize_t n = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
+		for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+				g_array_append_vals(fds, CMSG_DATA(c), (c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		if (n <= 0 || state->len + (gsize)n > STATE_MAX)
+			break;
+		g_string_append_len(state, data, n);
+	}
+	int fd = seccomp_fd_of(state->str, state->len, fds);
+	if (fd >= 0)
+		g_array_append_val(l->notify, fd);
+	else
+		g_warning("seccomp listener: a runtime sent no seccompFd: its container's sysinfo stays the host's");
+}
+
+/* What the caller's view says in place of the kernel's answer. */
+static int answer_of(struct sysinfo_listener *l, pid_t tid, struct sysinfo *ret)
+{
+	struct caller c = { .tid = tid, .proc_fd = l->proc_fd, .pid_ns_fd = -1 };
+	g_autoptr(GBytes) meminfo = NULL, uptime = NULL, loadavg = NULL;
+	struct sysinfo host;
+	int r;
+	if (sysinfo(&host) < 0)
+		return -errno;
+	if ((r = view_proc_text(l->view, &c, "meminfo", &meminfo)) < 0 ||
+	    (r = view_proc_text(l->view, &c, "uptime", &uptime)) < 0 ||
+	    (r = view_proc_text(l->view, &c, "loadavg", &loadavg)) < 0)
+		return r;
+	g_autofree char *m = g_strndup(g_bytes_get_data(meminfo, NULL), g_bytes_get_size(meminfo));
+	g_autofree char *u = g_strndup(g_bytes_get_data(uptime, NULL), g_bytes_get_size(uptime));
+	g_autofree char *a = g_strndup(g_bytes_get_data(loadavg, NULL), g_bytes_get_size(loadavg));
+	return sysinfo_from_texts(&host, m, u, a, ret);
+}
+
+/* Write the caller's answer into it: 0 if it is there, else -errno. The
+ * caller's memory is opened before the request is checked to stand, so
+ * that the process written is the one that asked. */
+static int answer(struct sysinfo_listener *l, int fd, const struct seccomp_notif *req)
+{
+	struct sysinfo s;
+	char path[32];
+	snprintf(path, sizeof(path), "%u/mem", req->pid);
+	int mem = openat(l->proc_fd, path, O_WRONLY | O_CLOEXEC);
+	if (mem < 0)
+		return -errno;
+	int r = ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0 ? -errno : 0;
+	if (r == 0)
+		r = answer_of(l, (pid_t)req->pid, &s);
+	if (r == 0 && pwrite(mem, &s, sizeof(s), (off_t)req->data.args[0]) != (ssize_t)sizeof(s))
+		r = -EFAULT;
+	close(mem);
+	return r;
+}
+
+/* One notification of fd: FALSE if fd is done (every process of its
+ * filter gone). */
+static gboolean handle_notification(struct sysinfo_listener *l, int fd, gsize req_size, gsize resp_size)
+{
+	g_autofree struct seccomp_notif *req = g_malloc0(req_size);
+	g_autofree struct seccomp_notif_resp *resp = g_malloc0(resp_size);
+	if (ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
+		return errno == EINTR || errno == ENOENT; /* ENOENT: the caller went */
+	resp->id = req->id;
+	/* Any other call, a 32-bit caller, or a failure: the kernel's answer. */
+	if (req->data.nr == __NR_sysinfo && req->data.arch == AUDIT_ARCH_X86_64 && answer(l, fd, req) == 0) {
+		g_atomic_int_inc(&l->answered);
+	} else {
+		resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		g_atomic_int_inc(&l->continued);
+	}
+	ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, resp); /* ENOENT: the caller went meanwhile */
+	return TRUE;
+}
+
+static gpointer listener_thread(gpointer data)
+{
+	struct sysinfo_listener *l = data;
+	struct seccomp_notif_sizes sizes = { 0 };
+	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0)
+		sizes = (struct seccomp_notif_sizes){ .seccomp_notif = sizeof(struct seccomp_notif),
+						      .seccomp_notif_resp = sizeof(struct seccomp_notif_resp) };
+	for (;;) {
+		g_autoptr(GArray) p = g_array_new(FALSE, TRUE, sizeof(struct pollfd));
+		g_array_append_val(p, ((struct pollfd){ .fd = l->wake[0], .events = POLLIN }));
+		g_array_append_val(p, ((struct pollfd){ .fd = l->listen_fd, .events = POLLIN }));
+		for (guint i = 0; i < l->notify->len; i++)
+			g_array_append_val(p, ((struct pollfd){ .fd = g_array_index(l->notify, int, i), .events = POLLIN }));
+		if (poll((struct pollfd *)p->data, p->len, -1) < 0)
+			continue;
+		struct pollfd *pf = (struct pollfd *)p->data;
+		if (pf[0].revents)
+			return NULL;
+		for (guint i = p->len - 1; i >= 2; i--) {
+			if (!pf[i].revents)
+				continue;
+			if ((pf[i].revents & POLLIN) && handle_notification(l, pf[i].fd, sizes.seccomp_notif,
+									    sizes.seccomp_notif_resp))
+				continue;
+			close(pf[i].fd);
+			g_array_remove_index(l->notify, i - 2);
+		}
+		if (pf[1].revents & POLLIN) {
+			int conn = accept4(l->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			if (conn >= 0) {
+				take_connection(l, conn);
+				close(conn);
+			}
+		}
+	}
+}
+
+int sysinfo_listener_start(const char *path, struct view *view, int proc_fd, struct sysinfo_listener **ret)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(addr.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(path); /* a dead daemon's */
+	mode_t old = umask(077); /* root only, as the control socket */
+	int r = bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(fd, 16) < 0 ? -errno : 0;
+	umask(old);
+	struct sysinfo_listener *l = g_new0(struct sysinfo_listener, 1);
+	if (r < 0 || !g_unix_open_pipe(l->wake, FD_CLOEXEC, NULL)) {
+		close(fd);
+		g_free(l);
+		return r < 0 ? r : -EMFILE;
+	}
+	l->listen_fd = fd;
+	l->notify = g_array_new(FALSE, FALSE, sizeof(int));
+	l->view = view;
+	l->proc_fd = proc_fd;
+	l->path = g_strdup(path);
+	struct stat st;
+	l->path_ino = stat(path, &st) == 0 ? st.st_ino : 0;
+	l->thread = g_thread_new("seccomp", listener_thread, l);
+	*ret = l;
+	return 0;
+}
+
+void sysinfo_listener_render_stats(struct sysinfo_listener *l, GString *out)
+{
+	metrics_u64(out, "cgprocfs_sysinfo_answered_total", "counter",
+		    "sysinfo(2) calls of containers answered with the caller's view.",
+		    (uint64_t)g_atomic_int_get(&l->answered));
+	metrics_u64(out, "cgprocfs_sysinfo_continued_total", "counter",
+		    "Seccomp notifications left to the kernel (other calls, 32-bit callers, failures).",
+		    (uint64_t)g_atomic_int_get(&l->continued));
+}
+
+struct sysinfo_listener *sysinfo_listener_for(struct daemon *d)
+{
+	g_autofree char *path = g_strconcat(d->cfg->control_socket, ".seccomp", NULL);
+	struct sysinfo_listener *l = NULL;
+	int r = sysinfo_listener_start(path, d->view, d->proc_fd, &l);
+	if (r < 0)
+		g_warning("cannot listen on %s (%s): containers' sysinfo(2) stays the host's", path, g_strerror(-r));
+	return l;
+}
+
+void sysinfo_listener_stop(struct sysinfo_listener *l)
+{
+	if (!l)
+		return;
+	if (write(l->wake[1], "", 1) < 0)
+		g_warning("cannot stop the seccomp listener: %s", g_strerror(errno));
+	g_thread_join(l->thread);
+	for (guint i = 0; i < l->notify->len; i++)
+		close(g_array_index(l->notify, int, i));
+	g_array_unref(l->notify);
+	close(l->wake[0]);
+	close(l->wake[1]);
+	struct stat here;
+	if (stat(l->path, &here) == 0 && here.st_ino == l->path_ino)
+		unlink(l->path); /* not a newer daemon's */
+	close(l->listen_fd);
+	g_free(l->path);
+	g_free(l);
+}

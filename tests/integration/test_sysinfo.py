@@ -1,0 +1,145 @@
+"""sysinfo(2) in a container, answered by the daemon's seccomp listener
+(<control socket>.seccomp): runc sends it the container's seccomp
+notification fd (linux.seccomp.listenerPath), and busybox free and
+uptime, which read sysinfo(2) and no file, show the container's memory
+limit, uptime and load. Other notified calls get the kernel's answer; a
+peer that is not root, or one that sends no fd, changes nothing.
+
+Needs what test_containers needs (runc, a static busybox, the hook)."""
+
+import json
+import os
+import re
+import socket
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cgtest  # noqa: E402
+import test_containers  # noqa: E402
+from cgtest import check, check_equal, diag  # noqa: E402
+from test_containers import Container, Lab  # noqa: E402
+
+LIMIT = 256 << 20
+
+
+def listener_path(d):
+    with open(os.path.join(d.mnt, ".cgprocfs", "control")) as f:
+        return f.read().strip() + ".seccomp"
+
+
+def notify(d, names, limit=True):
+    """Container edit: names notified to the daemon's listener, a 256 MiB limit."""
+    def edit(config):
+        config["linux"]["seccomp"] = {
+            "defaultAction": "SCMP_ACT_ALLOW",
+            "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+            "listenerPath": listener_path(d),
+            "syscalls": [{"names": list(names), "action": "SCMP_ACT_NOTIFY"}],
+        }
+        if limit:
+            config["linux"]["resources"]["memory"] = {"limit": LIMIT}
+    return edit
+
+
+def stats(d):
+    """The listener's counters, by the end of their names."""
+    return cgtest.read_stats(d.mnt, prefix="cgprocfs_sysinfo_")
+
+
+def free_row(out):
+    """busybox free's Mem: total, used and free (KiB)."""
+    for line in out.splitlines():
+        if line.startswith("Mem:"):
+            return [int(x) for x in line.split()[1:4]]
+    raise cgtest.Failure("no Mem: line", out)
+
+
+def make_tests(d, lab):
+    t, test = cgtest.test_registry()
+
+    @test("build the busybox rootfs")
+    def _():
+        lab.build()
+
+    @test("runc, 256 MiB, sysinfo notified to the daemon: busybox free says the container's total and used (as "
+          "its free of /proc/meminfo), busybox uptime its uptime and load; the daemon counts each answer")
+    def _():
+        before = stats(d).get("answered_total", 0)
+        script = (test_containers.VIEW_MARK + "sleep 1; echo @@free; busybox free; echo @@meminfo; head -3 /proc/meminfo; "
+                  "echo @@uptime; busybox uptime; echo @@loadavg; cat /proc/loadavg")
+        with Container(lab, script, edit=notify(d, ["sysinfo"])) as c:
+            secs, result = c.run_ok("busybox free and uptime")
+        test_containers.check_view_in_place(secs, result)
+        meminfo = dict((l.split(":")[0], int(l.split()[1])) for l in secs["meminfo"].splitlines())
+        diag("busybox free: %s; uptime: %s" % (secs["free"].strip(), secs["uptime"].strip()))
+        check_equal(meminfo["MemTotal"], LIMIT >> 10, "MemTotal in the container's /proc/meminfo")
+        total, used, free = free_row(secs["free"])
+        check_equal(total, LIMIT >> 10, "busybox free's total (sysinfo's totalram)")
+        check(used < 64 << 10 and total - used - free < 64 << 10, "busybox free's used and free are not the "
+              "container's (a shell and busybox: a few MiB)", secs["free"])
+        m = re.search(r"up\s+(\d+) min,.*load average: ([0-9.]+), ([0-9.]+), ([0-9.]+)", secs["uptime"])
+        check(m and m.group(1) == "0", "busybox uptime does not say up 0 min in a container 1 s old", secs["uptime"])
+        loads = [float(x) for x in secs["loadavg"].split()[:3]]
+        check([float(m.group(i)) for i in (2, 3, 4)] == loads or max(loads) < 0.5,
+              "busybox uptime's loads are not the container's", secs["uptime"], secs["loadavg"])
+        after = stats(d).get("answered_total", 0)
+        check(after >= before + 2, "answers counted: %d before, %d after" % (before, after))
+
+    @test("a notified call that is not sysinfo (uname) gets the kernel's own answer")
+    def _():
+        before = stats(d).get("continued_total", 0)
+        with Container(lab, "echo @@uname; busybox uname -sr", edit=notify(d, ["uname"], limit=False)) as c:
+            secs, result = c.run_ok("busybox uname")
+        check_equal(secs["uname"].strip(), " ".join(os.uname()[i] for i in (0, 2)), "uname in the container")
+        check(stats(d).get("continued_total", 0) > before, "the call was not left to the kernel")
+
+    @test("a peer that is not root, and a root peer that sends garbage and no fd: refused or ignored, the "
+          "daemon serves on")
+    def _():
+        path = listener_path(d)
+        rc, out, err = cgtest.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", cgtest.PYTHON, "-c",
+                                   "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])",
+                                   path])
+        check(rc != 0 and "Permission denied" in err, "nobody could connect to the listener", rc, err)
+        for junk in (b"", b"{not json", b"[]", b'{"fds": 7}', b'{"fds": [1, null, {}]}',
+                     json.dumps({"fds": ["seccompFd"]}).encode(), b"x" * (2 << 20)):
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(path)
+                try:
+                    s.sendall(junk)
+                except OSError:
+                    pass  # the daemon stopped reading past its limit
+        with open(os.path.join(d.proc, "meminfo")) as f:
+            check("MemTotal" in f.read(), "the view stopped serving")
+        check(d.process.poll() is None, "the daemon exited", d.log())
+
+    @test("the daemon logged no error")
+    def _():
+        check("error" not in d.log(), "the daemon logged an error", d.log())
+
+    return t
+
+
+def main():
+    cgtest.skip_all_unless_runnable()
+    reason = test_containers.missing()
+    if reason:
+        print("1..0 # SKIP " + reason)
+        return
+    lab = None
+
+    def tests(d):
+        nonlocal lab
+        lab = Lab(d)
+        return make_tests(d, lab)
+
+    try:
+        cgtest.run_with_daemon(tests)
+    finally:
+        if lab is not None:
+            for problem in lab.cleanup():
+                diag(problem)
+
+
+if __name__ == "__main__":
+    main()

@@ -106,10 +106,13 @@ void acceptor_stop(struct acceptor *a);
  * reports with the caller's view (its meminfo, uptime and loadavg),
  * written into the caller once the kernel confirms the call still
  * waits; any other call, a 32-bit caller or any failure gets the
- * kernel's own answer. 0 or -errno. */
+ * kernel's own answer. reuse: an answer serves the container's callers
+ * of the same pid and cgroup namespaces for up to a second, its uptime
+ * moved on (the container rule gives them the same figures). 0 or -errno. */
 struct sysinfo_listener;
 struct view;
-int sysinfo_listener_start(const char *path, struct view *view, int proc_fd, struct sysinfo_listener **ret);
+int sysinfo_listener_start(const char *path, struct view *view, int proc_fd, gboolean reuse,
+			   struct sysinfo_listener **ret);
 /* At <control socket>.seccomp, for the daemon's host view; NULL (logged) if it cannot listen. */
 struct daemon;
 struct sysinfo_listener *sysinfo_listener_for(struct daemon *d);

@@ -26,11 +26,25 @@
 
 #define STATE_MAX (1 << 20) /* the runtime's JSON: a few kB */
 #define FDS_MAX 8           /* fds one message may carry */
+/* How long an answer serves the callers of one container and namespaces:
+ * as long as the meminfo text it comes from (fs/files.c); its uptime is
+ * moved on by the time since. */
+#define ANSWER_MAX_AGE_US G_USEC_PER_SEC
+
+/* A container's notification fd, and the last answer to its callers. */
+struct notify {
+	int fd;
+	uint64_t ns[2];  /* the pid and cgroup namespaces it is for; 0: none */
+	gint64 at_us;    /* when (monotonic) */
+	double up;       /* its uptime then, s */
+	struct sysinfo s;
+};
 
 struct sysinfo_listener {
 	int listen_fd;
 	int wake[2];      /* a byte on wake[1]: stop */
-	GArray *notify;   /* int: the notification fds; the thread's alone */
+	GArray *notify;   /* struct notify; the thread's alone */
+	gboolean reuse;   /* answers may serve other callers (the container rule) */
 	struct view *view;
 	int proc_fd;
 	char *path;
@@ -94,13 +108,28 @@ static void take_connection(struct sysinfo_listener *l, int conn)
 	}
 	int fd = seccomp_fd_of(state->str, state->len, fds);
 	if (fd >= 0)
-		g_array_append_val(l->notify, fd);
+		g_array_append_val(l->notify, ((struct notify){ .fd = fd }));
 	else
 		g_warning("seccomp listener: a runtime sent no seccompFd: its container's sysinfo stays the host's");
 }
 
+/* The namespaces an answer to tid holds for; FALSE if they cannot be told. */
+static gboolean namespaces_of(int proc_fd, pid_t tid, uint64_t ret[2])
+{
+	const char *const names[] = { "pid", "cgroup" };
+	for (int i = 0; i < 2; i++) {
+		char path[48];
+		struct stat st;
+		snprintf(path, sizeof(path), "%d/ns/%s", (int)tid, names[i]);
+		if (fstatat(proc_fd, path, &st, 0) < 0)
+			return FALSE;
+		ret[i] = st.st_ino;
+	}
+	return TRUE;
+}
+
 /* What the caller's view says in place of the kernel's answer. */
-static int answer_of(struct sysinfo_listener *l, pid_t tid, struct sysinfo *ret)
+static int render_answer(struct sysinfo_listener *l, pid_t tid, struct sysinfo *ret, double *ret_up)
 {
 	struct caller c = { .tid = tid, .proc_fd = l->proc_fd, .pid_ns_fd = -1 };
 	g_autoptr(GBytes) meminfo = NULL, uptime = NULL, loadavg = NULL;
@@ -115,13 +144,34 @@ static int answer_of(struct sysinfo_listener *l, pid_t tid, struct sysinfo *ret)
 	g_autofree char *m = g_strndup(g_bytes_get_data(meminfo, NULL), g_bytes_get_size(meminfo));
 	g_autofree char *u = g_strndup(g_bytes_get_data(uptime, NULL), g_bytes_get_size(uptime));
 	g_autofree char *a = g_strndup(g_bytes_get_data(loadavg, NULL), g_bytes_get_size(loadavg));
+	*ret_up = g_ascii_strtod(u, NULL);
 	return sysinfo_from_texts(&host, m, u, a, ret);
+}
+
+/* The answer to tid, a caller of n: n's last if it is for tid's namespaces
+ * and young enough (its uptime moved on), else a new one. */
+static int answer_of(struct sysinfo_listener *l, struct notify *n, pid_t tid, struct sysinfo *ret)
+{
+	uint64_t ns[2] = { 0, 0 };
+	gint64 now = g_get_monotonic_time();
+	gboolean reusable = l->reuse && namespaces_of(l->proc_fd, tid, ns);
+	if (reusable && ns[0] == n->ns[0] && ns[1] == n->ns[1] && now - n->at_us < ANSWER_MAX_AGE_US) {
+		double up = n->up + (double)(now - n->at_us) / G_USEC_PER_SEC;
+		*ret = n->s;
+		ret->uptime = sysinfo_uptime(up);
+		return 0;
+	}
+	double up = 0;
+	int r = render_answer(l, tid, ret, &up);
+	if (r == 0 && reusable)
+		*n = (struct notify){ .fd = n->fd, .ns = { ns[0], ns[1] }, .at_us = now, .up = up, .s = *ret };
+	return r;
 }
 
 /* Write the caller's answer into it: 0 if it is there, else -errno. The
  * caller's memory is opened before the request is checked to stand, so
  * that the process written is the one that asked. */
-static int answer(struct sysinfo_listener *l, int fd, const struct seccomp_notif *req)
+static int answer(struct sysinfo_listener *l, struct notify *n, const struct seccomp_notif *req)
 {
 	struct sysinfo s;
 	char path[32];
@@ -129,9 +179,9 @@ static int answer(struct sysinfo_listener *l, int fd, const struct seccomp_notif
 	int mem = openat(l->proc_fd, path, O_WRONLY | O_CLOEXEC);
 	if (mem < 0)
 		return -errno;
-	int r = ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0 ? -errno : 0;
+	int r = ioctl(n->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0 ? -errno : 0;
 	if (r == 0)
-		r = answer_of(l, (pid_t)req->pid, &s);
+		r = answer_of(l, n, (pid_t)req->pid, &s);
 	if (r == 0 && pwrite(mem, &s, sizeof(s), (off_t)req->data.args[0]) != (ssize_t)sizeof(s))
 		r = -EFAULT;
 	close(mem);
@@ -140,21 +190,21 @@ static int answer(struct sysinfo_listener *l, int fd, const struct seccomp_notif
 
 /* One notification of fd: FALSE if fd is done (every process of its
  * filter gone). */
-static gboolean handle_notification(struct sysinfo_listener *l, int fd, gsize req_size, gsize resp_size)
+static gboolean handle_notification(struct sysinfo_listener *l, struct notify *n, gsize req_size, gsize resp_size)
 {
 	g_autofree struct seccomp_notif *req = g_malloc0(req_size);
 	g_autofree struct seccomp_notif_resp *resp = g_malloc0(resp_size);
-	if (ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
+	if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
 		return errno == EINTR || errno == ENOENT; /* ENOENT: the caller went */
 	resp->id = req->id;
 	/* Any other call, a 32-bit caller, or a failure: the kernel's answer. */
-	if (req->data.nr == __NR_sysinfo && req->data.arch == AUDIT_ARCH_X86_64 && answer(l, fd, req) == 0) {
+	if (req->data.nr == __NR_sysinfo && req->data.arch == AUDIT_ARCH_X86_64 && answer(l, n, req) == 0) {
 		g_atomic_int_inc(&l->answered);
 	} else {
 		resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 		g_atomic_int_inc(&l->continued);
 	}
-	ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, resp); /* ENOENT: the caller went meanwhile */
+	ioctl(n->fd, SECCOMP_IOCTL_NOTIF_SEND, resp); /* ENOENT: the caller went meanwhile */
 	return TRUE;
 }
 
@@ -170,7 +220,8 @@ static gpointer listener_thread(gpointer data)
 		g_array_append_val(p, ((struct pollfd){ .fd = l->wake[0], .events = POLLIN }));
 		g_array_append_val(p, ((struct pollfd){ .fd = l->listen_fd, .events = POLLIN }));
 		for (guint i = 0; i < l->notify->len; i++)
-			g_array_append_val(p, ((struct pollfd){ .fd = g_array_index(l->notify, int, i), .events = POLLIN }));
+			g_array_append_val(p, ((struct pollfd){ .fd = g_array_index(l->notify, struct notify, i).fd,
+								 .events = POLLIN }));
 		if (poll((struct pollfd *)p->data, p->len, -1) < 0)
 			continue;
 		struct pollfd *pf = (struct pollfd *)p->data;
@@ -179,8 +230,9 @@ static gpointer listener_thread(gpointer data)
 		for (guint i = p->len - 1; i >= 2; i--) {
 			if (!pf[i].revents)
 				continue;
-			if ((pf[i].revents & POLLIN) && handle_notification(l, pf[i].fd, sizes.seccomp_notif,
-									    sizes.seccomp_notif_resp))
+			struct notify *n = &g_array_index(l->notify, struct notify, i - 2);
+			if ((pf[i].revents & POLLIN) &&
+			    handle_notification(l, n, sizes.seccomp_notif, sizes.seccomp_notif_resp))
 				continue;
 			close(pf[i].fd);
 			g_array_remove_index(l->notify, i - 2);
@@ -195,7 +247,8 @@ static gpointer listener_thread(gpointer data)
 	}
 }
 
-int sysinfo_listener_start(const char *path, struct view *view, int proc_fd, struct sysinfo_listener **ret)
+int sysinfo_listener_start(const char *path, struct view *view, int proc_fd, gboolean reuse,
+			   struct sysinfo_listener **ret)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(addr.sun_path))
@@ -215,7 +268,8 @@ int sysinfo_listener_start(const char *path, struct view *view, int proc_fd, str
 		return r < 0 ? r : -EMFILE;
 	}
 	l->listen_fd = fd;
-	l->notify = g_array_new(FALSE, FALSE, sizeof(int));
+	l->notify = g_array_new(FALSE, FALSE, sizeof(struct notify));
+	l->reuse = reuse;
 	l->view = view;
 	l->proc_fd = proc_fd;
 	l->path = g_strdup(path);
@@ -240,7 +294,7 @@ struct sysinfo_listener *sysinfo_listener_for(struct daemon *d)
 {
 	g_autofree char *path = g_strconcat(d->cfg->control_socket, ".seccomp", NULL);
 	struct sysinfo_listener *l = NULL;
-	int r = sysinfo_listener_start(path, d->view, d->proc_fd, &l);
+	int r = sysinfo_listener_start(path, d->view, d->proc_fd, d->cfg->scope == SCOPE_CONTAINER, &l);
 	if (r < 0)
 		g_warning("cannot listen on %s (%s): containers' sysinfo(2) stays the host's", path, g_strerror(-r));
 	return l;
@@ -254,7 +308,7 @@ void sysinfo_listener_stop(struct sysinfo_listener *l)
 		g_warning("cannot stop the seccomp listener: %s", g_strerror(errno));
 	g_thread_join(l->thread);
 	for (guint i = 0; i < l->notify->len; i++)
-		close(g_array_index(l->notify, int, i));
+		close(g_array_index(l->notify, struct notify, i).fd);
 	g_array_unref(l->notify);
 	close(l->wake[0]);
 	close(l->wake[1]);

@@ -46,6 +46,11 @@ static gboolean parse_loadavg(const char *loadavg, struct sysinfo *ret)
 	return TRUE;
 }
 
+long sysinfo_uptime(double up)
+{
+	return (long)up + (up > (double)(long)up);
+}
+
 int sysinfo_from_texts(const struct sysinfo *host, const char *meminfo, const char *uptime, const char *loadavg,
 		       struct sysinfo *ret)
 {
@@ -54,7 +59,7 @@ int sysinfo_from_texts(const struct sysinfo *host, const char *meminfo, const ch
 	double up = g_ascii_strtod(uptime, &end);
 	if (end == uptime || *end != ' ' || up < 0 || up > (double)G_MAXLONG)
 		return -EINVAL;
-	s.uptime = (long)up + (up > (double)(long)up); /* the kernel rounds up */
+	s.uptime = sysinfo_uptime(up);
 	if (!parse_loadavg(loadavg, &s))
 		return -EINVAL;
 	if (!meminfo_bytes(meminfo, "MemTotal", &s.totalram) || !meminfo_bytes(meminfo, "MemFree", &s.freeram) ||

@@ -16,3 +16,7 @@
  * parse (ret is then untouched). */
 int sysinfo_from_texts(const struct sysinfo *host, const char *meminfo, const char *uptime, const char *loadavg,
 		       struct sysinfo *ret);
+
+/* sysinfo's uptime for up seconds: whole seconds, rounded up as the
+ * kernel does. */
+long sysinfo_uptime(double up);

@@ -462,6 +462,8 @@ static gboolean handle_handover(struct containers *cs, int conn)
 	pidwatch_foreach(cs->cfg.watch, send_watch, &hs);
 	guint sessions = cs->served->len;
 	g_mutex_unlock(&cs->lock);
+	if (!hs.error && cs->cfg.sysinfo)
+		(void)!sysinfo_listener_hand_over(cs->cfg.sysinfo, conn, &hs.error);
 	if (!hs.error)
 		(void)!handover_send_listener(conn, cs->listen_fd, &hs.error);
 	fault_point("give-sent");

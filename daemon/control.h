@@ -12,10 +12,11 @@
  *   new daemon -> daemon  handover                ok, then the sessions:
  *     or -> keeper          session <minor> + fuse fd [+ pid ns fd]
  *                           watch <session> <pid> + pidfd   (a daemon's only)
+ *                           notify + a container's seccomp notification fd
  *                           listener + the control socket's listening fd
  *                           end            -> the new daemon: serving
  *   daemon -> keeper      keep <id> <minor> + fuse fd [+ pid ns fd]
- *                         listener + fd, drop <id>, quit, leave
+ *                         listener + fd, notify + fd, drop <id>, quit, leave
  *                         publish                 ok | error
  *
  * This file and control.c are all the OCI hook links of the daemon: glib,
@@ -48,8 +49,9 @@ enum control_word {
 	CONTROL_LISTENER, /* the control socket's listening socket, + its fd */
 	CONTROL_PUBLISH,  /* to the keeper: listen at your path now; ok | error */
 	CONTROL_LEAVE,    /* to the keeper: the views are another's; go, leaving the path */
+	CONTROL_NOTIFY,   /* a container's seccomp notification fd (daemon/sysinfo.c), + the fd */
 };
-#define CONTROL_LAST_WORD CONTROL_LEAVE
+#define CONTROL_LAST_WORD CONTROL_NOTIFY
 
 struct control_msg {
 	enum control_word word;
@@ -129,6 +131,7 @@ struct handover {
 	GArray *sessions;  /* struct handover_session, the host's first */
 	GArray *watches;   /* struct handover_watch */
 	int listener;      /* the control socket's listening socket; -1 if none came (or once taken) */
+	GArray *notify;    /* int: containers' seccomp notification fds; -1 once taken */
 };
 /* Take the sessions on conn, a daemon's or a keeper's that answered "ok"
  * to "handover" (control_ask_handover, keeper_connect). 0, or -errno with
@@ -142,12 +145,14 @@ void handover_done(struct handover *h);
 void handover_clear(struct handover *h);
 /* The giving side, after "ok": each session (sessions[0] the host's, with
  * ns_fd -1), then optional watches (handover_send_watch), then
- * then the control socket's listening socket (handover_send_listener), then
+ * then containers' seccomp notification fds (handover_send_notify), then
+ * the control socket's listening socket (handover_send_listener), then
  * handover_finish, which says "end" and waits for "serving". 0 once the
  * new daemon serves them all, or -errno with *error. */
 int handover_send_session(int conn, unsigned proto_minor, int fuse_fd, int ns_fd, GError **error);
 int handover_send_watch(int conn, unsigned session, pid_t pid, int pidfd, GError **error);
 int handover_send_listener(int conn, int listen_fd, GError **error);
+int handover_send_notify(int conn, int notify_fd, GError **error);
 int handover_finish(int conn, GError **error);
 /* After a handover on conn failed: SIGKILL the new daemon if it is still
  * connected, and wait until it is gone, so that nothing it took up is
@@ -177,6 +182,9 @@ struct keeper *keeper_start(const struct keeper_config *cfg);
  * minor version the kernel spoke to it. Keeping an id again replaces it. */
 void keeper_keep(struct keeper *k, unsigned id, unsigned proto_minor, int fuse_fd, int ns_fd);
 void keeper_keep_listener(struct keeper *k, int listen_fd);
+/* A container's seccomp notification fd: the keeper holds a copy (never
+ * reading from it) until every process of its filter is gone. */
+void keeper_keep_notify(struct keeper *k, int notify_fd);
 void keeper_drop(struct keeper *k, unsigned id);
 /* Have the keeper listen at its path (again), where a new daemon finds
  * it, once it holds every view (it has read what was sent before): 0, or

@@ -54,6 +54,7 @@ struct containers_config {
 	void *handed_over_data;
 	struct keeper *keeper;
 	struct scope *scope; /* where each container's cgroups are recorded */
+	struct sysinfo_listener *sysinfo; /* its fds go with a handover; or NULL */
 };
 struct containers;
 /* On listen_fd, the control socket handed over by the daemon taken over
@@ -106,13 +107,20 @@ void acceptor_stop(struct acceptor *a);
  * reports with the caller's view (its meminfo, uptime and loadavg),
  * written into the caller once the kernel confirms the call still
  * waits; any other call, a 32-bit caller or any failure gets the
- * kernel's own answer. reuse: an answer serves the container's callers
+ * kernel's own answer. keeper: holds a copy of each fd (NULL: none);
+ * taken: fds (int) of a handover, answered from now on (each set to -1).
+ * reuse: an answer serves the container's callers
  * of the same pid and cgroup namespaces for up to a second, its uptime
  * moved on (the container rule gives them the same figures). 0 or -errno. */
 struct sysinfo_listener;
 struct view;
-int sysinfo_listener_start(const char *path, struct view *view, int proc_fd, gboolean reuse,
-			   struct sysinfo_listener **ret);
+struct keeper;
+int sysinfo_listener_start(const char *path, struct view *view, int proc_fd, gboolean reuse, struct keeper *keeper,
+			   GArray *taken, struct sysinfo_listener **ret);
+/* Give the keeper a copy of every notification fd (a new keeper). */
+void sysinfo_listener_keep_all(struct sysinfo_listener *l);
+/* Send every notification fd on conn, in a handover (handover_send_notify). */
+int sysinfo_listener_hand_over(struct sysinfo_listener *l, int conn, GError **error);
 /* At <control socket>.seccomp, for the daemon's host view; NULL (logged) if it cannot listen. */
 struct daemon;
 struct sysinfo_listener *sysinfo_listener_for(struct daemon *d);

@@ -28,7 +28,8 @@ static int take_one(struct handover *h, int conn, GError **error)
 
 	int r = control_receive(conn,
 				CONTROL_WORD(CONTROL_SESSION) | CONTROL_WORD(CONTROL_WATCH) | CONTROL_WORD(CONTROL_LISTENER) |
-					CONTROL_WORD(CONTROL_END) | CONTROL_WORD(CONTROL_ERROR),
+					CONTROL_WORD(CONTROL_NOTIFY) | CONTROL_WORD(CONTROL_END) |
+					CONTROL_WORD(CONTROL_ERROR),
 				&m, error);
 	if (r < 0) {
 		g_prefix_error(error, "the handover broke off: ");
@@ -49,6 +50,10 @@ static int take_one(struct handover *h, int conn, GError **error)
 		g_array_append_val(h->watches, w);
 		return 1;
 	}
+	if (m.word == CONTROL_NOTIFY && h->sessions->len > 0) {
+		g_array_append_val(h->notify, m.fds[0]);
+		return 1;
+	}
 	if (m.word == CONTROL_LISTENER && h->listener < 0 && h->sessions->len > 0) {
 		h->listener = m.fds[0];
 		return 1;
@@ -67,6 +72,7 @@ int handover_take(int given_conn, struct handover *ret, GError **error)
 	fault_point("take-asked");
 	h.sessions = g_array_new(FALSE, FALSE, sizeof(struct handover_session));
 	h.watches = g_array_new(FALSE, FALSE, sizeof(struct handover_watch));
+	h.notify = g_array_new(FALSE, FALSE, sizeof(int));
 	while ((r = take_one(&h, conn, error)) > 0)
 		;
 	if (r == 0) {
@@ -98,6 +104,10 @@ void handover_clear(struct handover *h)
 		if (pidfd >= 0)
 			close(pidfd);
 	}
+	for (guint i = 0; h->notify && i < h->notify->len; i++)
+		if (g_array_index(h->notify, int, i) >= 0)
+			close(g_array_index(h->notify, int, i));
+	g_clear_pointer(&h->notify, g_array_unref);
 	g_clear_pointer(&h->sessions, g_array_unref);
 	g_clear_pointer(&h->watches, g_array_unref);
 	if (h->conn >= 0)
@@ -132,6 +142,12 @@ int handover_send_watch(int conn, unsigned session, pid_t pid, int pidfd, GError
 int handover_send_listener(int conn, int listen_fd, GError **error)
 {
 	const struct control_msg m = { .word = CONTROL_LISTENER, .fds = { listen_fd }, .n_fds = 1 };
+	return control_send(conn, &m, error);
+}
+
+int handover_send_notify(int conn, int notify_fd, GError **error)
+{
+	const struct control_msg m = { .word = CONTROL_NOTIFY, .fds = { notify_fd }, .n_fds = 1 };
 	return control_send(conn, &m, error);
 }
 

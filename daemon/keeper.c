@@ -70,6 +70,7 @@ static void kept_free(gpointer p)
 struct held {
 	GHashTable *sessions; /* id (the host's 0) -> struct kept */
 	int listener;         /* the control socket's listening socket, or -1 */
+	GArray *notify;       /* int: containers' seccomp notification fds */
 	const char *path;     /* where new daemons find it, once published */
 	int listen_fd;        /* listening there; -1 before "publish" */
 	ino_t ino;            /* of its socket at path */
@@ -129,11 +130,27 @@ static int hand_over(int conn, const struct held *h)
 		if (GPOINTER_TO_UINT(id) != 0)
 			r = handover_send_session(conn, k->minor, k->fuse_fd, k->ns_fd, NULL);
 	}
+	for (guint i = 0; r == 0 && i < h->notify->len; i++)
+		r = handover_send_notify(conn, g_array_index(h->notify, int, i), NULL);
 	if (r == 0 && h->listener >= 0)
 		r = handover_send_listener(conn, h->listener, NULL);
 	if (r == 0)
 		fault_point("give-sent");
 	return r < 0 ? r : handover_finish(conn, NULL);
+}
+
+/* Keep a container's seccomp notification fd, and let go of those whose
+ * container is gone (every process of the filter: the fd hangs up). */
+static void keep_notify(struct held *h, int fd)
+{
+	for (guint i = h->notify->len; i-- > 0;) {
+		struct pollfd p = { .fd = g_array_index(h->notify, int, i) };
+		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL))) {
+			close(p.fd);
+			g_array_remove_index_fast(h->notify, i);
+		}
+	}
+	g_array_append_val(h->notify, fd);
 }
 
 /* "publish", answered on sock. */
@@ -154,7 +171,7 @@ static gboolean from_daemon(int sock, struct held *h, enum control_word *ret_sai
 {
 	const unsigned words = CONTROL_WORD(CONTROL_KEEP) | CONTROL_WORD(CONTROL_DROP) | CONTROL_WORD(CONTROL_QUIT) |
 			       CONTROL_WORD(CONTROL_LISTENER) | CONTROL_WORD(CONTROL_PUBLISH) |
-			       CONTROL_WORD(CONTROL_LEAVE);
+			       CONTROL_WORD(CONTROL_LEAVE) | CONTROL_WORD(CONTROL_NOTIFY);
 	g_autoptr(GError) err = NULL;
 	struct control_msg m;
 
@@ -181,6 +198,9 @@ static gboolean from_daemon(int sock, struct held *h, enum control_word *ret_sai
 		return TRUE;
 	case CONTROL_PUBLISH:
 		answer_publish(sock, h);
+		return TRUE;
+	case CONTROL_NOTIFY:
+		keep_notify(h, m.fds[0]);
 		return TRUE;
 	case CONTROL_KEEP: {
 		struct kept *k = g_new(struct kept, 1);
@@ -284,11 +304,13 @@ int keeper_run(int argc, char **argv)
 	struct held h = {
 		.sessions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, kept_free),
 		.listener = -1,
+		.notify = g_array_new(FALSE, FALSE, sizeof(int)),
 		.path = argv[2],
 		.listen_fd = -1,
 	};
 	int status = keep(KEEPER_SOCK_FD, &h, (int)wait_s);
 	g_hash_table_destroy(h.sessions);
+	g_array_unref(h.notify); /* its fds close with the process */
 	return status;
 }
 
@@ -415,6 +437,14 @@ void keeper_keep_listener(struct keeper *k, int listen_fd)
 	const struct control_msg m = { .word = CONTROL_LISTENER, .fds = { listen_fd }, .n_fds = 1 };
 	if (k && listen_fd >= 0)
 		send_to_keeper(k, &m, "the keeper cannot hold the control socket");
+}
+
+void keeper_keep_notify(struct keeper *k, int notify_fd)
+{
+	const struct control_msg m = { .word = CONTROL_NOTIFY, .fds = { notify_fd }, .n_fds = 1 };
+	if (k)
+		send_to_keeper(k, &m, "the keeper cannot hold a container's seccomp notifications: its sysinfo(2) "
+					"fails if this daemon dies");
 }
 
 void keeper_drop(struct keeper *k, unsigned id)

@@ -373,6 +373,7 @@ static gboolean start_serving(struct daemon *d, GError **error)
 	if (!taking_over(cfg) && (r = mount_real(d)) < 0)
 		return log_set_error(error, r, "cannot mount the real procfs at %s", d->real_path), FALSE;
 	d->real_mounted = TRUE;
+	g_atomic_pointer_set(&d->sysinfo, sysinfo_listener_for(d));
 	const struct containers_config ccfg = {
 		.socket_path = cfg->control_socket,
 		.host_proc_fd = d->proc_fd,
@@ -389,6 +390,7 @@ static gboolean start_serving(struct daemon *d, GError **error)
 		.handed_over_data = d,
 		.keeper = d->keeper,
 		.scope = d->scope,
+		.sysinfo = d->sysinfo,
 	};
 	struct containers *cs = NULL;
 	r = containers_start(&ccfg, d->ho.listener, &cs);
@@ -406,7 +408,6 @@ static gboolean start_serving(struct daemon *d, GError **error)
 	if (taking_over(cfg))
 		takeover_done(d);
 	containers_ready(cs);
-	g_atomic_pointer_set(&d->sysinfo, sysinfo_listener_for(d));
 	handover_clear(&d->ho);
 	return TRUE;
 }

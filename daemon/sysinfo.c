@@ -43,7 +43,9 @@ struct notify {
 struct sysinfo_listener {
 	int listen_fd;
 	int wake[2];      /* a byte on wake[1]: stop */
-	GArray *notify;   /* struct notify; the thread's alone */
+	GMutex lock;      /* guards notify's members: the thread changes them, others read */
+	GArray *notify;   /* struct notify */
+	struct keeper *keeper; /* holds a copy of each fd */
 	gboolean reuse;   /* answers may serve other callers (the container rule) */
 	struct view *view;
 	int proc_fd;
@@ -78,6 +80,14 @@ static int seccomp_fd_of(const char *state, gsize len, GArray *fds)
 	return found;
 }
 
+/* Answer fd's notifications from now on; the keeper holds a copy. */
+static void adopt(struct sysinfo_listener *l, int fd)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
+	g_array_append_val(l->notify, ((struct notify){ .fd = fd }));
+	keeper_keep_notify(l->keeper, fd);
+}
+
 /* One runtime's connection: its JSON state and fds, read to EOF. */
 static void take_connection(struct sysinfo_listener *l, int conn)
 {
@@ -108,7 +118,7 @@ static void take_connection(struct sysinfo_listener *l, int conn)
 	}
 	int fd = seccomp_fd_of(state->str, state->len, fds);
 	if (fd >= 0)
-		g_array_append_val(l->notify, ((struct notify){ .fd = fd }));
+		adopt(l, fd);
 	else
 		g_warning("seccomp listener: a runtime sent no seccompFd: its container's sysinfo stays the host's");
 }
@@ -227,6 +237,7 @@ static gpointer listener_thread(gpointer data)
 		struct pollfd *pf = (struct pollfd *)p->data;
 		if (pf[0].revents)
 			return NULL;
+		g_mutex_lock(&l->lock);
 		for (guint i = p->len - 1; i >= 2; i--) {
 			if (!pf[i].revents)
 				continue;
@@ -237,6 +248,7 @@ static gpointer listener_thread(gpointer data)
 			close(pf[i].fd);
 			g_array_remove_index(l->notify, i - 2);
 		}
+		g_mutex_unlock(&l->lock);
 		if (pf[1].revents & POLLIN) {
 			int conn = accept4(l->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 			if (conn >= 0) {
@@ -247,8 +259,8 @@ static gpointer listener_thread(gpointer data)
 	}
 }
 
-int sysinfo_listener_start(const char *path, struct view *view, int proc_fd, gboolean reuse,
-			   struct sysinfo_listener **ret)
+int sysinfo_listener_start(const char *path, struct view *view, int proc_fd, gboolean reuse, struct keeper *keeper,
+			   GArray *taken, struct sysinfo_listener **ret)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(addr.sun_path))
@@ -270,6 +282,12 @@ int sysinfo_listener_start(const char *path, struct view *view, int proc_fd, gbo
 	l->listen_fd = fd;
 	l->notify = g_array_new(FALSE, FALSE, sizeof(struct notify));
 	l->reuse = reuse;
+	l->keeper = keeper;
+	g_mutex_init(&l->lock);
+	for (guint i = 0; taken && i < taken->len; i++) {
+		adopt(l, g_array_index(taken, int, i));
+		g_array_index(taken, int, i) = -1;
+	}
 	l->view = view;
 	l->proc_fd = proc_fd;
 	l->path = g_strdup(path);
@@ -290,11 +308,28 @@ void sysinfo_listener_render_stats(struct sysinfo_listener *l, GString *out)
 		    (uint64_t)g_atomic_int_get(&l->continued));
 }
 
+void sysinfo_listener_keep_all(struct sysinfo_listener *l)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
+	for (guint i = 0; i < l->notify->len; i++)
+		keeper_keep_notify(l->keeper, g_array_index(l->notify, struct notify, i).fd);
+}
+
+int sysinfo_listener_hand_over(struct sysinfo_listener *l, int conn, GError **error)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
+	int r = 0;
+	for (guint i = 0; r == 0 && i < l->notify->len; i++)
+		r = handover_send_notify(conn, g_array_index(l->notify, struct notify, i).fd, error);
+	return r;
+}
+
 struct sysinfo_listener *sysinfo_listener_for(struct daemon *d)
 {
 	g_autofree char *path = g_strconcat(d->cfg->control_socket, ".seccomp", NULL);
 	struct sysinfo_listener *l = NULL;
-	int r = sysinfo_listener_start(path, d->view, d->proc_fd, d->cfg->scope == SCOPE_CONTAINER, &l);
+	int r = sysinfo_listener_start(path, d->view, d->proc_fd, d->cfg->scope == SCOPE_CONTAINER, d->keeper,
+				       d->ho.notify, &l);
 	if (r < 0)
 		g_warning("cannot listen on %s (%s): containers' sysinfo(2) stays the host's", path, g_strerror(-r));
 	return l;
@@ -310,6 +345,7 @@ void sysinfo_listener_stop(struct sysinfo_listener *l)
 	for (guint i = 0; i < l->notify->len; i++)
 		close(g_array_index(l->notify, struct notify, i).fd);
 	g_array_unref(l->notify);
+	g_mutex_clear(&l->lock);
 	close(l->wake[0]);
 	close(l->wake[1]);
 	struct stat here;

@@ -147,6 +147,8 @@ static int keep_all(struct daemon *d, GError **error)
 	/* INIT was answered by now (the .real mount, or the one before). */
 	keeper_keep(d->keeper, 0, session_proto_minor(d->host), session_fuse_fd(d->host), -1);
 	containers_keep_all(d->containers);
+	if (d->sysinfo)
+		sysinfo_listener_keep_all(d->sysinfo);
 	return keeper_publish(d->keeper, error);
 }
 

@@ -113,6 +113,35 @@ def make_tests(d, lab):
             check("MemTotal" in f.read(), "the view stopped serving")
         check(d.process.poll() is None, "the daemon exited", d.log())
 
+    @test("a container calling busybox free every 0.1 s while its daemon is SIGKILLed and another takes over "
+          "from the keeper, then replaced by a third (--replace): every free says the container's total, none "
+          "fails; the keeper held the container's notification fd meanwhile")
+    def _():
+        with cgtest.Daemon() as own:
+            loop = "while :; do busybox free | busybox grep Mem: || echo FAILED; sleep 0.1; done"
+            with Container(lab, loop, mountpoint=own.mnt, edit=notify(own, ["sysinfo"])) as c:
+                c.start_detached()
+                out = os.path.join(c.bundle, "stdout")
+                lines = lambda: open(out).read().splitlines()
+                check(cgtest.wait_until(lambda: len(lines()) >= 3), "the container printed nothing", lines())
+                own.crash_and_restart()
+                check(cgtest.wait_until(lambda: "keeper of a daemon that died" in own.log(), timeout=30),
+                      "the new daemon did not take over from the keeper", own.log())
+                seen = len(lines())
+                check(cgtest.wait_until(lambda: len(lines()) >= seen + 3), "free stopped after the takeover",
+                      lines()[-5:])
+                check_equal(own.take_over(), 0, "the replaced daemon's exit status")
+                seen = len(lines())
+                check(cgtest.wait_until(lambda: len(lines()) >= seen + 3), "free stopped after --replace",
+                      lines()[-5:])
+                answered = stats(own).get("answered_total", 0)
+                check(cgtest.wait_until(lambda: stats(own).get("answered_total", 0) > answered),
+                      "the last daemon does not answer the container's sysinfo")
+                got = lines()
+            wrong = [l for l in got if l.split()[:2] != ["Mem:", str(LIMIT >> 10)]]
+            diag("%d frees, %d wrong" % (len(got), len(wrong)))
+            check(not wrong, "busybox free printed something else than the container's total", *wrong[:10])
+
     @test("the daemon logged no error")
     def _():
         check("error" not in d.log(), "the daemon logged an error", d.log())

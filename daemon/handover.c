@@ -56,6 +56,7 @@ static int take_one(struct handover *h, int conn, GError **error)
 	}
 	if (m.word == CONTROL_LISTENER && h->listener < 0 && h->sessions->len > 0) {
 		h->listener = m.fds[0];
+		h->seccomp_listener = m.n_fds == 2 ? m.fds[1] : -1;
 		return 1;
 	}
 	control_close_fds(&m);
@@ -65,7 +66,7 @@ static int take_one(struct handover *h, int conn, GError **error)
 
 int handover_take(int given_conn, struct handover *ret, GError **error)
 {
-	struct handover h = { .conn = -1, .listener = -1 };
+	struct handover h = { .conn = -1, .listener = -1, .seccomp_listener = -1 };
 	int r;
 
 	_cleanup_close_ int conn = given_conn;
@@ -114,7 +115,9 @@ void handover_clear(struct handover *h)
 		close(h->conn);
 	if (h->listener >= 0)
 		close(h->listener);
-	h->conn = h->listener = -1;
+	if (h->seccomp_listener >= 0)
+		close(h->seccomp_listener);
+	h->conn = h->listener = h->seccomp_listener = -1;
 }
 
 int handover_send_session(int conn, unsigned proto_minor, int fuse_fd, int ns_fd, GError **error)
@@ -139,9 +142,13 @@ int handover_send_watch(int conn, unsigned session, pid_t pid, int pidfd, GError
 	return control_send(conn, &m, error);
 }
 
-int handover_send_listener(int conn, int listen_fd, GError **error)
+int handover_send_listener(int conn, int listen_fd, int seccomp_fd, GError **error)
 {
-	const struct control_msg m = { .word = CONTROL_LISTENER, .fds = { listen_fd }, .n_fds = 1 };
+	const struct control_msg m = {
+		.word = CONTROL_LISTENER,
+		.fds = { listen_fd, seccomp_fd },
+		.n_fds = seccomp_fd >= 0 ? 2 : 1,
+	};
 	return control_send(conn, &m, error);
 }
 

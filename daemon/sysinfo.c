@@ -116,6 +116,8 @@ static void take_connection(struct sysinfo_listener *l, int conn)
 			break;
 		g_string_append_len(state, data, n);
 	}
+	if (state->len == 0 && fds->len == 0)
+		return; /* a probe: is anyone there (cgprocfs-runtime) */
 	int fd = seccomp_fd_of(state->str, state->len, fds);
 	if (fd >= 0)
 		adopt(l, fd);
@@ -259,8 +261,9 @@ static gpointer listener_thread(gpointer data)
 	}
 }
 
-int sysinfo_listener_start(const char *path, struct view *view, int proc_fd, gboolean reuse, struct keeper *keeper,
-			   GArray *taken, struct sysinfo_listener **ret)
+/* A listening stream socket at path, root's alone (an old one replaced):
+ * the fd, or -errno. */
+static int listen_at(const char *path)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(addr.sun_path))
@@ -269,15 +272,26 @@ int sysinfo_listener_start(const char *path, struct view *view, int proc_fd, gbo
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	unlink(path); /* a dead daemon's */
-	mode_t old = umask(077); /* root only, as the control socket */
-	int r = bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(fd, 16) < 0 ? -errno : 0;
+	unlink(path); /* a dead daemon's, that no keeper held */
+	mode_t old = umask(077);
+	int r = bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(fd, 64) < 0 ? -errno : 0;
 	umask(old);
+	if (r < 0)
+		close(fd);
+	return r < 0 ? r : fd;
+}
+
+int sysinfo_listener_start(const char *path, int listen_fd, struct view *view, int proc_fd, gboolean reuse,
+			   struct keeper *keeper, GArray *taken, struct sysinfo_listener **ret)
+{
+	int fd = listen_fd >= 0 ? listen_fd : listen_at(path);
+	if (fd < 0)
+		return fd;
 	struct sysinfo_listener *l = g_new0(struct sysinfo_listener, 1);
-	if (r < 0 || !g_unix_open_pipe(l->wake, FD_CLOEXEC, NULL)) {
+	if (!g_unix_open_pipe(l->wake, FD_CLOEXEC, NULL)) {
 		close(fd);
 		g_free(l);
-		return r < 0 ? r : -EMFILE;
+		return -EMFILE;
 	}
 	l->listen_fd = fd;
 	l->notify = g_array_new(FALSE, FALSE, sizeof(struct notify));
@@ -298,6 +312,11 @@ int sysinfo_listener_start(const char *path, struct view *view, int proc_fd, gbo
 	return 0;
 }
 
+int sysinfo_listener_fd(struct sysinfo_listener *l)
+{
+	return l ? l->listen_fd : -1;
+}
+
 void sysinfo_listener_render_stats(struct sysinfo_listener *l, GString *out)
 {
 	metrics_u64(out, "cgprocfs_sysinfo_answered_total", "counter",
@@ -310,6 +329,8 @@ void sysinfo_listener_render_stats(struct sysinfo_listener *l, GString *out)
 
 void sysinfo_listener_keep_all(struct sysinfo_listener *l)
 {
+	if (!l)
+		return;
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
 	for (guint i = 0; i < l->notify->len; i++)
 		keeper_keep_notify(l->keeper, g_array_index(l->notify, struct notify, i).fd);
@@ -328,8 +349,10 @@ struct sysinfo_listener *sysinfo_listener_for(struct daemon *d)
 {
 	g_autofree char *path = g_strconcat(d->cfg->control_socket, ".seccomp", NULL);
 	struct sysinfo_listener *l = NULL;
-	int r = sysinfo_listener_start(path, d->view, d->proc_fd, d->cfg->scope == SCOPE_CONTAINER, d->keeper,
-				       d->ho.notify, &l);
+	int r = sysinfo_listener_start(path, d->ho.seccomp_listener, d->view, d->proc_fd,
+				       d->cfg->scope == SCOPE_CONTAINER, d->keeper, d->ho.notify, &l);
+	if (d->ho.seccomp_listener >= 0)
+		d->ho.seccomp_listener = -1; /* the listener's, whatever came of it */
 	if (r < 0)
 		g_warning("cannot listen on %s (%s): containers' sysinfo(2) stays the host's", path, g_strerror(-r));
 	return l;

@@ -7,11 +7,13 @@ peer that is not root, or one that sends no fd, changes nothing.
 
 Needs what test_containers needs (runc, a static busybox, the hook)."""
 
+import contextlib
 import json
 import os
 import re
 import socket
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
@@ -114,33 +116,38 @@ def make_tests(d, lab):
         check(d.process.poll() is None, "the daemon exited", d.log())
 
     @test("a container calling busybox free every 0.1 s while its daemon is SIGKILLed and another takes over "
-          "from the keeper, then replaced by a third (--replace): every free says the container's total, none "
-          "fails; the keeper held the container's notification fd meanwhile")
+          "from the keeper, then replaced by a third (--replace); a second container created while no daemon "
+          "runs: both start, every free says the container's total, none fails (the keeper held the "
+          "notification fds and the listening socket)")
     def _():
-        with cgtest.Daemon() as own:
+        with cgtest.Daemon() as own, contextlib.ExitStack() as stack:
             loop = "while :; do busybox free | busybox grep Mem: || echo FAILED; sleep 0.1; done"
-            with Container(lab, loop, mountpoint=own.mnt, edit=notify(own, ["sysinfo"])) as c:
-                c.start_detached()
-                out = os.path.join(c.bundle, "stdout")
-                lines = lambda: open(out).read().splitlines()
-                check(cgtest.wait_until(lambda: len(lines()) >= 3), "the container printed nothing", lines())
-                own.crash_and_restart()
-                check(cgtest.wait_until(lambda: "keeper of a daemon that died" in own.log(), timeout=30),
-                      "the new daemon did not take over from the keeper", own.log())
-                seen = len(lines())
-                check(cgtest.wait_until(lambda: len(lines()) >= seen + 3), "free stopped after the takeover",
-                      lines()[-5:])
-                check_equal(own.take_over(), 0, "the replaced daemon's exit status")
-                seen = len(lines())
-                check(cgtest.wait_until(lambda: len(lines()) >= seen + 3), "free stopped after --replace",
-                      lines()[-5:])
-                answered = stats(own).get("answered_total", 0)
-                check(cgtest.wait_until(lambda: stats(own).get("answered_total", 0) > answered),
-                      "the last daemon does not answer the container's sysinfo")
-                got = lines()
-            wrong = [l for l in got if l.split()[:2] != ["Mem:", str(LIMIT >> 10)]]
-            diag("%d frees, %d wrong" % (len(got), len(wrong)))
-            check(not wrong, "busybox free printed something else than the container's total", *wrong[:10])
+            first = stack.enter_context(Container(lab, loop, mountpoint=own.mnt, edit=notify(own, ["sysinfo"])))
+            second = stack.enter_context(Container(lab, loop, mountpoint=own.mnt, edit=notify(own, ["sysinfo"])))
+            first.start_detached()
+            lines = lambda c: open(os.path.join(c.bundle, "stdout")).read().splitlines()
+            check(cgtest.wait_until(lambda: len(lines(first)) >= 3), "the container printed nothing", lines(first))
+            # runc create (its hook's attach, its connection to the
+            # listener) waits on what the keeper holds until a daemon serves.
+            creating = threading.Thread(target=second.start_detached)
+            own.crash_and_restart(after_kill=creating.start)
+            check(cgtest.wait_until(lambda: "keeper of a daemon that died" in own.log(), timeout=30),
+                  "the new daemon did not take over from the keeper", own.log())
+            creating.join(60)
+            check(not creating.is_alive(), "runc run -d of the second container still waits")
+            for what in ("the takeover from the keeper", "--replace"):
+                seen = [len(lines(c)) for c in (first, second)]
+                check(cgtest.wait_until(lambda: [len(lines(c)) for c in (first, second)] >= [n + 3 for n in seen]),
+                      "free stopped after %s" % what, lines(first)[-3:], lines(second)[-3:])
+                if what != "--replace":
+                    check_equal(own.take_over(), 0, "the replaced daemon's exit status")
+            answered = stats(own).get("answered_total", 0)
+            check(cgtest.wait_until(lambda: stats(own).get("answered_total", 0) > answered),
+                  "the last daemon does not answer the containers' sysinfo")
+            got = lines(first) + lines(second)
+        wrong = [line for line in got if line.split()[:2] != ["Mem:", str(LIMIT >> 10)]]
+        diag("%d frees, %d wrong" % (len(got), len(wrong)))
+        check(not wrong, "busybox free printed something else than the container's total", *wrong[:10])
 
     @test("the daemon logged no error")
     def _():

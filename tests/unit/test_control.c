@@ -332,30 +332,33 @@ Test(control, the_control_file_names_the_socket)
 	rmdir(dir);
 }
 
-/* The giving side of a handover, on sv[0]: two sessions, a watch, the
- * listener, end. */
+/* The giving side of a handover, on sv[0]: two sessions, a watch, a
+ * seccomp notification fd, the listeners, end. */
 static gpointer give(gpointer data)
 {
-	const int *fds = data; /* host fuse, container fuse, container ns, pidfd, listener */
+	/* host fuse, container fuse, container ns, pidfd, notify, listener, seccomp listener */
+	const int *fds = data;
 	int r = handover_send_session(sv[0], 31, fds[0], -1, NULL);
 	if (r == 0)
 		r = handover_send_session(sv[0], 31, fds[1], fds[2], NULL);
 	if (r == 0)
 		r = handover_send_watch(sv[0], 1, 4321, fds[3], NULL);
 	if (r == 0)
-		r = handover_send_listener(sv[0], fds[4], NULL);
+		r = handover_send_notify(sv[0], fds[4], NULL);
+	if (r == 0)
+		r = handover_send_listener(sv[0], fds[5], fds[6], NULL);
 	if (r == 0)
 		r = handover_finish(sv[0], NULL);
 	return GINT_TO_POINTER(r);
 }
 
-Test(control, a_handover_gives_sessions_watches_and_the_listener)
+Test(control, a_handover_gives_sessions_watches_notify_fds_and_the_listeners)
 {
-	int p[5][2], fds[5];
+	int p[7][2], fds[7];
 	struct handover h;
 	g_autoptr(GError) err = NULL;
 
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 7; i++) {
 		make_pipe(p[i]);
 		fds[i] = p[i][1];
 	}
@@ -364,6 +367,7 @@ Test(control, a_handover_gives_sessions_watches_and_the_listener)
 	sv[1] = -1; /* taken */
 	cr_assert_eq(h.sessions->len, 2);
 	cr_assert_eq(h.watches->len, 1);
+	cr_assert_eq(h.notify->len, 1);
 	const struct handover_session *host = &g_array_index(h.sessions, struct handover_session, 0);
 	const struct handover_session *c = &g_array_index(h.sessions, struct handover_session, 1);
 	const struct handover_watch *w = &g_array_index(h.watches, struct handover_watch, 0);
@@ -371,15 +375,20 @@ Test(control, a_handover_gives_sessions_watches_and_the_listener)
 	cr_assert(c->fuse_fd >= 0 && c->ns_fd >= 0 && c->proto_minor == 31);
 	cr_assert(w->session == 1 && w->pid == 4321 && w->pidfd >= 0);
 	cr_assert_geq(h.listener, 0, "the listener came");
+	cr_assert_geq(h.seccomp_listener, 0, "the seccomp listener came");
 	char ch;
 	cr_assert_eq(write(c->ns_fd, "n", 1), 1, "the fds taken work");
 	cr_assert_eq(read(p[2][0], &ch, 1), 1);
 	cr_assert_eq(write(h.listener, "l", 1), 1);
+	cr_assert_eq(read(p[5][0], &ch, 1), 1);
+	cr_assert_eq(write(g_array_index(h.notify, int, 0), "s", 1), 1);
 	cr_assert_eq(read(p[4][0], &ch, 1), 1);
+	cr_assert_eq(write(h.seccomp_listener, "s", 1), 1);
+	cr_assert_eq(read(p[6][0], &ch, 1), 1);
 	handover_done(&h);
 	cr_assert_eq(GPOINTER_TO_INT(g_thread_join(giver)), 0, "the giving side saw no serving");
 	handover_clear(&h);
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 7; i++) {
 		close(p[i][1]);
 		cr_assert(writers_gone(p[i][0]), "handover_clear closes everything");
 		close(p[i][0]);

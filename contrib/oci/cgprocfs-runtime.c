@@ -2,7 +2,7 @@
  * with the cgprocfs hook added, for Docker and containerd, which read no
  * hooks.d.
  *
- *   cgprocfs-runtime [--cgprocfs-help] [--cgprocfs-always] [--cgprocfs-runtime=PATH]
+ *   cgprocfs-runtime [--cgprocfs-help] [--cgprocfs-always] [--cgprocfs-no-sysinfo] [--cgprocfs-runtime=PATH]
  *                    [--cgprocfs-hook=PATH] [--cgprocfs-mountpoint=PATH]
  *                    RUNTIME ARGUMENTS...
  *
@@ -12,7 +12,10 @@
  * io.cgprocfs.enable=true or --cgprocfs-always is given; then, and for
  * every other command, it executes the real runtime with the same
  * arguments (its own options taken out). The real runtime is
- * --cgprocfs-runtime, else $CGPROCFS_RUNTIME, else runc. It never makes a
+ * --cgprocfs-runtime, else $CGPROCFS_RUNTIME, else runc. With the hook, the
+ * container's seccomp profile notifies sysinfo(2) to the daemon's listener
+ * (seccomp.h), if one listens and the profile plainly allows the call
+ * (not with --cgprocfs-no-sysinfo). It never makes a
  * container fail to start: if it cannot add the hook (none that can be
  * run: --cgprocfs-hook, the installed one, or one beside this program),
  * it says why in one line and runs the runtime as if it were not there
@@ -22,10 +25,14 @@
 #include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include "seccomp.h"
+
 #include <json-glib/json-glib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define ANNOTATION "io.cgprocfs.enable"
@@ -34,6 +41,7 @@
 struct options {
 	gboolean help;
 	gboolean always;
+	gboolean no_sysinfo;
 	const char *runtime;
 	const char *hook;
 	const char *mountpoint;
@@ -49,6 +57,8 @@ static int take_options(int argc, char **argv, struct options *o)
 			o->help = TRUE;
 		else if (strcmp(a, "--cgprocfs-always") == 0)
 			o->always = TRUE;
+		else if (strcmp(a, "--cgprocfs-no-sysinfo") == 0)
+			o->no_sysinfo = TRUE;
 		else if (g_str_has_prefix(a, "--cgprocfs-runtime="))
 			o->runtime = a + strlen("--cgprocfs-runtime=");
 		else if (g_str_has_prefix(a, "--cgprocfs-hook="))
@@ -149,29 +159,13 @@ static char *hook_path(const struct options *o, GError **error)
 			   CGPROCFS_HOOK), NULL;
 }
 
-/* The member key of o as an object or array (made if missing), or NULL if
- * it is there as anything else. */
-static JsonNode *member_of_type(JsonObject *o, const char *key, JsonNodeType type)
-{
-	if (!json_object_has_member(o, key)) {
-		JsonNode *made = json_node_new(type);
-		if (type == JSON_NODE_OBJECT)
-			json_node_take_object(made, json_object_new());
-		else
-			json_node_take_array(made, json_array_new());
-		json_object_set_member(o, key, made);
-	}
-	JsonNode *n = json_object_get_member(o, key);
-	return JSON_NODE_TYPE(n) == type ? n : NULL;
-}
-
 /* hooks.<stage> of config with the hook at path (args: its argv) at its
  * end, the bundle's own hooks kept in their place: 1 if added, 0 if one
  * at path is there already, -EINVAL if config's hooks are not OCI's. */
 static int append_hook(JsonObject *config, const char *stage, const char *path, const char *const *args)
 {
-	JsonNode *hooks = member_of_type(config, "hooks", JSON_NODE_OBJECT);
-	JsonNode *list = hooks ? member_of_type(json_node_get_object(hooks), stage, JSON_NODE_ARRAY) : NULL;
+	JsonNode *hooks = json_member_of_type(config, "hooks", JSON_NODE_OBJECT);
+	JsonNode *list = hooks ? json_member_of_type(json_node_get_object(hooks), stage, JSON_NODE_ARRAY) : NULL;
 	if (!list)
 		return -EINVAL;
 	JsonArray *a = json_node_get_array(list);
@@ -193,6 +187,40 @@ static int append_hook(JsonObject *config, const char *stage, const char *path, 
 	json_builder_end_object(b);
 	json_array_add_element(a, json_builder_get_root(b));
 	return 1;
+}
+
+/* The daemon's seccomp listener (<control socket>.seccomp, daemon/sysinfo.c)
+ * if something listens there now (the daemon, or its keeper while none
+ * runs), else NULL: a runtime that cannot connect to it fails the start.
+ * (No daemon is the hook's to tell.) */
+static char *listener_of(const char *mountpoint)
+{
+	g_autofree char *file = g_build_filename(mountpoint, ".cgprocfs", "control", NULL);
+	g_autofree char *control = NULL;
+	if (!g_file_get_contents(file, &control, NULL, NULL))
+		return NULL;
+	g_autofree char *path = g_strconcat(g_strstrip(control), ".seccomp", NULL);
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	gboolean there = fd >= 0 && strlen(path) < sizeof(addr.sun_path) &&
+			 (strcpy(addr.sun_path, path), connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0);
+	if (fd >= 0)
+		close(fd);
+	return there ? g_steal_pointer(&path) : NULL;
+}
+
+/* Have the container's sysinfo(2) answered by the daemon, where its
+ * profile allows (seccomp.h): TRUE if config was edited; otherwise one
+ * line says why, and sysinfo stays the kernel's. */
+static gboolean notify_sysinfo(const struct options *o, JsonObject *config)
+{
+	const char *why = NULL;
+	g_autofree char *listener = o->no_sysinfo ? NULL : listener_of(o->mountpoint);
+	if (listener && seccomp_notify_sysinfo(config, listener, &why))
+		return TRUE;
+	if (why)
+		g_printerr("cgprocfs-runtime: %s; the container's sysinfo(2) (free, uptime) is the host's\n", why);
+	return FALSE;
 }
 
 /* Add the hook to the bundle's config.json if the container wants it:
@@ -222,6 +250,8 @@ static gboolean add_hook(const struct options *o, const char *bundle, GError **e
 	if (r < 0)
 		return g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has hooks this cannot add to", path),
 		       FALSE;
+	if (notify_sysinfo(o, c))
+		r = 1;
 	g_autofree char *text = r > 0 ? json_to_string(root, TRUE) : NULL;
 	return r == 0 || replace_file(path, text, error);
 }
@@ -234,11 +264,13 @@ int main(int argc, char **argv)
 	};
 	argc = take_options(argc, argv, &o);
 	if (o.help) {
-		printf("usage: cgprocfs-runtime [--cgprocfs-help] [--cgprocfs-always] [--cgprocfs-runtime=PATH]\n"
-		       "                        [--cgprocfs-hook=PATH] [--cgprocfs-mountpoint=PATH] RUNTIME-ARGUMENTS...\n"
+		printf("usage: cgprocfs-runtime [--cgprocfs-help] [--cgprocfs-always] [--cgprocfs-no-sysinfo]\n"
+		       "                        [--cgprocfs-runtime=PATH] [--cgprocfs-hook=PATH]\n"
+		       "                        [--cgprocfs-mountpoint=PATH] RUNTIME-ARGUMENTS...\n"
 		       "An OCI runtime: the real one (--cgprocfs-runtime, $CGPROCFS_RUNTIME, or runc) with\n"
 		       "the cgprocfs hook added to the bundle of every create and run, for containers\n"
-		       "annotated " ANNOTATION "=true (every one with --cgprocfs-always).\n"
+		       "annotated " ANNOTATION "=true (every one with --cgprocfs-always), and their\n"
+		       "sysinfo(2) answered by the daemon through seccomp (not with --cgprocfs-no-sysinfo).\n"
 		       "Any other argument, --help and --version included, goes to the real runtime.\n");
 		return 0;
 	}

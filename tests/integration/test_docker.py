@@ -307,6 +307,19 @@ def make_tests(d, state):
         served = sum(after[k] - before.get(k, 0) for k in ("hits_total", "misses_total", "stale_serves_total"))
         check(served >= 1, "the memo served no smaps_rollup", before, after)
 
+    @test("docker run --runtime cgprocfs --memory 256m, with Docker's seccomp profile and with none "
+          "(seccomp=unconfined): busybox free's total is 256 MiB and busybox uptime says up 0 min (sysinfo(2), "
+          "answered by the daemon)")
+    def _():
+        for security in ([], ["--security-opt", "seccomp=unconfined"]):
+            res = docker().docker(["run", "--rm", "--runtime", "cgprocfs", "--memory", "256m"] + security +
+                                  [IMAGE, "sh", "-c", "busybox free; busybox uptime"])
+            check(res[0] == 0, "docker run %s" % security, describe(res), docker().daemon_log())
+            mem = [line.split() for line in res[1].splitlines() if line.startswith("Mem:")]
+            check(mem and mem[0][1] == str(256 * 1024), "busybox free's total with %s" % (security or "Docker's "
+                  "profile"), res[1])
+            check(" up 0 min," in res[1], "busybox uptime in a new container", res[1])
+
     @test("docker exec into a container run with the runtime sees the same")
     def _():
         res = docker().docker(["run", "-d", "--runtime", "cgprocfs", "--cpus", "0.5", "--memory", "256m", IMAGE,

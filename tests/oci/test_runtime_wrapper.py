@@ -8,6 +8,7 @@ real one's place; no root needed. TAP; argv: WRAPPER INSTALLED-HOOK-PATH."""
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -126,6 +127,80 @@ def main():
         lines = res.stderr.splitlines()
         ok = config == CONFIG and len(lines) == 1 and INSTALLED in lines[0] and res.stdout.startswith("ran: create")
         return ok, (res, config)
+
+    # The daemon's seccomp listener, as the wrapper finds it: a mountpoint
+    # whose .cgprocfs/control names a control socket, and a listening
+    # socket at that path + ".seccomp".
+    mnt = os.path.join(tmp, "mnt")
+    os.makedirs(os.path.join(mnt, ".cgprocfs"))
+    control = os.path.join(tmp, "daemon.sock")
+    with open(os.path.join(mnt, ".cgprocfs", "control"), "w") as f:
+        f.write(control + "\n")
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listening.bind(control + ".seccomp")
+    listening.listen(64)
+    listener = control + ".seccomp"
+    notify_rule = {"names": ["sysinfo"], "action": "SCMP_ACT_NOTIFY"}
+    docker_like = {"defaultAction": "SCMP_ACT_ERRNO", "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86"],
+                   "syscalls": [{"names": ["read", "sysinfo", "write"], "action": "SCMP_ACT_ALLOW"},
+                                {"names": ["sysinfo"], "action": "SCMP_ACT_ALLOW"},
+                                {"names": ["ptrace"], "action": "SCMP_ACT_ALLOW", "args": []}]}
+
+    def with_profile(profile):
+        config = json.loads(json.dumps(CONFIG))
+        if profile is not None:
+            config["linux"]["seccomp"] = profile
+        return json.dumps(config)
+
+    hook = os.path.join(tmp, "hook3")
+    shutil.copy("/bin/true", hook)
+
+    def seccomp_of(*options, profile=None):
+        path = bundle(tmp, with_profile(profile))
+        res, config = run(tmp, WRAPPER, path, "--cgprocfs-hook=" + hook, "--cgprocfs-mountpoint=" + mnt, *options)
+        return res, config, config["linux"].get("seccomp") if isinstance(config, dict) else None
+
+    @test("a daemon listening and no profile: one that allows everything and notifies sysinfo to the "
+          "listener, for x86-64, i386 and x32; nothing said")
+    def _():
+        res, config, got = seccomp_of()
+        want = {"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+                "syscalls": [notify_rule], "listenerPath": listener}
+        return got == want and added(config) == [hook] and not res.stderr, (res, got)
+
+    @test("Docker's kind of profile (denied by default, sysinfo among the allowed): sysinfo taken out of the "
+          "allowing rules (one that named it alone goes), one notify rule, the architectures and the rest kept")
+    def _():
+        res, _, got = seccomp_of(profile=docker_like)
+        want = json.loads(json.dumps(docker_like))
+        want["syscalls"] = [{"names": ["read", "write"], "action": "SCMP_ACT_ALLOW"},
+                            {"names": ["ptrace"], "action": "SCMP_ACT_ALLOW", "args": []}, notify_rule]
+        want["listenerPath"] = listener
+        return got == want and not res.stderr, (res, got)
+
+    @test("never more permissive: a profile that denies sysinfo (by default, or by a rule), one that allows "
+          "it on a condition, and one with another listenerPath stay as they were, one line each")
+    def _():
+        cases = [dict(docker_like, syscalls=[{"names": ["read"], "action": "SCMP_ACT_ALLOW"}]),
+                 {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["sysinfo"], "action": "SCMP_ACT_ERRNO"}]},
+                 dict(docker_like, syscalls=[{"names": ["sysinfo"], "action": "SCMP_ACT_ALLOW",
+                                              "args": [{"index": 0, "value": 0, "op": "SCMP_CMP_EQ"}]}]),
+                 {"defaultAction": "SCMP_ACT_ALLOW", "listenerPath": "/run/other.sock"}]
+        results = []
+        for profile in cases:
+            res, config, got = seccomp_of(profile=profile)
+            kept = {k: v for k, v in got.items() if k != "syscalls" or v} == profile
+            results.append((kept, len(res.stderr.splitlines()) == 1, added(config) == [hook], res.stderr))
+        return all(r[:3] == (True, True, True) for r in results), results
+
+    @test("--cgprocfs-no-sysinfo, and no daemon listening: the profile as it was, nothing said, the hook added")
+    def _():
+        res, config, got = seccomp_of("--cgprocfs-no-sysinfo", profile=docker_like)
+        listening.close()
+        res2, config2, got2 = seccomp_of(profile=docker_like)
+        ok = (got == docker_like and got2 == docker_like and not res.stderr and not res2.stderr and
+              added(config) == added(config2) == [hook])
+        return ok, (res, got, res2, got2)
 
     status = tap.run(tests)
     shutil.rmtree(tmp, ignore_errors=True)

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 import sys
 import threading
 
@@ -22,6 +23,29 @@ from cgtest import check, check_equal, diag  # noqa: E402
 from test_containers import Container, Lab  # noqa: E402
 
 LIMIT = 256 << 20
+
+# What a program reads of sysinfo(2) through glibc: sysinfo's totalram
+# (bytes) and uptime, sysconf's physical pages (bytes), getloadavg().
+# Built static for x86-64 and for i386 (whose sysinfo is the 32-bit
+# layout, which the daemon leaves to the kernel).
+SYSINFO_PROBE_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+int main(void)
+{
+	struct sysinfo s;
+	double loads[3];
+	if (sysinfo(&s) != 0 || getloadavg(loads, 3) != 3)
+		return 1;
+	printf("%llu %ld %llu %.2f %.2f %.2f\n", (unsigned long long)s.totalram * s.mem_unit, (long)s.uptime,
+	       (unsigned long long)sysconf(_SC_PHYS_PAGES) * (unsigned long long)sysconf(_SC_PAGESIZE),
+	       loads[0], loads[1], loads[2]);
+	return 0;
+}
+"""
 
 
 def listener_path(d):
@@ -59,9 +83,50 @@ def free_row(out):
 def make_tests(d, lab):
     t, test = cgtest.test_registry()
 
-    @test("build the busybox rootfs")
+    state = {}
+
+    @test("build the busybox rootfs, with a static sysinfo probe for x86-64 (and one for i386 where this "
+          "machine can build and run one)")
     def _():
         lab.build()
+        src = os.path.join(lab.dir, "sysinfo-probe.c")
+        with open(src, "w") as f:
+            f.write(SYSINFO_PROBE_C)
+        exe = os.path.join(lab.template, "bin", "sysinfo-probe")
+        cgtest.check_ran(cgtest.run(["cc", "-static", "-O2", "-o", exe, src]), "cc -static (the sysinfo probe)")
+        rc, _, err = cgtest.run(["cc", "-static", "-O2", "-m32", "-o", exe + "32", src])
+        if rc != 0:
+            state["no32"] = "no i386 C library to build it with (Debian: gcc-multilib)"
+        else:
+            try:
+                subprocess.run([exe + "32"], stdout=subprocess.DEVNULL, check=False)
+            except OSError as e:
+                state["no32"] = "this kernel runs no i386 program (%s)" % e.strerror
+        if "no32" in state:
+            diag("no i386 caller is checked here: %s" % state["no32"])
+
+    @test("runc and crun, 256 MiB, sysinfo notified: glibc's sysinfo(), sysconf(_SC_PHYS_PAGES) and "
+          "getloadavg() say the container's memory, uptime and loads; an i386 program's sysinfo() is the "
+          "kernel's own (its 32-bit layout is left to the kernel), never a corrupt one")
+    def _():
+        host = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        for runtime in ("runc", "crun"):
+            script = "echo @@probe; sysinfo-probe; echo @@loadavg; cat /proc/loadavg"
+            if "no32" not in state:
+                script += "; echo @@probe32; sysinfo-probe32"
+            with Container(lab, script, runtime=runtime, edit=notify(d, ["sysinfo"])) as c:
+                secs, result = c.run_ok("the sysinfo probes")
+            total, up, phys, *loads = secs["probe"].split()
+            diag("%s: %s; i386: %s" % (runtime, secs["probe"].strip(), secs.get("probe32", state.get("no32"))))
+            check_equal(int(total), LIMIT, "%s: sysinfo's totalram" % runtime)
+            check_equal(int(phys), LIMIT, "%s: sysconf(_SC_PHYS_PAGES) * page size" % runtime)
+            check(0 <= int(up) <= 10, "%s: sysinfo's uptime in a new container: %s" % (runtime, up))
+            want = [float(x) for x in secs["loadavg"].split()[:3]]
+            check(max(abs(float(a) - b) for a, b in zip(loads, want)) <= 0.05,
+                  "%s: getloadavg() is not the container's /proc/loadavg" % runtime, loads, want)
+            if "no32" not in state:
+                total32 = int((secs["probe32"].split() or ["0"])[0])
+                check_equal(total32, host, "%s: an i386 program's totalram (the kernel's)" % runtime)
 
     @test("runc, 256 MiB, sysinfo notified to the daemon: busybox free says the container's total and used (as "
           "its free of /proc/meminfo), busybox uptime its uptime and load; the daemon counts each answer")

@@ -87,15 +87,11 @@ def main():
     lab = test_containers.Lab(d)
     try:
         lab.build()
-        src = os.path.join(lab.dir, "sysinfo-probe.c")
-        with open(src, "w") as f:
-            f.write(PROBE_C)
-        exe = os.path.join(lab.template, "bin", "sysinfo-probe")
-        cgtest.check_ran(cgtest.run(["cc", "-static", "-O2", "-o", exe, src]), "cc -static (the probe)")
+        cgtest.check_ran(lab.compile("sysinfo-bench", PROBE_C), "cc -static (the probe)")
         rows = {}
         for arm, edit in (("answered by the daemon", test_sysinfo.notify(d, ["sysinfo"])),
                           ("the kernel's", None)):
-            script = "echo @@probe; sysinfo-probe %d" % args.calls
+            script = "echo @@probe; sysinfo-bench %d" % args.calls
             with test_containers.Container(lab, script, edit=edit) as c:
                 secs, _ = c.run_ok("the probe", timeout=600)
             for line in secs["probe"].splitlines():

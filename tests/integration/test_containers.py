@@ -510,14 +510,18 @@ class Lab:
         shutil.copy2(BUSYBOX, os.path.join(self.template, "bin", "busybox"))
         for applet in APPLETS:
             os.symlink("busybox", os.path.join(self.template, "bin", applet))
-        src = os.path.join(self.dir, "sysconf-probe.c")
-        with open(src, "w") as f:
-            f.write(SYSCONF_PROBE_C)
-        exe = os.path.join(self.template, "bin", "sysconf-probe")
-        cgtest.check_ran(cgtest.run(["cc", "-static", "-O2", "-o", exe, src]), "cc -static (the sysconf probe)")
-        check(is_static_elf(exe), "the sysconf probe is not static")
+        cgtest.check_ran(self.compile("sysconf-probe", SYSCONF_PROBE_C), "cc -static (the sysconf probe)")
+        check(is_static_elf(os.path.join(self.template, "bin", "sysconf-probe")), "the sysconf probe is not static")
         self.fuse_mounts_before = {m for _, m, fstype, _ in mount_fields() if fstype == "fuse.cgprocfs"}
         self.built = True
+
+    def compile(self, name, source, flags=()):
+        """C source built static into the rootfs template's bin/name: cc's
+        (rc, out, err)."""
+        src = os.path.join(self.dir, name + ".c")
+        with open(src, "w") as f:
+            f.write(source)
+        return cgtest.run(["cc", "-static", "-O2"] + list(flags) + ["-o", os.path.join(self.template, "bin", name), src])
 
     def cleanup(self):
         problems = []
@@ -1424,7 +1428,9 @@ def missing():
     return reason
 
 
-def main():
+def run_in_lab(make):
+    """make(d, lab)'s tests, as TAP, with a daemon and a Lab (cleaned up
+    at the end), or a skip that says why they cannot run here."""
     cgtest.skip_all_unless_runnable()
     reason = missing()
     if reason:
@@ -1435,7 +1441,7 @@ def main():
     def tests(d):
         nonlocal lab
         lab = Lab(d)
-        return make_tests(d, lab)
+        return make(d, lab)
 
     try:
         cgtest.run_with_daemon(tests)
@@ -1446,4 +1452,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_in_lab(make_tests)

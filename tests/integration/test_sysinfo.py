@@ -89,17 +89,13 @@ def make_tests(d, lab):
           "machine can build and run one)")
     def _():
         lab.build()
-        src = os.path.join(lab.dir, "sysinfo-probe.c")
-        with open(src, "w") as f:
-            f.write(SYSINFO_PROBE_C)
-        exe = os.path.join(lab.template, "bin", "sysinfo-probe")
-        cgtest.check_ran(cgtest.run(["cc", "-static", "-O2", "-o", exe, src]), "cc -static (the sysinfo probe)")
-        rc, _, err = cgtest.run(["cc", "-static", "-O2", "-m32", "-o", exe + "32", src])
-        if rc != 0:
+        cgtest.check_ran(lab.compile("sysinfo-probe", SYSINFO_PROBE_C), "cc -static (the sysinfo probe)")
+        exe = os.path.join(lab.template, "bin", "sysinfo-probe32")
+        if lab.compile("sysinfo-probe32", SYSINFO_PROBE_C, ["-m32"])[0] != 0:
             state["no32"] = "no i386 C library to build it with (Debian: gcc-multilib)"
         else:
             try:
-                subprocess.run([exe + "32"], stdout=subprocess.DEVNULL, check=False)
+                subprocess.run([exe], stdout=subprocess.DEVNULL, check=False)
             except OSError as e:
                 state["no32"] = "this kernel runs no i386 program (%s)" % e.strerror
         if "no32" in state:
@@ -221,26 +217,5 @@ def make_tests(d, lab):
     return t
 
 
-def main():
-    cgtest.skip_all_unless_runnable()
-    reason = test_containers.missing()
-    if reason:
-        print("1..0 # SKIP " + reason)
-        return
-    lab = None
-
-    def tests(d):
-        nonlocal lab
-        lab = Lab(d)
-        return make_tests(d, lab)
-
-    try:
-        cgtest.run_with_daemon(tests)
-    finally:
-        if lab is not None:
-            for problem in lab.cleanup():
-                diag(problem)
-
-
 if __name__ == "__main__":
-    main()
+    test_containers.run_in_lab(make_tests)

@@ -251,7 +251,7 @@ void containers_keep_all(struct containers *cs)
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cs->lock);
 	for (guint i = 0; i < cs->served->len; i++)
 		container_keep(cs, g_ptr_array_index(cs->served, i));
-	keeper_keep_listener(cs->cfg.keeper, cs->listen_fd, sysinfo_listener_fd(cs->cfg.sysinfo));
+	keeper_keep_listener(cs->cfg.keeper, cs->listen_fd, sysinfo_listener_fds(cs->cfg.sysinfo));
 }
 
 /* Serve the view of the pid namespace of ns_fd on *fuse_fd (taken, and
@@ -465,7 +465,7 @@ static gboolean handle_handover(struct containers *cs, int conn)
 	if (!hs.error && cs->cfg.sysinfo)
 		(void)!sysinfo_listener_hand_over(cs->cfg.sysinfo, conn, &hs.error);
 	if (!hs.error)
-		(void)!handover_send_listener(conn, cs->listen_fd, sysinfo_listener_fd(cs->cfg.sysinfo), &hs.error);
+		(void)!handover_send_listener(conn, cs->listen_fd, sysinfo_listener_fds(cs->cfg.sysinfo), &hs.error);
 	fault_point("give-sent");
 	/* Meanwhile no container can attach: handover_finish gives up on a
 	 * silent new daemon. */

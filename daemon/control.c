@@ -34,7 +34,7 @@ static const struct word_rule {
 	[CONTROL_KEEP] = { "keep", 2, 1, 2, FALSE },
 	[CONTROL_DROP] = { "drop", 1, 0, 0, FALSE },
 	[CONTROL_QUIT] = { "quit", 0, 0, 0, FALSE },
-	[CONTROL_LISTENER] = { "listener", 0, 1, 2, FALSE },
+	[CONTROL_LISTENER] = { "listener", 0, 1, 3, FALSE },
 	[CONTROL_PUBLISH] = { "publish", 0, 0, 0, FALSE },
 	[CONTROL_LEAVE] = { "leave", 0, 0, 0, FALSE },
 	[CONTROL_NOTIFY] = { "notify", 0, 1, 1, FALSE },

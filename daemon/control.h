@@ -14,7 +14,7 @@
  *                           watch <session> <pid> + pidfd   (a daemon's only)
  *                           notify + a container's seccomp notification fd
  *                           listener + the control socket's listening fd
- *                             [+ the seccomp listener's (daemon/sysinfo.c)]
+ *                             [+ the seccomp listeners' two (daemon/sysinfo.c)]
  *                           end            -> the new daemon: serving
  *   daemon -> keeper      keep <id> <minor> + fuse fd [+ pid ns fd]
  *                         listener + fd, notify + fd, drop <id>, quit, leave
@@ -29,7 +29,7 @@
 #include <sys/uio.h>
 
 #define CONTROL_MAX_ARGS 2
-#define CONTROL_MAX_FDS 2
+#define CONTROL_MAX_FDS 3
 /* The longest message on the wire, and the longest reason of an error. */
 #define CONTROL_MAX_TEXT 256
 /* How long one side waits for the other's next message in a handover. */
@@ -47,7 +47,7 @@ enum control_word {
 	CONTROL_KEEP,     /* to the keeper: keep <id> <proto minor> + fuse fd [+ pid ns fd] */
 	CONTROL_DROP,     /* to the keeper: drop <id> */
 	CONTROL_QUIT,     /* to the keeper: let go of everything */
-	CONTROL_LISTENER, /* the control socket's listening socket, + its fd [+ the seccomp listener's] */
+	CONTROL_LISTENER, /* the control socket's listening socket, + its fd [+ the seccomp listeners' two] */
 	CONTROL_PUBLISH,  /* to the keeper: listen at your path now; ok | error */
 	CONTROL_LEAVE,    /* to the keeper: the views are another's; go, leaving the path */
 	CONTROL_NOTIFY,   /* a container's seccomp notification fd (daemon/sysinfo.c), + the fd */
@@ -132,7 +132,7 @@ struct handover {
 	GArray *sessions;  /* struct handover_session, the host's first */
 	GArray *watches;   /* struct handover_watch */
 	int listener;      /* the control socket's listening socket; -1 if none came (or once taken) */
-	int seccomp_listener; /* the seccomp listener's (daemon/sysinfo.c); the same */
+	int seccomp_listeners[2]; /* the seccomp listeners' (daemon/sysinfo.c); the same */
 	GArray *notify;    /* int: containers' seccomp notification fds; -1 once taken */
 };
 /* Take the sessions on conn, a daemon's or a keeper's that answered "ok"
@@ -153,7 +153,7 @@ void handover_clear(struct handover *h);
  * new daemon serves them all, or -errno with *error. */
 int handover_send_session(int conn, unsigned proto_minor, int fuse_fd, int ns_fd, GError **error);
 int handover_send_watch(int conn, unsigned session, pid_t pid, int pidfd, GError **error);
-int handover_send_listener(int conn, int listen_fd, int seccomp_fd, GError **error);
+int handover_send_listener(int conn, int listen_fd, const int seccomp_fds[2], GError **error);
 int handover_send_notify(int conn, int notify_fd, GError **error);
 int handover_finish(int conn, GError **error);
 /* After a handover on conn failed: SIGKILL the new daemon if it is still
@@ -183,7 +183,7 @@ struct keeper *keeper_start(const struct keeper_config *cfg);
  * namespace (ns_fd), the host's with -1; proto_minor: the FUSE protocol
  * minor version the kernel spoke to it. Keeping an id again replaces it. */
 void keeper_keep(struct keeper *k, unsigned id, unsigned proto_minor, int fuse_fd, int ns_fd);
-void keeper_keep_listener(struct keeper *k, int listen_fd, int seccomp_fd);
+void keeper_keep_listener(struct keeper *k, int listen_fd, const int seccomp_fds[2]);
 /* A container's seccomp notification fd: the keeper holds a copy (never
  * reading from it) until every process of its filter is gone. */
 void keeper_keep_notify(struct keeper *k, int notify_fd);

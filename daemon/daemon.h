@@ -100,28 +100,30 @@ int acceptor_start(int listen_fd, const char *refusal, acceptor_handle_fn handle
 		   struct acceptor **ret);
 void acceptor_stop(struct acceptor *a);
 
-/* The seccomp listener (sysinfo.c): the socket at path (root only, or
- * listen_fd, a listening socket at path handed over) takes a container's
- * seccomp notification fd as the OCI runtime sends it
- * (linux.seccomp.listenerPath: the container's state as JSON, the fds
- * named in its "fds"), and a thread answers each sysinfo(2) the fd
- * reports with the caller's view (its meminfo, uptime and loadavg),
+/* The seccomp listener (sysinfo.c), at base.seccomp and base.lxc (base:
+ * the control socket's path; root only), or on listen_fds (both listening
+ * there, handed over). A container's seccomp notification fd comes on the
+ * first as an OCI runtime sends it (linux.seccomp.listenerPath: the
+ * container's state as JSON, the fds named in its "fds"); an LXC monitor
+ * connects to the second (lxc.seccomp.notify.proxy) and sends each
+ * notification of its containers there. A thread answers each
+ * sysinfo(2) with the caller's view (its meminfo, uptime and loadavg),
  * written into the caller once the kernel confirms the call still
  * waits; any other call, a 32-bit caller or any failure gets the
- * kernel's own answer. keeper: holds a copy of each fd (NULL: none);
- * taken: fds (int) of a handover, answered from now on (each set to -1).
- * reuse: an answer serves the container's callers of the same pid and
- * cgroup namespaces for up to a second, its uptime moved on (the
- * container rule gives them the same figures). 0 or -errno (listen_fd
- * is taken whatever comes of it). */
+ * kernel's own answer. keeper: holds a copy of each fd and connection
+ * (NULL: none); taken: those of a handover (int), answered from now on
+ * (each set to -1). reuse: an answer serves the container's callers of
+ * the same pid and cgroup namespaces for up to a second, its uptime moved
+ * on (the container rule gives them the same figures). 0 or -errno
+ * (listen_fds are taken whatever comes of it). */
 struct sysinfo_listener;
 struct view;
 struct keeper;
-int sysinfo_listener_start(const char *path, int listen_fd, struct view *view, int proc_fd, gboolean reuse,
-			   struct keeper *keeper, GArray *taken, struct sysinfo_listener **ret);
-/* Its listening socket (the keeper holds a copy, a handover passes it
- * on), or -1 for NULL. */
-int sysinfo_listener_fd(struct sysinfo_listener *l);
+int sysinfo_listener_start(const char *base, const int listen_fds[2], struct view *view, int proc_fd,
+			   gboolean reuse, struct keeper *keeper, GArray *taken, struct sysinfo_listener **ret);
+/* Its two listening sockets (the keeper holds copies, a handover passes
+ * them on), or two -1 for NULL. */
+const int *sysinfo_listener_fds(struct sysinfo_listener *l);
 /* Give the keeper a copy of every notification fd (a new keeper); NULL: nothing. */
 void sysinfo_listener_keep_all(struct sysinfo_listener *l);
 /* Send every notification fd on conn, in a handover (handover_send_notify). */

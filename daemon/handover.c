@@ -56,7 +56,10 @@ static int take_one(struct handover *h, int conn, GError **error)
 	}
 	if (m.word == CONTROL_LISTENER && h->listener < 0 && h->sessions->len > 0) {
 		h->listener = m.fds[0];
-		h->seccomp_listener = m.n_fds == 2 ? m.fds[1] : -1;
+		h->seccomp_listeners[0] = m.n_fds == 3 ? m.fds[1] : -1;
+		h->seccomp_listeners[1] = m.n_fds == 3 ? m.fds[2] : -1;
+		if (m.n_fds == 2) /* the seccomp listeners come both or not at all */
+			close(m.fds[1]);
 		return 1;
 	}
 	control_close_fds(&m);
@@ -66,7 +69,7 @@ static int take_one(struct handover *h, int conn, GError **error)
 
 int handover_take(int given_conn, struct handover *ret, GError **error)
 {
-	struct handover h = { .conn = -1, .listener = -1, .seccomp_listener = -1 };
+	struct handover h = { .conn = -1, .listener = -1, .seccomp_listeners = { -1, -1 } };
 	int r;
 
 	_cleanup_close_ int conn = given_conn;
@@ -115,9 +118,10 @@ void handover_clear(struct handover *h)
 		close(h->conn);
 	if (h->listener >= 0)
 		close(h->listener);
-	if (h->seccomp_listener >= 0)
-		close(h->seccomp_listener);
-	h->conn = h->listener = h->seccomp_listener = -1;
+	for (int i = 0; i < 2; i++)
+		if (h->seccomp_listeners[i] >= 0)
+			close(h->seccomp_listeners[i]);
+	h->conn = h->listener = h->seccomp_listeners[0] = h->seccomp_listeners[1] = -1;
 }
 
 int handover_send_session(int conn, unsigned proto_minor, int fuse_fd, int ns_fd, GError **error)
@@ -142,12 +146,12 @@ int handover_send_watch(int conn, unsigned session, pid_t pid, int pidfd, GError
 	return control_send(conn, &m, error);
 }
 
-int handover_send_listener(int conn, int listen_fd, int seccomp_fd, GError **error)
+int handover_send_listener(int conn, int listen_fd, const int seccomp_fds[2], GError **error)
 {
 	const struct control_msg m = {
 		.word = CONTROL_LISTENER,
-		.fds = { listen_fd, seccomp_fd },
-		.n_fds = seccomp_fd >= 0 ? 2 : 1,
+		.fds = { listen_fd, seccomp_fds[0], seccomp_fds[1] },
+		.n_fds = seccomp_fds[0] >= 0 && seccomp_fds[1] >= 0 ? 3 : 1,
 	};
 	return control_send(conn, &m, error);
 }

@@ -70,7 +70,7 @@ static void kept_free(gpointer p)
 struct held {
 	GHashTable *sessions; /* id (the host's 0) -> struct kept */
 	int listener;         /* the control socket's listening socket, or -1 */
-	int seccomp_listener; /* the seccomp listener's, or -1 */
+	int seccomp_listeners[2]; /* the seccomp listeners', or -1 */
 	GArray *notify;       /* int: containers' seccomp notification fds */
 	const char *path;     /* where new daemons find it, once published */
 	int listen_fd;        /* listening there; -1 before "publish" */
@@ -134,7 +134,7 @@ static int hand_over(int conn, const struct held *h)
 	for (guint i = 0; r == 0 && i < h->notify->len; i++)
 		r = handover_send_notify(conn, g_array_index(h->notify, int, i), NULL);
 	if (r == 0 && h->listener >= 0)
-		r = handover_send_listener(conn, h->listener, h->seccomp_listener, NULL);
+		r = handover_send_listener(conn, h->listener, h->seccomp_listeners, NULL);
 	if (r == 0)
 		fault_point("give-sent");
 	return r < 0 ? r : handover_finish(conn, NULL);
@@ -195,10 +195,14 @@ static gboolean from_daemon(int sock, struct held *h, enum control_word *ret_sai
 	case CONTROL_LISTENER:
 		if (h->listener >= 0)
 			close(h->listener);
-		if (h->seccomp_listener >= 0)
-			close(h->seccomp_listener);
+		for (int i = 0; i < 2; i++) {
+			if (h->seccomp_listeners[i] >= 0)
+				close(h->seccomp_listeners[i]);
+			h->seccomp_listeners[i] = m.n_fds == 3 ? m.fds[1 + i] : -1;
+		}
+		if (m.n_fds == 2) /* the seccomp listeners come both or not at all */
+			close(m.fds[1]);
 		h->listener = m.fds[0];
-		h->seccomp_listener = m.n_fds == 2 ? m.fds[1] : -1;
 		return TRUE;
 	case CONTROL_PUBLISH:
 		answer_publish(sock, h);
@@ -308,7 +312,7 @@ int keeper_run(int argc, char **argv)
 	struct held h = {
 		.sessions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, kept_free),
 		.listener = -1,
-		.seccomp_listener = -1,
+		.seccomp_listeners = { -1, -1 },
 		.notify = g_array_new(FALSE, FALSE, sizeof(int)),
 		.path = argv[2],
 		.listen_fd = -1,
@@ -437,12 +441,12 @@ void keeper_keep(struct keeper *k, unsigned id, unsigned proto_minor, int fuse_f
 		send_to_keeper(k, &m, "the keeper cannot hold that view (until it is started again)");
 }
 
-void keeper_keep_listener(struct keeper *k, int listen_fd, int seccomp_fd)
+void keeper_keep_listener(struct keeper *k, int listen_fd, const int seccomp_fds[2])
 {
 	const struct control_msg m = {
 		.word = CONTROL_LISTENER,
-		.fds = { listen_fd, seccomp_fd },
-		.n_fds = seccomp_fd >= 0 ? 2 : 1,
+		.fds = { listen_fd, seccomp_fds[0], seccomp_fds[1] },
+		.n_fds = seccomp_fds[0] >= 0 && seccomp_fds[1] >= 0 ? 3 : 1,
 	};
 	if (k && listen_fd >= 0)
 		send_to_keeper(k, &m, "the keeper cannot hold the control socket");

@@ -1,6 +1,8 @@
 /* The seccomp listener (daemon.h): the socket an OCI runtime sends a
- * container's seccomp notification fd to, and the thread that answers each
- * sysinfo(2) the fd reports with the figures of the caller's view. */
+ * container's seccomp notification fd to, the one LXC's monitor sends each
+ * notification of its containers to (lxc.seccomp.notify.proxy), and the
+ * thread that answers each sysinfo(2) with the figures of the caller's
+ * view. */
 #include "daemon.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -31,9 +33,25 @@
  * moved on by the time since. */
 #define ANSWER_MAX_AGE_US G_USEC_PER_SEC
 
-/* A container's notification fd, and the last answer to its callers. */
+/* What LXC's monitor sends for each notification (lxc.seccomp.notify.proxy),
+ * before the notification, the response it proposes and a cookie, with
+ * the caller's /proc/<pid> and /proc/<pid>/mem and the notification fd;
+ * the answer is the same without the cookie, the response filled. */
+struct lxc_proxy_msg {
+	uint64_t reserved;
+	int32_t monitor_pid, init_pid;
+	struct seccomp_notif_sizes sizes;
+	uint64_t cookie_len;
+};
+G_STATIC_ASSERT(sizeof(struct lxc_proxy_msg) == 32);
+#define LXC_COOKIE_MAX 64
+enum { LXC_FD_PROC, LXC_FD_MEM, LXC_FD_NOTIFY, LXC_FDS };
+
+/* A container's notification fd, or an LXC monitor's connection, and the
+ * last answer to its callers. */
 struct notify {
 	int fd;
+	gboolean lxc;    /* an LXC monitor's connection */
 	uint64_t ns[2];  /* the pid and cgroup namespaces it is for; 0: none */
 	gint64 at_us;    /* when (monotonic) */
 	double up;       /* its uptime then, s */
@@ -41,7 +59,7 @@ struct notify {
 };
 
 struct sysinfo_listener {
-	int listen_fd;
+	int listen_fds[2]; /* the runtimes' (stream), LXC's (seqpacket) */
 	int wake[2];      /* a byte on wake[1]: stop */
 	GMutex lock;      /* guards notify's members: the thread changes them, others read */
 	GArray *notify;   /* struct notify */
@@ -49,8 +67,8 @@ struct sysinfo_listener {
 	gboolean reuse;   /* answers may serve other callers (the container rule) */
 	struct view *view;
 	int proc_fd;
-	char *path;
-	ino_t path_ino; /* the socket's at path: a newer daemon may bind there */
+	char *paths[2];
+	ino_t path_inos[2]; /* the sockets' at paths: a newer daemon may bind there */
 	GThread *thread;
 	gint answered, continued; /* counters for .cgprocfs/stats */
 };
@@ -80,21 +98,31 @@ static int seccomp_fd_of(const char *state, gsize len, GArray *fds)
 	return found;
 }
 
-/* Answer fd's notifications from now on; the keeper holds a copy. */
+/* Answer fd's notifications (a socket: an LXC monitor's requests) from now
+ * on; the keeper holds a copy. */
 static void adopt(struct sysinfo_listener *l, int fd)
 {
+	int type;
+	socklen_t len = sizeof(type);
+	gboolean lxc = getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
-	g_array_append_val(l->notify, ((struct notify){ .fd = fd }));
+	g_array_append_val(l->notify, ((struct notify){ .fd = fd, .lxc = lxc }));
 	keeper_keep_notify(l->keeper, fd);
+}
+
+/* Whether conn's peer is root (as for the control socket). */
+static gboolean peer_is_root(int conn)
+{
+	struct ucred peer;
+	socklen_t plen = sizeof(peer);
+	return getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &plen) == 0 && peer.uid == 0;
 }
 
 /* One runtime's connection: its JSON state and fds, read to EOF. */
 static void take_connection(struct sysinfo_listener *l, int conn)
 {
-	struct ucred peer;
-	socklen_t plen = sizeof(peer);
-	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || peer.uid != 0)
-		return; /* as the control socket: root only */
+	if (!peer_is_root(conn))
+		return;
 	struct timeval limit = { .tv_sec = 1 };
 	setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
 	g_autoptr(GString) state = g_string_new(NULL);
@@ -180,44 +208,114 @@ static int answer_of(struct sysinfo_listener *l, struct notify *n, pid_t tid, st
 	return r;
 }
 
-/* Write the caller's answer into it: 0 if it is there, else -errno. The
- * caller's memory is opened before the request is checked to stand, so
- * that the process written is the one that asked. */
-static int answer(struct sysinfo_listener *l, struct notify *n, const struct seccomp_notif *req)
+/* Whether the daemon answers req (else the kernel does). */
+static gboolean answered_here(const struct seccomp_notif *req)
+{
+	return req->data.nr == __NR_sysinfo && req->data.arch == AUDIT_ARCH_X86_64;
+}
+
+/* Write the answer to req into mem, the caller's memory, opened before
+ * the request is checked to stand on notify_fd (so that the process
+ * written is the one that asked): 0 if it is there, else -errno. */
+static int answer(struct sysinfo_listener *l, struct notify *n, int notify_fd, int mem,
+		  const struct seccomp_notif *req)
 {
 	struct sysinfo s;
-	char path[32];
-	snprintf(path, sizeof(path), "%u/mem", req->pid);
-	int mem = openat(l->proc_fd, path, O_WRONLY | O_CLOEXEC);
-	if (mem < 0)
-		return -errno;
-	int r = ioctl(n->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0 ? -errno : 0;
+	int r = ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0 ? -errno : 0;
 	if (r == 0)
 		r = answer_of(l, n, (pid_t)req->pid, &s);
 	if (r == 0 && pwrite(mem, &s, sizeof(s), (off_t)req->data.args[0]) != (ssize_t)sizeof(s))
 		r = -EFAULT;
-	close(mem);
 	return r;
 }
 
-/* One notification of fd: FALSE if fd is done (every process of its
- * filter gone). */
+/* resp for req: answered here (0 from answer), or the kernel's answer. */
+static void respond(struct sysinfo_listener *l, const struct seccomp_notif *req, int answered,
+		    struct seccomp_notif_resp *resp)
+{
+	*resp = (struct seccomp_notif_resp){ .id = req->id };
+	if (answered == 0) {
+		g_atomic_int_inc(&l->answered);
+	} else {
+		resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		g_atomic_int_inc(&l->continued);
+	}
+}
+
+/* One notification of n's fd: FALSE if the fd is done (every process of
+ * its filter gone). */
 static gboolean handle_notification(struct sysinfo_listener *l, struct notify *n, gsize req_size, gsize resp_size)
 {
 	g_autofree struct seccomp_notif *req = g_malloc0(req_size);
 	g_autofree struct seccomp_notif_resp *resp = g_malloc0(resp_size);
 	if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
 		return errno == EINTR || errno == ENOENT; /* ENOENT: the caller went */
-	resp->id = req->id;
-	/* Any other call, a 32-bit caller, or a failure: the kernel's answer. */
-	if (req->data.nr == __NR_sysinfo && req->data.arch == AUDIT_ARCH_X86_64 && answer(l, n, req) == 0) {
-		g_atomic_int_inc(&l->answered);
-	} else {
-		resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-		g_atomic_int_inc(&l->continued);
+	int r = -ENOSYS;
+	if (answered_here(req)) {
+		char path[32];
+		snprintf(path, sizeof(path), "%u/mem", req->pid);
+		int mem = openat(l->proc_fd, path, O_WRONLY | O_CLOEXEC);
+		r = mem < 0 ? -errno : answer(l, n, n->fd, mem, req);
+		if (mem >= 0)
+			close(mem);
 	}
+	respond(l, req, r, resp);
 	ioctl(n->fd, SECCOMP_IOCTL_NOTIF_SEND, resp); /* ENOENT: the caller went meanwhile */
 	return TRUE;
+}
+
+/* One request of an LXC monitor on n's connection: FALSE once it is gone.
+ * LXC opened the caller's memory before it checked the request stands; a
+ * message not as the kernel's sizes say gets an empty answer, on which
+ * LXC answers the call itself. */
+static gboolean handle_lxc_request(struct sysinfo_listener *l, struct notify *n, const struct seccomp_notif_sizes *k)
+{
+	struct lxc_proxy_msg msg;
+	struct seccomp_notif req;
+	struct seccomp_notif_resp resp;
+	char cookie[LXC_COOKIE_MAX];
+	int fds[LXC_FDS] = { -1, -1, -1 };
+	struct iovec iov[] = { { &msg, sizeof(msg) }, { &req, sizeof(req) }, { &resp, sizeof(resp) },
+			       { cookie, sizeof(cookie) } };
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(sizeof(fds))];
+	} control;
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 4, .msg_control = &control, .msg_controllen = sizeof(control) };
+	ssize_t got = recvmsg(n->fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (got <= 0)
+		return got < 0 && (errno == EINTR || errno == EAGAIN);
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	size_t n_fds = c && c->cmsg_type == SCM_RIGHTS ? (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) : 0;
+	if (n_fds)
+		memcpy(fds, CMSG_DATA(c), MIN(n_fds, (size_t)LXC_FDS) * sizeof(int));
+	gboolean whole = got >= (ssize_t)(sizeof(msg) + sizeof(req) + sizeof(resp)) && n_fds == LXC_FDS &&
+			 msg.sizes.seccomp_notif == k->seccomp_notif && msg.sizes.seccomp_notif_resp == k->seccomp_notif_resp &&
+			 msg.sizes.seccomp_data == k->seccomp_data;
+	if (whole) {
+		int r = answered_here(&req) ? answer(l, n, fds[LXC_FD_NOTIFY], fds[LXC_FD_MEM], &req) : -ENOSYS;
+		respond(l, &req, r, &resp);
+	}
+	struct msghdr out = { .msg_iov = iov, .msg_iovlen = whole ? 3 : 0 };
+	gboolean sent = sendmsg(n->fd, &out, MSG_NOSIGNAL) >= 0;
+	for (size_t i = 0; i < MIN(n_fds, (size_t)LXC_FDS); i++)
+		close(fds[i]);
+	return sent;
+}
+
+/* A connection on listen_fds[which]: a runtime's fd, or an LXC monitor. */
+static void accept_on(struct sysinfo_listener *l, int which)
+{
+	int conn = accept4(l->listen_fds[which], NULL, NULL, SOCK_CLOEXEC);
+	if (conn < 0)
+		return;
+	if (which == 1 && peer_is_root(conn)) {
+		adopt(l, conn); /* its requests come on it */
+		return;
+	}
+	if (which == 0)
+		take_connection(l, conn);
+	close(conn);
 }
 
 static gpointer listener_thread(gpointer data)
@@ -226,11 +324,13 @@ static gpointer listener_thread(gpointer data)
 	struct seccomp_notif_sizes sizes = { 0 };
 	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0)
 		sizes = (struct seccomp_notif_sizes){ .seccomp_notif = sizeof(struct seccomp_notif),
-						      .seccomp_notif_resp = sizeof(struct seccomp_notif_resp) };
+						      .seccomp_notif_resp = sizeof(struct seccomp_notif_resp),
+						      .seccomp_data = sizeof(struct seccomp_data) };
 	for (;;) {
 		g_autoptr(GArray) p = g_array_new(FALSE, TRUE, sizeof(struct pollfd));
-		g_array_append_val(p, ((struct pollfd){ .fd = l->wake[0], .events = POLLIN }));
-		g_array_append_val(p, ((struct pollfd){ .fd = l->listen_fd, .events = POLLIN }));
+		const int head[] = { l->wake[0], l->listen_fds[0], l->listen_fds[1] };
+		for (guint i = 0; i < G_N_ELEMENTS(head); i++)
+			g_array_append_val(p, ((struct pollfd){ .fd = head[i], .events = POLLIN }));
 		for (guint i = 0; i < l->notify->len; i++)
 			g_array_append_val(p, ((struct pollfd){ .fd = g_array_index(l->notify, struct notify, i).fd,
 								 .events = POLLIN }));
@@ -240,36 +340,33 @@ static gpointer listener_thread(gpointer data)
 		if (pf[0].revents)
 			return NULL;
 		g_mutex_lock(&l->lock);
-		for (guint i = p->len - 1; i >= 2; i--) {
+		for (guint i = p->len - 1; i >= G_N_ELEMENTS(head); i--) {
 			if (!pf[i].revents)
 				continue;
-			struct notify *n = &g_array_index(l->notify, struct notify, i - 2);
+			struct notify *n = &g_array_index(l->notify, struct notify, i - G_N_ELEMENTS(head));
 			if ((pf[i].revents & POLLIN) &&
-			    handle_notification(l, n, sizes.seccomp_notif, sizes.seccomp_notif_resp))
+			    (n->lxc ? handle_lxc_request(l, n, &sizes)
+				    : handle_notification(l, n, sizes.seccomp_notif, sizes.seccomp_notif_resp)))
 				continue;
 			close(pf[i].fd);
-			g_array_remove_index(l->notify, i - 2);
+			g_array_remove_index(l->notify, i - G_N_ELEMENTS(head));
 		}
 		g_mutex_unlock(&l->lock);
-		if (pf[1].revents & POLLIN) {
-			int conn = accept4(l->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-			if (conn >= 0) {
-				take_connection(l, conn);
-				close(conn);
-			}
-		}
+		for (int which = 0; which < 2; which++)
+			if (pf[1 + which].revents & POLLIN)
+				accept_on(l, which);
 	}
 }
 
-/* A listening stream socket at path, root's alone (an old one replaced):
+/* A listening socket of type at path, root's alone (an old one replaced):
  * the fd, or -errno. */
-static int listen_at(const char *path)
+static int listen_at(const char *path, int type)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(addr.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(addr.sun_path, path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	unlink(path); /* a dead daemon's, that no keeper held */
@@ -281,19 +378,29 @@ static int listen_at(const char *path)
 	return r < 0 ? r : fd;
 }
 
-int sysinfo_listener_start(const char *path, int listen_fd, struct view *view, int proc_fd, gboolean reuse,
-			   struct keeper *keeper, GArray *taken, struct sysinfo_listener **ret)
+int sysinfo_listener_start(const char *base, const int listen_fds[2], struct view *view, int proc_fd,
+			   gboolean reuse, struct keeper *keeper, GArray *taken, struct sysinfo_listener **ret)
 {
-	int fd = listen_fd >= 0 ? listen_fd : listen_at(path);
-	if (fd < 0)
-		return fd;
+	static const char *const suffixes[] = { ".seccomp", ".lxc" };
+	static const int types[] = { SOCK_STREAM, SOCK_SEQPACKET };
 	struct sysinfo_listener *l = g_new0(struct sysinfo_listener, 1);
-	if (!g_unix_open_pipe(l->wake, FD_CLOEXEC, NULL)) {
-		close(fd);
-		g_free(l);
-		return -EMFILE;
+	int r = 0;
+	for (int i = 0; i < 2; i++) {
+		l->paths[i] = g_strconcat(base, suffixes[i], NULL);
+		l->listen_fds[i] = listen_fds[i] >= 0 ? listen_fds[i] : r < 0 ? -1 : listen_at(l->paths[i], types[i]);
+		r = l->listen_fds[i] < 0 ? (r < 0 ? r : l->listen_fds[i]) : r;
+		struct stat st;
+		l->path_inos[i] = stat(l->paths[i], &st) == 0 ? st.st_ino : 0;
 	}
-	l->listen_fd = fd;
+	if (r < 0 || !g_unix_open_pipe(l->wake, FD_CLOEXEC, NULL)) {
+		for (int i = 0; i < 2; i++) {
+			if (l->listen_fds[i] >= 0)
+				close(l->listen_fds[i]);
+			g_free(l->paths[i]);
+		}
+		g_free(l);
+		return r < 0 ? r : -EMFILE;
+	}
 	l->notify = g_array_new(FALSE, FALSE, sizeof(struct notify));
 	l->reuse = reuse;
 	l->keeper = keeper;
@@ -304,17 +411,15 @@ int sysinfo_listener_start(const char *path, int listen_fd, struct view *view, i
 	}
 	l->view = view;
 	l->proc_fd = proc_fd;
-	l->path = g_strdup(path);
-	struct stat st;
-	l->path_ino = stat(path, &st) == 0 ? st.st_ino : 0;
 	l->thread = g_thread_new("seccomp", listener_thread, l);
 	*ret = l;
 	return 0;
 }
 
-int sysinfo_listener_fd(struct sysinfo_listener *l)
+const int *sysinfo_listener_fds(struct sysinfo_listener *l)
 {
-	return l ? l->listen_fd : -1;
+	static const int none[2] = { -1, -1 };
+	return l ? l->listen_fds : none;
 }
 
 void sysinfo_listener_render_stats(struct sysinfo_listener *l, GString *out)
@@ -347,14 +452,13 @@ int sysinfo_listener_hand_over(struct sysinfo_listener *l, int conn, GError **er
 
 struct sysinfo_listener *sysinfo_listener_for(struct daemon *d)
 {
-	g_autofree char *path = g_strconcat(d->cfg->control_socket, ".seccomp", NULL);
 	struct sysinfo_listener *l = NULL;
-	int r = sysinfo_listener_start(path, d->ho.seccomp_listener, d->view, d->proc_fd,
+	int r = sysinfo_listener_start(d->cfg->control_socket, d->ho.seccomp_listeners, d->view, d->proc_fd,
 				       d->cfg->scope == SCOPE_CONTAINER, d->keeper, d->ho.notify, &l);
-	if (d->ho.seccomp_listener >= 0)
-		d->ho.seccomp_listener = -1; /* the listener's, whatever came of it */
+	d->ho.seccomp_listeners[0] = d->ho.seccomp_listeners[1] = -1; /* the listener's, whatever came of it */
 	if (r < 0)
-		g_warning("cannot listen on %s (%s): containers' sysinfo(2) stays the host's", path, g_strerror(-r));
+		g_warning("cannot listen on %s.seccomp and .lxc (%s): containers' sysinfo(2) stays the host's",
+			  d->cfg->control_socket, g_strerror(-r));
 	return l;
 }
 
@@ -371,10 +475,12 @@ void sysinfo_listener_stop(struct sysinfo_listener *l)
 	g_mutex_clear(&l->lock);
 	close(l->wake[0]);
 	close(l->wake[1]);
-	struct stat here;
-	if (stat(l->path, &here) == 0 && here.st_ino == l->path_ino)
-		unlink(l->path); /* not a newer daemon's */
-	close(l->listen_fd);
-	g_free(l->path);
+	for (int i = 0; i < 2; i++) {
+		struct stat here;
+		if (stat(l->paths[i], &here) == 0 && here.st_ino == l->path_inos[i])
+			unlink(l->paths[i]); /* not a newer daemon's */
+		close(l->listen_fds[i]);
+		g_free(l->paths[i]);
+	}
 	g_free(l);
 }

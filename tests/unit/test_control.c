@@ -72,6 +72,8 @@ static const struct control_msg samples[] = {
 	{ .word = CONTROL_DROP, .args = { 5 } },
 	{ .word = CONTROL_QUIT },
 	{ .word = CONTROL_LISTENER, .n_fds = 1 },
+	{ .word = CONTROL_LISTENER, .n_fds = 3 },
+	{ .word = CONTROL_NOTIFY, .n_fds = 1 },
 	{ .word = CONTROL_PUBLISH },
 	{ .word = CONTROL_LEAVE },
 };
@@ -180,8 +182,8 @@ static const struct bad_message {
 	{ "attach 12", 1, "\"attach\" with 1 fds" },
 	{ "watch 1 2", 2, "\"watch\" with 2 fds" },
 	{ "error: no", 1, "with 1 fds" },
-	{ "session 31", 3, "more than 2 fds" },
-	{ "session 31", 8, "more than 2 fds" },
+	{ "session 31", 4, "more than 3 fds" },
+	{ "session 31", 8, "more than 3 fds" },
 	{ "listener", 0, "\"listener\" with 0 fds" },
 	{ "publish", 1, "\"publish\" with 1 fds" },
 };
@@ -336,7 +338,7 @@ Test(control, the_control_file_names_the_socket)
  * seccomp notification fd, the listeners, end. */
 static gpointer give(gpointer data)
 {
-	/* host fuse, container fuse, container ns, pidfd, notify, listener, seccomp listener */
+	/* host fuse, container fuse, container ns, pidfd, notify, listener, seccomp listeners */
 	const int *fds = data;
 	int r = handover_send_session(sv[0], 31, fds[0], -1, NULL);
 	if (r == 0)
@@ -346,7 +348,7 @@ static gpointer give(gpointer data)
 	if (r == 0)
 		r = handover_send_notify(sv[0], fds[4], NULL);
 	if (r == 0)
-		r = handover_send_listener(sv[0], fds[5], fds[6], NULL);
+		r = handover_send_listener(sv[0], fds[5], (const int[2]){ fds[6], fds[7] }, NULL);
 	if (r == 0)
 		r = handover_finish(sv[0], NULL);
 	return GINT_TO_POINTER(r);
@@ -354,11 +356,11 @@ static gpointer give(gpointer data)
 
 Test(control, a_handover_gives_sessions_watches_notify_fds_and_the_listeners)
 {
-	int p[7][2], fds[7];
+	int p[8][2], fds[8];
 	struct handover h;
 	g_autoptr(GError) err = NULL;
 
-	for (int i = 0; i < 7; i++) {
+	for (int i = 0; i < 8; i++) {
 		make_pipe(p[i]);
 		fds[i] = p[i][1];
 	}
@@ -375,7 +377,7 @@ Test(control, a_handover_gives_sessions_watches_notify_fds_and_the_listeners)
 	cr_assert(c->fuse_fd >= 0 && c->ns_fd >= 0 && c->proto_minor == 31);
 	cr_assert(w->session == 1 && w->pid == 4321 && w->pidfd >= 0);
 	cr_assert_geq(h.listener, 0, "the listener came");
-	cr_assert_geq(h.seccomp_listener, 0, "the seccomp listener came");
+	cr_assert(h.seccomp_listeners[0] >= 0 && h.seccomp_listeners[1] >= 0, "the seccomp listeners came");
 	char ch;
 	cr_assert_eq(write(c->ns_fd, "n", 1), 1, "the fds taken work");
 	cr_assert_eq(read(p[2][0], &ch, 1), 1);
@@ -383,12 +385,14 @@ Test(control, a_handover_gives_sessions_watches_notify_fds_and_the_listeners)
 	cr_assert_eq(read(p[5][0], &ch, 1), 1);
 	cr_assert_eq(write(g_array_index(h.notify, int, 0), "s", 1), 1);
 	cr_assert_eq(read(p[4][0], &ch, 1), 1);
-	cr_assert_eq(write(h.seccomp_listener, "s", 1), 1);
-	cr_assert_eq(read(p[6][0], &ch, 1), 1);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(write(h.seccomp_listeners[i], "s", 1), 1);
+		cr_assert_eq(read(p[6 + i][0], &ch, 1), 1);
+	}
 	handover_done(&h);
 	cr_assert_eq(GPOINTER_TO_INT(g_thread_join(giver)), 0, "the giving side saw no serving");
 	handover_clear(&h);
-	for (int i = 0; i < 7; i++) {
+	for (int i = 0; i < 8; i++) {
 		close(p[i][1]);
 		cr_assert(writers_gone(p[i][0]), "handover_clear closes everything");
 		close(p[i][0]);

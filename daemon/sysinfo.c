@@ -47,15 +47,20 @@ G_STATIC_ASSERT(sizeof(struct lxc_proxy_msg) == 32);
 #define LXC_COOKIE_MAX 64
 enum { LXC_FD_PROC, LXC_FD_MEM, LXC_FD_NOTIFY, LXC_FDS };
 
+/* An answer, and whom it serves. */
+struct answer {
+	uint64_t ns[2]; /* the pid and cgroup namespaces it is for; 0: none */
+	gint64 at_us;   /* when (monotonic) */
+	double up;      /* its uptime then, s */
+	struct sysinfo s;
+};
+
 /* A container's notification fd, or an LXC monitor's connection, and the
  * last answer to its callers. */
 struct notify {
 	int fd;
-	gboolean lxc;    /* an LXC monitor's connection */
-	uint64_t ns[2];  /* the pid and cgroup namespaces it is for; 0: none */
-	gint64 at_us;    /* when (monotonic) */
-	double up;       /* its uptime then, s */
-	struct sysinfo s;
+	gboolean lxc; /* an LXC monitor's connection */
+	struct answer last;
 };
 
 struct sysinfo_listener {
@@ -195,16 +200,17 @@ static int answer_of(struct sysinfo_listener *l, struct notify *n, pid_t tid, st
 	uint64_t ns[2] = { 0, 0 };
 	gint64 now = g_get_monotonic_time();
 	gboolean reusable = l->reuse && namespaces_of(l->proc_fd, tid, ns);
-	if (reusable && ns[0] == n->ns[0] && ns[1] == n->ns[1] && now - n->at_us < ANSWER_MAX_AGE_US) {
-		double up = n->up + (double)(now - n->at_us) / G_USEC_PER_SEC;
-		*ret = n->s;
+	const struct answer *last = &n->last;
+	if (reusable && ns[0] == last->ns[0] && ns[1] == last->ns[1] && now - last->at_us < ANSWER_MAX_AGE_US) {
+		double up = last->up + (double)(now - last->at_us) / G_USEC_PER_SEC;
+		*ret = last->s;
 		ret->uptime = sysinfo_uptime(up);
 		return 0;
 	}
 	double up = 0;
 	int r = render_answer(l, tid, ret, &up);
 	if (r == 0 && reusable)
-		*n = (struct notify){ .fd = n->fd, .ns = { ns[0], ns[1] }, .at_us = now, .up = up, .s = *ret };
+		n->last = (struct answer){ .ns = { ns[0], ns[1] }, .at_us = now, .up = up, .s = *ret };
 	return r;
 }
 

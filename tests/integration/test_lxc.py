@@ -444,6 +444,43 @@ def make_tests(d, state):
         check_equal((f.get("processors"), f.get("online")), ("1", "0"), "processors in cpuinfo, CPUs online")
         check_equal(f.get("init"), "init", "/proc/1/comm in the container (its busybox init)")
 
+    @test("LXC's seccomp proxy: a busybox container whose profile is Debian's with 'sysinfo notify' and whose "
+          "lxc.seccomp.notify.proxy is the daemon's .lxc socket: busybox free's total is 256 MiB and busybox "
+          "uptime says up 0 min (sysinfo(2) answered by the daemon); the daemon counts the answers")
+    def _():
+        path = lxcpath()
+        with open("/usr/share/lxc/config/common.seccomp") as f:
+            profile = f.read().rstrip("\n") + "\nsysinfo notify\n"
+        profile_path = os.path.join(path, "cgprocfs.seccomp")
+        with open(profile_path, "w") as f:
+            f.write(profile)
+        with open(os.path.join(d.mnt, ".cgprocfs", "control")) as f:
+            proxy = f.read().strip() + ".lxc"
+        c = Container(path, "cgprocfs-sysinfo-%d" % os.getpid())
+        config = os.path.join(path, c.name + ".conf")
+        with open(config, "w") as f:
+            f.write("\n".join(["lxc.net.0.type = empty"] + limits_config(BB_LIMIT, 50000) +
+                              ["lxc.include = " + state["snippet"], "lxc.seccomp.profile = " + profile_path,
+                               "lxc.seccomp.notify.proxy = unix:" + proxy]) + "\n")
+        before = cgtest.read_stats(d.mnt, prefix="cgprocfs_sysinfo_").get("answered_total", 0)
+        try:
+            res = c.tool("lxc-create", "-t", "busybox", "-f", config, timeout=300)
+            check(res[0] == 0, "lxc-create -t busybox", describe(res))
+            c.start()
+            res = c.attach(["sh", "-c", "busybox free; busybox uptime"])
+            check(res[0] == 0, "lxc-attach busybox free", describe(res), c.log_tail())
+            # LXC answers a call itself (ENOSYS) when the proxy's answer does not come or is not whole
+            proxy_errors = [line for line in c.log_tail(200000).splitlines() if "ERROR" in line and "seccomp" in line]
+        finally:
+            c.destroy()
+        cgtest.diag(res[1].strip())
+        mem = [line.split() for line in res[1].splitlines() if line.startswith("Mem:")]
+        check(mem and mem[0][1] == str(BB_LIMIT >> 10), "busybox free's total is not the container's", res[1])
+        check(" up 0 min," in res[1], "busybox uptime in a new container", res[1])
+        after = cgtest.read_stats(d.mnt, prefix="cgprocfs_sysinfo_").get("answered_total", 0)
+        check(after >= before + 2, "sysinfo answers counted: %d, then %d" % (before, after))
+        check(not proxy_errors, "LXC's log has seccomp errors", *proxy_errors[-5:])
+
     @test("the daemon killed while a container starts, its keeper holding the views for the next one: the start "
           "pauses until a daemon is back 3 s later, and the container has the view")
     def _():

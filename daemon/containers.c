@@ -411,6 +411,7 @@ static void serve_on(struct containers *cs, int conn, GError *error)
 	handover_stop_taker(conn);
 	keeper_hold(cs->cfg.keeper, FALSE);
 	server_resume(cs->cfg.server);
+	sysinfo_listener_resume(cs->cfg.sysinfo);
 	session_resend(cs->cfg.host);
 	g_mutex_lock(&cs->lock);
 	for (guint i = 0; i < cs->served->len; i++)

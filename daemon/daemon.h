@@ -126,8 +126,12 @@ int sysinfo_listener_start(const char *base, const int listen_fds[2], struct vie
 const int *sysinfo_listener_fds(struct sysinfo_listener *l);
 /* Give the keeper a copy of every notification fd (a new keeper); NULL: nothing. */
 void sysinfo_listener_keep_all(struct sysinfo_listener *l);
-/* Send every notification fd on conn, in a handover (handover_send_notify). */
+/* Send every notification fd on conn, in a handover (handover_send_notify),
+ * and stop taking or answering anything: a notification received and not
+ * answered would wait for ever, the new daemon cannot receive it again. */
 int sysinfo_listener_hand_over(struct sysinfo_listener *l, int conn, GError **error);
+/* The handover failed: take and answer again. NULL: nothing. */
+void sysinfo_listener_resume(struct sysinfo_listener *l);
 /* At <control socket>.seccomp, for the daemon's host view; NULL (logged) if it cannot listen. */
 struct daemon;
 struct sysinfo_listener *sysinfo_listener_for(struct daemon *d);

@@ -32,6 +32,8 @@
  * as long as the meminfo text it comes from (fs/files.c); its uptime is
  * moved on by the time since. */
 #define ANSWER_MAX_AGE_US G_USEC_PER_SEC
+#define WAKE_STOP 's'
+#define WAKE_LOOK 'l'
 
 /* What LXC's monitor sends for each notification (lxc.seccomp.notify.proxy),
  * before the notification, the response it proposes and a cookie, with
@@ -65,9 +67,11 @@ struct notify {
 
 struct sysinfo_listener {
 	int listen_fds[2]; /* the runtimes' (stream), LXC's (seqpacket) */
-	int wake[2];      /* a byte on wake[1]: stop */
+	int wake[2];      /* a byte on wake[1]: STOP, or look at paused again */
 	GMutex lock;      /* guards notify's members: the thread changes them, others read */
 	GArray *notify;   /* struct notify */
+	gboolean paused;  /* handed over: nothing taken or answered (a notification
+	                   * received and left unanswered waits for ever) */
 	struct keeper *keeper; /* holds a copy of each fd */
 	gboolean reuse;   /* answers may serve other callers (the container rule) */
 	struct view *view;
@@ -334,18 +338,24 @@ static gpointer listener_thread(gpointer data)
 						      .seccomp_data = sizeof(struct seccomp_data) };
 	for (;;) {
 		g_autoptr(GArray) p = g_array_new(FALSE, TRUE, sizeof(struct pollfd));
-		const int head[] = { l->wake[0], l->listen_fds[0], l->listen_fds[1] };
+		const gboolean paused = g_atomic_int_get(&l->paused);
+		const int head[] = { l->wake[0], paused ? -1 : l->listen_fds[0], paused ? -1 : l->listen_fds[1] };
 		for (guint i = 0; i < G_N_ELEMENTS(head); i++)
 			g_array_append_val(p, ((struct pollfd){ .fd = head[i], .events = POLLIN }));
-		for (guint i = 0; i < l->notify->len; i++)
+		for (guint i = 0; i < l->notify->len && !paused; i++)
 			g_array_append_val(p, ((struct pollfd){ .fd = g_array_index(l->notify, struct notify, i).fd,
 								 .events = POLLIN }));
 		if (poll((struct pollfd *)p->data, p->len, -1) < 0)
 			continue;
 		struct pollfd *pf = (struct pollfd *)p->data;
-		if (pf[0].revents)
+		char said = 0;
+		if (pf[0].revents && (read(l->wake[0], &said, 1) != 1 || said == WAKE_STOP))
 			return NULL;
 		g_mutex_lock(&l->lock);
+		if (g_atomic_int_get(&l->paused)) { /* since the poll */
+			g_mutex_unlock(&l->lock);
+			continue;
+		}
 		for (guint i = p->len - 1; i >= G_N_ELEMENTS(head); i--) {
 			if (!pf[i].revents)
 				continue;
@@ -450,10 +460,18 @@ void sysinfo_listener_keep_all(struct sysinfo_listener *l)
 int sysinfo_listener_hand_over(struct sysinfo_listener *l, int conn, GError **error)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
+	g_atomic_int_set(&l->paused, TRUE); /* the thread answers under the lock: none is under way */
 	int r = 0;
 	for (guint i = 0; r == 0 && i < l->notify->len; i++)
 		r = handover_send_notify(conn, g_array_index(l->notify, struct notify, i).fd, error);
 	return r;
+}
+
+void sysinfo_listener_resume(struct sysinfo_listener *l)
+{
+	if (l && g_atomic_int_compare_and_exchange(&l->paused, TRUE, FALSE) &&
+	    write(l->wake[1], (char[]){ WAKE_LOOK }, 1) < 0)
+		g_warning("cannot wake the seccomp listener: %s", g_strerror(errno));
 }
 
 struct sysinfo_listener *sysinfo_listener_for(struct daemon *d)
@@ -472,7 +490,7 @@ void sysinfo_listener_stop(struct sysinfo_listener *l)
 {
 	if (!l)
 		return;
-	if (write(l->wake[1], "", 1) < 0)
+	if (write(l->wake[1], (char[]){ WAKE_STOP }, 1) < 0)
 		g_warning("cannot stop the seccomp listener: %s", g_strerror(errno));
 	g_thread_join(l->thread);
 	for (guint i = 0; i < l->notify->len; i++)

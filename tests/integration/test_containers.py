@@ -693,9 +693,11 @@ class Podman:
     netavark and runc still make their directories in /run
     (PODMAN_FIXED_DIRS): remove() removes those that were not there before."""
 
-    def __init__(self, lab, exe):
+    def __init__(self, lab, exe, runtime=None, runtime_flags=()):
         self.lab = lab
         self.exe = exe
+        self.runtime = runtime or shutil.which("runc")
+        self.runtime_flags = ["--runtime-flag=" + f for f in runtime_flags]
         self.dir = tempfile.mkdtemp(prefix="podman-", dir=lab.dir)
         self.runroot = tempfile.mkdtemp(prefix="cgprocfs-podman-", dir="/run")
         self.parent = "cgprocfs-test-%d-podman-%d" % (os.getpid(), next(lab.serial))
@@ -714,12 +716,12 @@ class Podman:
         return [self.exe, "--root", os.path.join(self.dir, "root"), "--runroot", self.runroot,
                 "--tmpdir", os.path.join(self.dir, "tmp"), "--storage-driver", "vfs",
                 "--network-config-dir", os.path.join(self.dir, "networks"),
-                "--runtime", shutil.which("runc"), "--cgroup-manager", "cgroupfs", "--events-backend", "none",
-                "--hooks-dir", self.hooks] + list(args)
+                "--runtime", self.runtime] + self.runtime_flags + [
+                "--cgroup-manager", "cgroupfs", "--events-backend", "none", "--hooks-dir", self.hooks] + list(args)
 
-    def run(self, script, annotate=True, timeout=60):
+    def run(self, script, annotate=True, timeout=60, extra=()):
         """podman run --rm of script in a fresh copy of the lab's rootfs,
-        limited to QUOTA/PERIOD over container_cpus()."""
+        limited to QUOTA/PERIOD over container_cpus() (and extra's options)."""
         name = "cgprocfs-test-%d-%d" % (os.getpid(), next(self.lab.serial))
         rootfs = os.path.join(self.dir, name)
         shutil.copytree(self.lab.template, rootfs, symlinks=True)
@@ -727,7 +729,7 @@ class Podman:
                          "--cgroups", "no-conmon", "--cgroup-parent", "/" + self.parent,
                          "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
                          "--cpu-quota", str(QUOTA), "--cpu-period", str(PERIOD),
-                         "--cpuset-cpus", format_cpu_list(container_cpus()))
+                         "--cpuset-cpus", format_cpu_list(container_cpus()), *extra)
         if annotate:
             argv += ["--annotation", PODMAN_ANNOTATION]
         result = cgtest.run(argv + ["--rootfs", rootfs, "sh", "-c", script], timeout=timeout)

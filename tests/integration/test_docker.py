@@ -320,6 +320,36 @@ def make_tests(d, state):
                   "profile"), res[1])
             check(" up 0 min," in res[1], "busybox uptime in a new container", res[1])
 
+    @test("with the wrapper's profile edit, what Docker's profile denies stays denied (unshare: EPERM), a "
+          "profile that denies sysinfo keeps denying it (EPERM), and docker exec's sysinfo is the container's")
+    def _():
+        res = docker().docker(["run", "--rm", "--runtime", "cgprocfs", IMAGE, "busybox", "unshare", "-U", "true"])
+        check(res[0] != 0 and "not permitted" in res[1] + res[2], "unshare under Docker's profile", describe(res))
+        work = state["work"]
+        probe = os.path.join(work, "sysinfo-errno")
+        with open(probe + ".c", "w") as f:
+            f.write('#include <errno.h>\n#include <stdio.h>\n#include <string.h>\n#include <sys/sysinfo.h>\n'
+                    'int main(void) { struct sysinfo s; int r = sysinfo(&s); '
+                    'printf("%d %s\\n", r, r ? strerror(errno) : "ok"); return 0; }\n')
+        cgtest.check_ran(cgtest.run(["cc", "-static", "-o", probe, probe + ".c"]), "cc -static (the probe)")
+        profile = os.path.join(work, "deny-sysinfo.json")
+        with open(profile, "w") as f:
+            json.dump({"defaultAction": "SCMP_ACT_ALLOW",
+                       "syscalls": [{"names": ["sysinfo"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]}, f)
+        res = docker().docker(["run", "--rm", "--runtime", "cgprocfs", "--security-opt", "seccomp=" + profile,
+                               "-v", probe + ":/probe:ro", IMAGE, "/probe"])
+        check(res[0] == 0 and res[1].strip() == "-1 Operation not permitted",
+              "sysinfo under a profile that denies it", describe(res))
+        res = docker().docker(["run", "-d", "--runtime", "cgprocfs", "--memory", "256m", IMAGE, "sleep", "600"])
+        check(res[0] == 0, "docker run -d", describe(res))
+        cid = res[1].strip()
+        try:
+            res = docker().docker(["exec", cid, "busybox", "free"])
+            mem = [line.split() for line in res[1].splitlines() if line.startswith("Mem:")]
+            check(res[0] == 0 and mem and mem[0][1] == str(256 * 1024), "busybox free by docker exec", describe(res))
+        finally:
+            docker().docker(["rm", "-f", cid])
+
     @test("docker exec into a container run with the runtime sees the same")
     def _():
         res = docker().docker(["run", "-d", "--runtime", "cgprocfs", "--cpus", "0.5", "--memory", "256m", IMAGE,

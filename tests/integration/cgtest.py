@@ -402,6 +402,18 @@ def run_with_daemon(make_tests, daemon_args=()):
         d.stop()
 
 
+def run_with_state(make_tests, cleanup):
+    """Run make_tests(daemon, state) with a daemon of their own, then
+    cleanup(state) whatever happened (state: a dict the tests fill)."""
+    skip_all_unless_runnable()
+    state = {}
+    try:
+        with Daemon() as d:
+            run_tests(make_tests(d, state))
+    finally:
+        cleanup(state)
+
+
 def stop_check(daemon):
     """A test body: stop daemon, fail with the problems if any."""
     problems = daemon.stop()

@@ -816,14 +816,7 @@ def check_cpu_sections(secs, result, n, where):
 # ----------------------------------------------------------------- tests --
 
 def make_tests(d, lab):
-    t = []
-
-    def test(name):
-        def register(fn):
-            t.append((name, fn))
-            return fn
-        return register
-
+    t, test = cgtest.test_registry()
     n = expected_cpus()
 
     @test("build the busybox rootfs and a static probe of glibc's sysconf CPU counts")

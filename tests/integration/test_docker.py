@@ -556,6 +556,9 @@ def make_tests(d, state):
 
 
 def cleanup(state):
+    if "docker" in state:
+        end_pod(state["docker"], state)
+        state.pop("docker").close()
     remove_cgroups()
     for p in ("/run/docker", "/run/containerd"):
         if os.path.basename(p) not in state.get("run_before", {os.path.basename(p)}):
@@ -565,18 +568,5 @@ def cleanup(state):
         shutil.rmtree(state.pop("work"), ignore_errors=True)
 
 
-def main():
-    cgtest.skip_all_unless_runnable()
-    state = {}
-    try:
-        with cgtest.Daemon() as d:
-            cgtest.run_tests(make_tests(d, state))
-    finally:
-        if "docker" in state:
-            end_pod(state["docker"], state)
-            state.pop("docker").close()
-        cleanup(state)
-
-
 if __name__ == "__main__":
-    main()
+    cgtest.run_with_state(make_tests, cleanup)

@@ -581,15 +581,5 @@ def cleanup(state):
             os.rmdir(pivot)
 
 
-def main():
-    cgtest.skip_all_unless_runnable()
-    state = {}
-    try:
-        with cgtest.Daemon() as d:
-            cgtest.run_tests(make_tests(d, state))
-    finally:
-        cleanup(state)
-
-
 if __name__ == "__main__":
-    main()
+    cgtest.run_with_state(make_tests, cleanup)

@@ -327,6 +327,11 @@ static gboolean socket_address(const char *path, struct sockaddr_un *ret)
 
 int control_listen(const char *path, int backlog)
 {
+	return control_listen_type(path, SOCK_SEQPACKET, backlog);
+}
+
+int control_listen_type(const char *path, int type, int backlog)
+{
 	struct sockaddr_un addr;
 	g_autofree char *dir = g_path_get_dirname(path);
 
@@ -334,7 +339,7 @@ int control_listen(const char *path, int backlog)
 		return -ENAMETOOLONG;
 	if (g_mkdir_with_parents(dir, 0700) < 0)
 		return -errno;
-	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	_cleanup_close_ int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	unlink(path);

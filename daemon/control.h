@@ -89,6 +89,8 @@ void control_close_fds(struct control_msg *msg);
 /* A listening socket at path (its directory made, 0600, any old one
  * replaced): the fd, or -errno. */
 int control_listen(const char *path, int backlog);
+/* The same with a socket of type (SOCK_STREAM, SOCK_SEQPACKET). */
+int control_listen_type(const char *path, int type, int backlog);
 /* The next connection on listen_fd: the connection, or -errno. A peer
  * that is not root is answered "error: <refusal>" and -EPERM returned. */
 int control_accept(int listen_fd, const char *refusal);

@@ -23,7 +23,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #define STATE_MAX (1 << 20) /* the runtime's JSON: a few kB */
@@ -375,26 +374,6 @@ static gpointer listener_thread(gpointer data)
 	}
 }
 
-/* A listening socket of type at path, root's alone (an old one replaced):
- * the fd, or -errno. */
-static int listen_at(const char *path, int type)
-{
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(addr.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(addr.sun_path, path);
-	int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	unlink(path); /* a dead daemon's, that no keeper held */
-	mode_t old = umask(077);
-	int r = bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(fd, 64) < 0 ? -errno : 0;
-	umask(old);
-	if (r < 0)
-		close(fd);
-	return r < 0 ? r : fd;
-}
-
 int sysinfo_listener_start(const char *base, const int listen_fds[2], struct view *view, int proc_fd,
 			   gboolean reuse, struct keeper *keeper, GArray *taken, struct sysinfo_listener **ret)
 {
@@ -404,7 +383,7 @@ int sysinfo_listener_start(const char *base, const int listen_fds[2], struct vie
 	int r = 0;
 	for (int i = 0; i < 2; i++) {
 		l->paths[i] = g_strconcat(base, suffixes[i], NULL);
-		l->listen_fds[i] = listen_fds[i] >= 0 ? listen_fds[i] : r < 0 ? -1 : listen_at(l->paths[i], types[i]);
+		l->listen_fds[i] = listen_fds[i] >= 0 ? listen_fds[i] : r < 0 ? -1 : control_listen_type(l->paths[i], types[i], 64);
 		r = l->listen_fds[i] < 0 ? (r < 0 ? r : l->listen_fds[i]) : r;
 		struct stat st;
 		l->path_inos[i] = stat(l->paths[i], &st) == 0 ? st.st_ino : 0;

@@ -3,6 +3,7 @@ with pure cgroup v2: the daemon in a user-mode Linux guest (tests/uml/
 uml-run, Linux 6.1), read every way by a caller under a cpu.max quota.
 Compared with the same reads on this machine's kernel by test_served.py."""
 
+import contextlib
 import json
 import os
 import shutil
@@ -127,6 +128,70 @@ print(json.dumps({"io": io, "cpu_percent": cpu, "new_ns_uptime": new_ns.stdout, 
 """
 
 
+# A container's runtime and sysinfo caller at once (static, run in the
+# guest): installs a seccomp filter that notifies sysinfo, sends its
+# listener fd to the daemon's seccomp socket (argv[1]) as runc does
+# (linux.seccomp.listenerPath), then prints sysinfo's totalram in bytes.
+NOTIFY_PROBE_C = r"""
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sysinfo, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	const char state[] = "{\"ociVersion\": \"1.0.2\", \"fds\": [\"seccompFd\"], \"pid\": 1, \"state\": {}}";
+	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	int fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+	int sock = socket(AF_UNIX, SOCK_STREAM, 0);
+	strncpy(addr.sun_path, argv[1], sizeof(addr.sun_path) - 1);
+	if (fd < 0 || connect(sock, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		perror("notify-probe");
+		return 1;
+	}
+	char control[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { (void *)state, sizeof(state) - 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof(control) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	if (sendmsg(sock, &msg, 0) < 0) {
+		perror("notify-probe: sendmsg");
+		return 1;
+	}
+	close(sock);
+	close(fd);
+	struct sysinfo s;
+	if (sysinfo(&s) != 0) {
+		perror("notify-probe: sysinfo");
+		return 1;
+	}
+	printf("%llu\n", (unsigned long long)s.totalram * s.mem_unit);
+	return 0;
+}
+"""
+
+
 # In the guest: the container rule (README "Whose figures") on cgroup v2. A
 # container cgroup c (256 MiB, 2 CPUs of quota) whose sub-cgroup hold holds
 # 100 MiB; readers with a cgroup namespace rooted at c in c itself, in
@@ -134,8 +199,10 @@ print(json.dumps({"io": io, "cpu_percent": cpu, "new_ns_uptime": new_ns.stdout, 
 # children take controllers (v2 keeps processes out of a cgroup that gives
 # its children controllers: c has none of its own by then); and a reader
 # in c/tight of the guest's own namespaces. Each reads meminfo, cpuinfo
-# and stat through the view, and with busybox cat (sendfile).
+# and stat through the view, and with busybox cat (sendfile), and asks
+# sysinfo(2) through the daemon (NOTIFY_PROBE_C, argv[2]).
 SCOPE_GUEST = START_DAEMON + r"""
+notify_probe = sys.argv[2]
 R = "/sys/fs/cgroup"
 def w(path, value):
     with open(path, "w") as f:
@@ -163,13 +230,15 @@ print(json.dumps({"total": mem["MemTotal"], "used": mem["MemTotal"] - mem["MemFr
                   "busybox_cpuinfo_same": busybox("/proc/cpuinfo") == open(m + "/proc/cpuinfo").read(),
                   "busybox_memtotal": busybox("/proc/meminfo").splitlines()[0],
                   "busybox_stat_lines": len(busybox("/proc/stat").splitlines()),
-                  "cgroup": open("/proc/self/cgroup").read().strip()}))
+                  "cgroup": open("/proc/self/cgroup").read().strip(),
+                  "sysinfo": subprocess.run([sys.argv[2], open(m + "/.cgprocfs/control").read().strip() + ".seccomp"],
+                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout}))
 '''
 def reader(move_to=None, wait=False):
     inner = ("echo $$ > %s/%s/cgroup.procs; " % (R, move_to) if move_to else "") + \
             ("echo ready; read x; " if wait else "") + 'exec "$@"'
     return subprocess.Popen(["sh", "-c", "echo $$ > %s/c/cgroup.procs; exec unshare -C sh -c '%s' sh \"$@\"" % (R, inner),
-                             "sh", sys.executable, "-c", READ, mnt],
+                             "sh", sys.executable, "-c", READ, mnt, notify_probe],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 out = {"c": reader().communicate(), "c/leaf": reader("c/leaf").communicate()}
 tight = reader("c/leaf", wait=True)
@@ -178,7 +247,7 @@ w(R + "/c/cgroup.subtree_control", "+memory +cpu")
 mk("c/tight", memory__max=str(64 << 20), cpu__max="50000 100000")
 w(R + "/c/tight/cgroup.procs", str(tight.pid))
 out["c/tight"] = tight.communicate("go\n")
-own = subprocess.run([sys.executable, "-c", READ, mnt], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+own = subprocess.run([sys.executable, "-c", READ, mnt, notify_probe], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                      preexec_fn=lambda: w(R + "/c/tight/cgroup.procs", "0"))
 out["own c/tight"] = (own.stdout, own.stderr)
 holder.kill()
@@ -199,14 +268,20 @@ def main():
     cache = "/var/cache/cgprocfs-uml"
     os.makedirs(cache, exist_ok=True)
     exe = os.path.join(cache, "cgprocfs-%d" % os.getpid())
+    probe = os.path.join(cache, "notify-probe-%d" % os.getpid())
     shutil.copy2(os.environ["CGPROCFS"], exe)
     try:
-        run(exe)
+        with open(probe + ".c", "w") as f:
+            f.write(NOTIFY_PROBE_C)
+        built = cgtest.run(["cc", "-static", "-O2", "-o", probe, probe + ".c"])
+        run(exe, probe if built[0] == 0 else None, built[2])
     finally:
-        os.unlink(exe)
+        for path in (exe, probe, probe + ".c"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
 
-def run(exe):
+def run(exe, probe, probe_err):
     t, test = cgtest.test_registry()
     state, guest = {}, {}
 
@@ -295,16 +370,19 @@ def run(exe):
     @test("in the guest (cgroup v2), readers with a cgroup namespace rooted at a container's cgroup (256 MiB, 2 "
           "CPUs), in it and in sub-cgroups of it (one with 64 MiB and half a CPU of its own), see the container's "
           "limit and the 100 MiB another sub-cgroup holds; one of the guest's own namespaces in the tight "
-          "sub-cgroup sees its own 64 MiB; busybox cat (sendfile) reads the same")
+          "sub-cgroup sees its own 64 MiB; busybox cat (sendfile) reads the same, and sysinfo(2), notified to the "
+          "daemon as a runtime's seccomp profile would, says the same total")
     def _():
-        res = cgtest.run([UML_RUN, "--", "/usr/bin/python3", "-c", SCOPE_GUEST, exe], timeout=600)
+        check(probe, "cc -static of the notify probe failed", probe_err)
+        res = cgtest.run([UML_RUN, "--", "/usr/bin/python3", "-c", SCOPE_GUEST, exe, probe], timeout=600)
         got = json.loads(cgtest.check_ran(res, "the guest").strip().splitlines()[-1])
         readers = {}
         for where, text in got["readers"].items():
             check(text.startswith("{"), "the reader in %s failed: %s (daemon log: %s)" % (where, text, got["log"]))
             readers[where] = json.loads(text)
-        cgtest.diag("readers (MemTotal MiB, used MiB, cgroup): %s"
-                    % {k: (r["total"] >> 20, r["used"] >> 20, r["cgroup"]) for k, r in readers.items()})
+        cgtest.diag("readers (MemTotal MiB, used MiB, cgroup, sysinfo's totalram MiB): %s"
+                    % {k: (r["total"] >> 20, r["used"] >> 20, r["cgroup"], r["sysinfo"].strip()[:40])
+                       for k, r in readers.items()})
         for where in ("c", "c/leaf", "c/tight"):
             r = readers[where]
             check_equal(r["total"], 256 << 20, "MemTotal in %s (cgroup namespace at c)" % where)
@@ -317,6 +395,8 @@ def run(exe):
             check_equal(r["busybox_memtotal"].split(), ["MemTotal:", str(r["total"] >> 10), "kB"],
                         "busybox cat's MemTotal in " + where)
             check(r["busybox_stat_lines"] > 2, "busybox cat of stat in %s" % where, r)
+            check_equal(r["sysinfo"].strip(), str(r["total"]), "sysinfo(2)'s totalram, answered by the daemon, in "
+                        + where)
 
     cgtest.run_tests(t)
 

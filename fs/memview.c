@@ -126,23 +126,6 @@ static uint64_t meminfo_host_kb(GArray *lines, const char *name)
 	return l && l->kb ? l->value : 0;
 }
 
-int memview_meminfo_kb(const char *text, const char *const *names, size_t n, uint64_t *ret_kb)
-{
-	g_auto(GStrv) text_lines = split_lines(text);
-	g_autofree uint64_t *kb = g_new(uint64_t, n);
-	g_autoptr(GArray) lines = NULL;
-	if (parse_meminfo(text_lines, &lines) < 0)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		const struct meminfo_line *l = meminfo_find(lines, names[i]);
-		if (!l || !l->kb)
-			return -EINVAL;
-		kb[i] = l->value;
-	}
-	memcpy(ret_kb, kb, n * sizeof(*kb));
-	return 0;
-}
-
 /* SwapTotal and SwapFree (kB) of a cgroup whose swap the kernel counts. */
 static void swap_view_of(uint64_t host_total, const struct mem_figures *f, uint64_t *ret_total,
 			 uint64_t *ret_free)

@@ -27,11 +27,6 @@ void mem_figures_clear(struct mem_figures *f);
 /* The value of a memory.stat key, or FALSE if the cgroup has none. */
 gboolean mem_figures_stat(const struct mem_figures *f, const char *key, uint64_t *ret);
 
-/* The kB of the lines names[0 .. n-1] of a /proc/meminfo text, into
- * ret_kb[]: 0, or -EINVAL if the text does not parse or a name is not
- * there as a kB line (ret_kb is then untouched). */
-int memview_meminfo_kb(const char *text, const char *const *names, size_t n, uint64_t *ret_kb);
-
 /* Renderers, for a caller with a memory limit. host: the host's file.
  * swap_view FALSE: the host's swap figures (--no-swap-view). 0 or -EINVAL
  * when the host text does not have the expected shape. */

@@ -1,11 +1,27 @@
 #include "sysinfo.h"
-#include "memview.h"
 
 #include <errno.h>
 #include <glib.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+
+/* The kB of meminfo's line "name:   N kB": TRUE if there is one. */
+static gboolean meminfo_bytes(const char *meminfo, const char *name, unsigned long *ret)
+{
+	size_t len = strlen(name);
+	for (const char *line = meminfo; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		if (strncmp(line, name, len) != 0 || line[len] != ':')
+			continue;
+		char *end;
+		guint64 kb = g_ascii_strtoull(line + len + 1, &end, 10);
+		if (end == line + len + 1 || strncmp(end, " kB", 3) != 0 || kb > G_MAXUINT64 / 1024)
+			return FALSE;
+		*ret = (unsigned long)(kb * 1024);
+		return TRUE;
+	}
+	return FALSE;
+}
 
 /* A load of loadavg ("0.42") as the kernel keeps it: fixed point. */
 static gboolean load_fixed(const char *text, char **end, unsigned long *ret)
@@ -46,17 +62,12 @@ int sysinfo_from_texts(const struct sysinfo *host, const char *meminfo, const ch
 	s.uptime = sysinfo_uptime(up);
 	if (!parse_loadavg(loadavg, &s))
 		return -EINVAL;
-	static const char *const names[] = { "MemTotal", "MemFree", "Shmem", "Buffers", "SwapTotal", "SwapFree" };
-	unsigned long *const into[] = { &s.totalram, &s.freeram, &s.sharedram, &s.bufferram, &s.totalswap,
-					&s.freeswap };
-	uint64_t kb[G_N_ELEMENTS(names)];
-	if (memview_meminfo_kb(meminfo, names, G_N_ELEMENTS(names), kb) < 0)
+	if (!meminfo_bytes(meminfo, "MemTotal", &s.totalram) || !meminfo_bytes(meminfo, "MemFree", &s.freeram) ||
+	    !meminfo_bytes(meminfo, "Buffers", &s.bufferram) || !meminfo_bytes(meminfo, "SwapTotal", &s.totalswap) ||
+	    !meminfo_bytes(meminfo, "SwapFree", &s.freeswap))
 		return -EINVAL;
-	for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
-		if (kb[i] > G_MAXUINT64 / 1024)
-			return -EINVAL;
-		*into[i] = (unsigned long)(kb[i] * 1024);
-	}
+	if (!meminfo_bytes(meminfo, "Shmem", &s.sharedram))
+		s.sharedram = 0;
 	s.totalhigh = 0;
 	s.freehigh = 0;
 	s.mem_unit = 1;

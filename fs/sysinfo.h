@@ -9,8 +9,7 @@
 
 /* ret: host (the kernel's answer to the caller) with the view's figures in
  * place of the host's: memory and swap from meminfo (MemTotal, MemFree,
- * Shmem, Buffers, SwapTotal, SwapFree, read by fs/memview; in bytes,
- * mem_unit 1), uptime
+ * Shmem, Buffers, SwapTotal, SwapFree; in bytes, mem_unit 1), uptime
  * (whole seconds, rounded up as the kernel does), and from loadavg the
  * three loads (fixed point, 1 << SI_LOAD_SHIFT) and procs (the threads,
  * its fourth field). 0, or -EINVAL if a text lacks a figure or does not

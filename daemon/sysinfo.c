@@ -137,11 +137,17 @@ static void take_connection(struct sysinfo_listener *l, int conn)
 	g_autoptr(GArray) fds = g_array_new(FALSE, FALSE, sizeof(int));
 	for (;;) {
 		char data[4096];
-		int got[FDS_MAX];
-		size_t n_fds = G_N_ELEMENTS(got);
-		ssize_t n = fdmsg_receive(conn, data, sizeof(data), got, &n_fds);
-		if (n > 0)
-			g_array_append_vals(fds, got, (guint)n_fds);
+		union {
+			struct cmsghdr h;
+			char space[CMSG_SPACE(sizeof(int) * FDS_MAX)];
+		} control;
+		struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
+				      .msg_controllen = sizeof(control) };
+		ssize_t n = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
+		for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+				g_array_append_vals(fds, CMSG_DATA(c), (c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
 		if (n <= 0 || state->len + (gsize)n > STATE_MAX)
 			break;
 		g_string_append_len(state, data, n);
@@ -245,21 +251,12 @@ static void respond(struct sysinfo_listener *l, const struct seccomp_notif *req,
 	}
 }
 
-/* The listener thread's notification and response, of the kernel's sizes. */
-struct notif_bufs {
-	struct seccomp_notif_sizes sizes;
-	struct seccomp_notif *req;
-	struct seccomp_notif_resp *resp;
-};
-
 /* One notification of n's fd: FALSE if the fd is done (every process of
  * its filter gone). */
-static gboolean handle_notification(struct sysinfo_listener *l, struct notify *n, struct notif_bufs *b)
+static gboolean handle_notification(struct sysinfo_listener *l, struct notify *n, gsize req_size, gsize resp_size)
 {
-	struct seccomp_notif *req = b->req;
-	struct seccomp_notif_resp *resp = b->resp;
-	memset(req, 0, MAX(b->sizes.seccomp_notif, sizeof(*req))); /* as the kernel wants it */
-	memset(resp, 0, MAX(b->sizes.seccomp_notif_resp, sizeof(*resp)));
+	g_autofree struct seccomp_notif *req = g_malloc0(req_size);
+	g_autofree struct seccomp_notif_resp *resp = g_malloc0(resp_size);
 	if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
 		return errno == EINTR || errno == ENOENT; /* ENOENT: the caller went */
 	int r = -ENOSYS;
@@ -285,28 +282,32 @@ static gboolean handle_lxc_request(struct sysinfo_listener *l, struct notify *n,
 	struct lxc_proxy_msg msg;
 	struct seccomp_notif req;
 	struct seccomp_notif_resp resp;
-	char buf[sizeof(msg) + sizeof(req) + sizeof(resp) + LXC_COOKIE_MAX + 1];
-	int fds[LXC_FDS];
-	size_t n_fds = LXC_FDS;
-	ssize_t got = fdmsg_receive(n->fd, buf, sizeof(buf), fds, &n_fds);
-	if (got == -EINTR)
-		return TRUE;
-	if (got == 0 || (got < 0 && got != -EMSGSIZE && got != -ETOOMANYREFS))
-		return FALSE; /* gone; a message too long or with too many fds gets the empty answer */
-	gboolean whole = got >= (ssize_t)(sizeof(msg) + sizeof(req) + sizeof(resp)) && n_fds == LXC_FDS;
-	if (whole) {
-		memcpy(&msg, buf, sizeof(msg));
-		memcpy(&req, buf + sizeof(msg), sizeof(req));
-		whole = msg.sizes.seccomp_notif == k->seccomp_notif && msg.sizes.seccomp_notif_resp == k->seccomp_notif_resp &&
-			msg.sizes.seccomp_data == k->seccomp_data;
-	}
+	char cookie[LXC_COOKIE_MAX];
+	int fds[LXC_FDS] = { -1, -1, -1 };
+	struct iovec iov[] = { { &msg, sizeof(msg) }, { &req, sizeof(req) }, { &resp, sizeof(resp) },
+			       { cookie, sizeof(cookie) } };
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(sizeof(fds))];
+	} control;
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 4, .msg_control = &control, .msg_controllen = sizeof(control) };
+	ssize_t got = recvmsg(n->fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (got <= 0)
+		return got < 0 && (errno == EINTR || errno == EAGAIN);
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	size_t n_fds = c && c->cmsg_type == SCM_RIGHTS ? (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) : 0;
+	if (n_fds)
+		memcpy(fds, CMSG_DATA(c), MIN(n_fds, (size_t)LXC_FDS) * sizeof(int));
+	gboolean whole = got >= (ssize_t)(sizeof(msg) + sizeof(req) + sizeof(resp)) && n_fds == LXC_FDS &&
+			 msg.sizes.seccomp_notif == k->seccomp_notif && msg.sizes.seccomp_notif_resp == k->seccomp_notif_resp &&
+			 msg.sizes.seccomp_data == k->seccomp_data;
 	if (whole) {
 		int r = answered_here(&req) ? answer(l, n, fds[LXC_FD_NOTIFY], fds[LXC_FD_MEM], &req) : -ENOSYS;
 		respond(l, &req, r, &resp);
 	}
-	const struct iovec reply[] = { { &msg, sizeof(msg) }, { &req, sizeof(req) }, { &resp, sizeof(resp) } };
-	gboolean sent = fdmsg_sendv(n->fd, reply, whole ? G_N_ELEMENTS(reply) : 0, NULL, 0) >= 0;
-	for (size_t i = 0; got > 0 && i < n_fds; i++)
+	struct msghdr out = { .msg_iov = iov, .msg_iovlen = whole ? 3 : 0 };
+	gboolean sent = sendmsg(n->fd, &out, MSG_NOSIGNAL) >= 0;
+	for (size_t i = 0; i < MIN(n_fds, (size_t)LXC_FDS); i++)
 		close(fds[i]);
 	return sent;
 }
@@ -329,13 +330,11 @@ static void accept_on(struct sysinfo_listener *l, int which)
 static gpointer listener_thread(gpointer data)
 {
 	struct sysinfo_listener *l = data;
-	struct notif_bufs b = { .sizes = { 0 } };
-	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &b.sizes) < 0)
-		b.sizes = (struct seccomp_notif_sizes){ .seccomp_notif = sizeof(struct seccomp_notif),
-							.seccomp_notif_resp = sizeof(struct seccomp_notif_resp),
-							.seccomp_data = sizeof(struct seccomp_data) };
-	g_autofree struct seccomp_notif *req = b.req = g_malloc0(MAX(b.sizes.seccomp_notif, sizeof(*req)));
-	g_autofree struct seccomp_notif_resp *resp = b.resp = g_malloc0(MAX(b.sizes.seccomp_notif_resp, sizeof(*resp)));
+	struct seccomp_notif_sizes sizes = { 0 };
+	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0)
+		sizes = (struct seccomp_notif_sizes){ .seccomp_notif = sizeof(struct seccomp_notif),
+						      .seccomp_notif_resp = sizeof(struct seccomp_notif_resp),
+						      .seccomp_data = sizeof(struct seccomp_data) };
 	for (;;) {
 		g_autoptr(GArray) p = g_array_new(FALSE, TRUE, sizeof(struct pollfd));
 		const gboolean paused = g_atomic_int_get(&l->paused);
@@ -361,8 +360,8 @@ static gpointer listener_thread(gpointer data)
 				continue;
 			struct notify *n = &g_array_index(l->notify, struct notify, i - G_N_ELEMENTS(head));
 			if ((pf[i].revents & POLLIN) &&
-			    (n->lxc ? handle_lxc_request(l, n, &b.sizes)
-				    : handle_notification(l, n, &b)))
+			    (n->lxc ? handle_lxc_request(l, n, &sizes)
+				    : handle_notification(l, n, sizes.seccomp_notif, sizes.seccomp_notif_resp)))
 				continue;
 			close(pf[i].fd);
 			g_array_remove_index(l->notify, i - G_N_ELEMENTS(head));

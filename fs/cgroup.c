@@ -436,12 +436,6 @@ int cgroup_read_memory(const struct cgroup_hierarchy *h, const char *dir, struct
 
 /* ---------------------------------------------------------- CPU usage -- */
 
-void cgroup_cpu_usage_clear(struct cgroup_cpu_usage *u)
-{
-	g_clear_pointer(&u->per_cpu, g_array_unref);
-	*u = (struct cgroup_cpu_usage){ { 0, 0 }, NULL };
-}
-
 /* The cgroup's directory in h, or NULL (-ENOENT) if it is not there. */
 static char *existing_dir(const struct cgroup_hierarchy *h, const char *path)
 {
@@ -460,33 +454,41 @@ gboolean cgroup_parse_u64(const char *text, uint64_t *ret)
 	return TRUE;
 }
 
-/* v1 cpuacct.usage_all: "cpu user system", then "<cpu> <user ns> <system ns>". */
-static int read_usage_all(const struct cgroup_hierarchy *h, const char *dir, struct cgroup_cpu_usage *u,
-			  char **ret_culprit)
+/* v1: the time from cpuacct.usage, to the nanosecond (the time the
+ * scheduler ran its tasks), split into user and system as cpuacct.stat
+ * splits its clock ticks. Not cpuacct.usage_all's user and system: those
+ * are sampled at each tick, and a quota's periods, which start and end at
+ * ticks, skew them (seen 10 % over the time used, and far more while the
+ * CPUs are shared with other busy tasks). */
+static int read_cpuacct(const struct cgroup_hierarchy *h, const char *dir, struct cgroup_cpu_time *t,
+			char **ret_culprit)
 {
-	g_auto(GStrv) lines = NULL;
-	int r = read_lines(h, dir, "cpuacct.usage_all", &lines, ret_culprit);
+	g_auto(GStrv) usage = NULL, stat = NULL;
+	uint64_t ns, ticks[2] = { 0, 0 };
+	int r = read_lines(h, dir, "cpuacct.usage", &usage, ret_culprit);
 	if (r < 0)
 		return r;
-	if (!lines[0] || strcmp(lines[0], "cpu user system") != 0)
-		return cgroup_bad(dir, "cpuacct.usage_all", ret_culprit);
-	u->per_cpu = g_array_new(FALSE, TRUE, sizeof(struct cgroup_cpu_time));
-	for (char **line = lines + 1; *line; line++) {
-		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
-		uint64_t cpu;
-		struct cgroup_cpu_time t;
-		if (g_strv_length(f) != 3 || !cgroup_parse_u64(f[0], &cpu) || cpu != u->per_cpu->len ||
-		    !cgroup_parse_u64(f[1], &t.user_ns) || !cgroup_parse_u64(f[2], &t.system_ns))
-			return cgroup_bad(dir, "cpuacct.usage_all", ret_culprit);
-		g_array_append_val(u->per_cpu, t);
-		u->total.user_ns += t.user_ns;
-		u->total.system_ns += t.system_ns;
+	if (!cgroup_parse_u64(usage[0], &ns))
+		return cgroup_bad(dir, "cpuacct.usage", ret_culprit);
+	r = read_lines(h, dir, "cpuacct.stat", &stat, ret_culprit);
+	if (r < 0)
+		return r;
+	static const char *const names[2] = { "user", "system" };
+	for (int i = 0; i < 2; i++) {
+		g_auto(GStrv) f = stat[i] ? g_strsplit(stat[i], " ", -1) : NULL;
+		if (!f || g_strv_length(f) != 2 || strcmp(f[0], names[i]) != 0 || !cgroup_parse_u64(f[1], &ticks[i]) ||
+		    ticks[i] > UINT64_MAX / 2)
+			return cgroup_bad(dir, "cpuacct.stat", ret_culprit);
 	}
+	uint64_t sum = ticks[0] + ticks[1];
+	__extension__ typedef unsigned __int128 wide; /* ns * ticks: up to 128 bits */
+	t->user_ns = sum ? (uint64_t)((wide)ns * ticks[0] / sum) : ns;
+	t->system_ns = ns - t->user_ns;
 	return 0;
 }
 
 /* v2 cpu.stat: "user_usec N", "system_usec N" among others. */
-static int read_cpu_stat(const struct cgroup_hierarchy *h, const char *dir, struct cgroup_cpu_usage *u,
+static int read_cpu_stat(const struct cgroup_hierarchy *h, const char *dir, struct cgroup_cpu_time *t,
 			 char **ret_culprit)
 {
 	g_auto(GStrv) lines = NULL;
@@ -500,31 +502,28 @@ static int read_cpu_stat(const struct cgroup_hierarchy *h, const char *dir, stru
 		if (g_strv_length(f) != 2 || !cgroup_parse_u64(f[1], &us) || us > UINT64_MAX / 1000)
 			return cgroup_bad(dir, "cpu.stat", ret_culprit);
 		if (strcmp(f[0], "user_usec") == 0)
-			user = TRUE, u->total.user_ns = us * 1000;
+			user = TRUE, t->user_ns = us * 1000;
 		else if (strcmp(f[0], "system_usec") == 0)
-			system = TRUE, u->total.system_ns = us * 1000;
+			system = TRUE, t->system_ns = us * 1000;
 	}
 	return user && system ? 0 : cgroup_bad(dir, "cpu.stat", ret_culprit);
 }
 
 int cgroup_read_cpu_usage(const struct cgroup_config *cfg, const struct cgroup_paths *p,
-			  struct cgroup_cpu_usage *ret, char **ret_culprit)
+			  struct cgroup_cpu_time *ret, char **ret_culprit)
 {
 	gboolean v2 = cfg->cpu.version == CGROUP_V2;
 	const struct cgroup_hierarchy *h = v2 ? &cfg->cpu : &cfg->cpuacct;
 	const char *path = v2 ? p->cpu : p->cpuacct;
-	struct cgroup_cpu_usage u = { { 0, 0 }, NULL };
+	struct cgroup_cpu_time t = { 0, 0 };
 
 	if (h->version == CGROUP_NONE || !path)
 		return -ENOENT;
 	g_autofree char *dir = existing_dir(h, path);
 	if (!dir)
 		return -ENOENT;
-	int r = v2 ? read_cpu_stat(h, dir, &u, ret_culprit) : read_usage_all(h, dir, &u, ret_culprit);
-	if (r < 0) {
-		cgroup_cpu_usage_clear(&u);
-		return r;
-	}
-	*ret = u;
-	return 0;
+	int r = v2 ? read_cpu_stat(h, dir, &t, ret_culprit) : read_cpuacct(h, dir, &t, ret_culprit);
+	if (r == 0)
+		*ret = t;
+	return r;
 }

@@ -29,7 +29,7 @@ struct cgroup_config {
 	struct cgroup_hierarchy cpu;    /* CFS bandwidth: v1 cpu.cfs_*, v2 cpu.max */
 	struct cgroup_hierarchy cpuset; /* v1 cpuset.*cpus, v2 cpuset.cpus.effective */
 	struct cgroup_hierarchy memory; /* v1 memory.*, v2 memory.* */
-	struct cgroup_hierarchy cpuacct; /* v1 cpuacct.usage_all (v2: the cpu hierarchy's cpu.stat) */
+	struct cgroup_hierarchy cpuacct; /* v1 cpuacct.usage and .stat (v2: the cpu hierarchy's cpu.stat) */
 	struct cgroup_hierarchy io;      /* v1 blkio.throttle.*, v2 io.stat */
 	struct cgroup_hierarchy unified; /* the v2 hierarchy, whatever it holds: *.pressure */
 };
@@ -88,20 +88,13 @@ int cgroup_memory_limited(const struct cgroup_hierarchy *h, const char *dir, gbo
 struct cgroup_cpu_time {
 	uint64_t user_ns, system_ns;
 };
-struct cgroup_cpu_usage {
-	struct cgroup_cpu_time total;
-	/* struct cgroup_cpu_time by host CPU number (v1 cpuacct.usage_all),
-	 * or NULL: no per-CPU split (v2) */
-	GArray *per_cpu;
-};
 
-void cgroup_cpu_usage_clear(struct cgroup_cpu_usage *u);
-
-/* Read the CPU time of the cgroups in p: v1 cpuacct.usage_all, v2
- * cpu.stat. 0; -ENOENT if no hierarchy counts it or the cgroup is gone;
+/* Read the CPU time of the cgroups in p: v1 cpuacct.usage split as
+ * cpuacct.stat splits it, v2 cpu.stat. 0; -ENOENT if no hierarchy counts
+ * it or the cgroup is gone;
  * -EINVAL for garbage (then *ret_culprit names the file). */
 int cgroup_read_cpu_usage(const struct cgroup_config *cfg, const struct cgroup_paths *p,
-			  struct cgroup_cpu_usage *ret, char **ret_culprit);
+			  struct cgroup_cpu_time *ret, char **ret_culprit);
 
 /* One device's I/O as a cgroup counted it: requests and their bytes, by
  * direction. */

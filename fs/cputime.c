@@ -201,7 +201,6 @@ void cputimes_sample_due(struct cputimes *t, gint64 *ret_wait_us)
 static int cgroup_used(struct cputimes *t, const struct cputime_key *key, struct cgroup_cpu_time *ret)
 {
 	struct cgroup_paths paths = { 0 };
-	struct cgroup_cpu_usage usage = { { 0, 0 }, NULL };
 	if (!*key->group)
 		return -ENOENT;
 	if (t->cfg.cgroups.cpu.version == CGROUP_V2)
@@ -209,11 +208,9 @@ static int cgroup_used(struct cputimes *t, const struct cputime_key *key, struct
 	else
 		paths.cpuacct = (char *)key->group;
 	g_autofree char *culprit = NULL;
-	int r = cgroup_read_cpu_usage(&t->cfg.cgroups, &paths, &usage, &culprit);
+	int r = cgroup_read_cpu_usage(&t->cfg.cgroups, &paths, ret, &culprit);
 	if (r == -EINVAL)
 		reports_once(&t->reports, culprit ? culprit : key->group, EINVAL);
-	*ret = usage.total;
-	cgroup_cpu_usage_clear(&usage);
 	return r;
 }
 

@@ -206,7 +206,7 @@ Test(cgroup_files, the_group_of_a_path_stays_inside_the_mount)
 	cr_assert_null(cgroup_relative_dir(&h, "/kubepods/../x"));
 }
 
-static int cpu_usage(enum cgroup_version version, const char *path, struct cgroup_cpu_usage *u, char **culprit)
+static int cpu_usage(enum cgroup_version version, const char *path, struct cgroup_cpu_time *u, char **culprit)
 {
 	const struct cgroup_hierarchy h = { version, tree_fd, "/" };
 	const struct cgroup_hierarchy none = { CGROUP_NONE, -1, NULL };
@@ -216,34 +216,47 @@ static int cpu_usage(enum cgroup_version version, const char *path, struct cgrou
 	return cgroup_read_cpu_usage(&cfg, &p, u, culprit);
 }
 
-Test(cgroup_files, v1_cpu_time_is_per_cpu_and_summed)
+Test(cgroup_files, v1_cpu_time_is_cpuacct_usage_split_as_cpuacct_stat_splits_it)
 {
-	tmptree_put("c/cpuacct.usage_all", "cpu user system\n0 100 10\n1 200 20\n2 0 0\n");
-	struct cgroup_cpu_usage u;
+	/* usage_all's tick samples (which skew the time) are not read. */
+	tmptree_put("c/cpuacct.usage_all", "cpu user system\n0 900 900\n1 0 0\n");
+	tmptree_put("c/cpuacct.usage", "1000\n");
+	tmptree_put("c/cpuacct.stat", "user 3\nsystem 1\n");
+	struct cgroup_cpu_time u;
 	cr_assert_eq(cpu_usage(CGROUP_V1, "/c", &u, NULL), 0);
-	cr_assert_eq(u.total.user_ns, 300);
-	cr_assert_eq(u.total.system_ns, 30);
-	cr_assert_eq(u.per_cpu->len, 3);
-	cr_assert_eq(g_array_index(u.per_cpu, struct cgroup_cpu_time, 1).user_ns, 200);
-	cgroup_cpu_usage_clear(&u);
+	cr_assert_eq(u.user_ns, 750);
+	cr_assert_eq(u.system_ns, 250);
+	/* No tick counted yet: the time is the user's. */
+	tmptree_put("d/cpuacct.usage", "7\n");
+	tmptree_put("d/cpuacct.stat", "user 0\nsystem 0\n");
+	cr_assert_eq(cpu_usage(CGROUP_V1, "/d", &u, NULL), 0);
+	cr_assert_eq(u.user_ns, 7);
+	cr_assert_eq(u.system_ns, 0);
+	/* A cgroup's years of time, to the nanosecond. */
+	tmptree_put("e/cpuacct.usage", "18000000000000000000\n");
+	tmptree_put("e/cpuacct.stat", "user 1\nsystem 2\n");
+	cr_assert_eq(cpu_usage(CGROUP_V1, "/e", &u, NULL), 0);
+	cr_assert_eq(u.user_ns, UINT64_C(6000000000000000000));
+	cr_assert_eq(u.system_ns, UINT64_C(12000000000000000000));
 }
 
-Test(cgroup_files, v2_cpu_time_has_no_per_cpu_split)
+Test(cgroup_files, v2_cpu_time_is_cpu_stat)
 {
 	tmptree_put("c/cpu.stat", "usage_usec 330\nuser_usec 300\nsystem_usec 30\nnr_periods 0\n");
-	struct cgroup_cpu_usage u;
+	struct cgroup_cpu_time u;
 	cr_assert_eq(cpu_usage(CGROUP_V2, "/c", &u, NULL), 0);
-	cr_assert_eq(u.total.user_ns, 300000);
-	cr_assert_eq(u.total.system_ns, 30000);
-	cr_assert_null(u.per_cpu);
+	cr_assert_eq(u.user_ns, 300000);
+	cr_assert_eq(u.system_ns, 30000);
 }
 
 Test(cgroup_files, cpu_time_garbage_is_einval_and_a_vanished_cgroup_enoent)
 {
 	const char *bad[][3] = {
-		{ "1", "cpuacct.usage_all", "user system\n0 1 2\n" },
-		{ "1", "cpuacct.usage_all", "cpu user system\n1 1 2\n" }, /* CPU 0 missing */
-		{ "1", "cpuacct.usage_all", "cpu user system\n0 1\n" },
+		{ "1", "cpuacct.usage", "x\n" },
+		{ "1", "cpuacct.usage", "-1\n" },
+		{ "1", "cpuacct.stat", "user 1\n" }, /* no system line */
+		{ "1", "cpuacct.stat", "system 1\nuser 1\n" },
+		{ "1", "cpuacct.stat", "user 1 2\nsystem 1\n" },
 		{ "2", "cpu.stat", "usage_usec 1\n" },                    /* no user_usec */
 		{ "2", "cpu.stat", "user_usec x\nsystem_usec 1\n" },
 	};
@@ -251,13 +264,17 @@ Test(cgroup_files, cpu_time_garbage_is_einval_and_a_vanished_cgroup_enoent)
 		g_autofree char *path = g_strdup_printf("b%zu/%s", i, bad[i][1]);
 		g_autofree char *dir = g_strdup_printf("/b%zu", i);
 		tmptree_put(path, bad[i][2]);
-		struct cgroup_cpu_usage u;
+		if (strcmp(bad[i][1], "cpuacct.stat") == 0) {
+			g_autofree char *usage = g_strdup_printf("b%zu/cpuacct.usage", i);
+			tmptree_put(usage, "10\n");
+		}
+		struct cgroup_cpu_time u;
 		g_autofree char *culprit = NULL;
 		cr_assert_eq(cpu_usage(bad[i][0][0] == '1' ? CGROUP_V1 : CGROUP_V2, dir, &u, &culprit), -EINVAL, "%s",
 			     bad[i][2]);
 		cr_assert_str_eq(culprit, path);
 	}
-	struct cgroup_cpu_usage u;
+	struct cgroup_cpu_time u;
 	cr_assert_eq(cpu_usage(CGROUP_V2, "/gone", &u, NULL), -ENOENT);
 	cr_assert_eq(cpu_usage(CGROUP_V1, "/gone", &u, NULL), -ENOENT);
 }

@@ -261,11 +261,12 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		reply_err(req, r);
 		return;
 	}
-	fi->fh = handle_add(state(req), entries, HANDLE_DIR);
+	struct ops_state *s = state(req); /* a reply frees req, sent or not */
+	fi->fh = handle_add(s, entries, HANDLE_DIR);
 	if (!fi->fh)
 		refuse_handle(req);
 	else if (fuse_reply_open(req, fi) < 0)
-		handle_remove(state(req), fi->fh);
+		handle_remove(s, fi->fh);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -380,11 +381,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->direct_io = 1;
 	}
 	fi->noflush = 1;
-	fi->fh = handle_add(state(req), f, 0);
+	fi->fh = handle_add(s, f, 0);
 	if (!fi->fh)
 		refuse_handle(req);
-	else if (fuse_reply_open(req, fi) < 0)
-		handle_remove(state(req), fi->fh);
+	else if (fuse_reply_open(req, fi) < 0) /* req is gone, sent or not */
+		handle_remove(s, fi->fh);
 }
 
 /* The snapshot a read at off gets: a new one for a read that starts over. */

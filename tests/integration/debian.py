@@ -6,6 +6,7 @@ CACHE, keyed on the release, the package list and debootstrap's version,
 and made again after CACHE_DAYS."""
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -40,22 +41,26 @@ def containerfile_packages():
 def base_tar(work):
     """The base's tar: the one in CACHE if it was made from the same inputs
     within CACHE_DAYS, or one made now in work with debootstrap (and kept
-    there)."""
+    there). One test makes it at a time (test_lxc and test_docker may run
+    side by side): the other waits for it."""
     version = cgtest.run(["dpkg-query", "-W", "-f", "${Version}", "debootstrap"])[1].strip()
     packages = sorted(set(containerfile_packages()) | set(SYSTEM_PACKAGES))
     key = hashlib.sha256(json.dumps([RELEASE, "minbase", version, packages]).encode()).hexdigest()[:16]
     tar = os.path.join(CACHE, "debian-%s-%s.tar" % (RELEASE, key))
-    with contextlib.suppress(OSError):
-        if time.time() - os.stat(tar).st_mtime < CACHE_DAYS * 86400:
-            cgtest.diag("the Debian base from %s (made %.1f h ago)" % (tar, (time.time() - os.stat(tar).st_mtime) / 3600))
-            return tar
-    root = os.path.join(work, "debian")
-    res = cgtest.run(["debootstrap", "--variant=minbase", "--include=" + ",".join(packages), RELEASE, root],
-                     timeout=900)
-    check(res[0] == 0, "debootstrap (it needs Debian's mirror, as apt-get does)", describe(res))
     os.makedirs(CACHE, exist_ok=True)
-    res = cgtest.run(["tar", "-C", root, "-cf", tar + ".part", "."], timeout=300)
-    shutil.rmtree(root)
-    check(res[0] == 0, "tar of the Debian base", describe(res))
-    os.replace(tar + ".part", tar)
-    return tar
+    with open(os.path.join(CACHE, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with contextlib.suppress(OSError):
+            if time.time() - os.stat(tar).st_mtime < CACHE_DAYS * 86400:
+                cgtest.diag("the Debian base from %s (made %.1f h ago)"
+                            % (tar, (time.time() - os.stat(tar).st_mtime) / 3600))
+                return tar
+        root = os.path.join(work, "debian")
+        res = cgtest.run(["debootstrap", "--variant=minbase", "--include=" + ",".join(packages), RELEASE, root],
+                         timeout=900)
+        check(res[0] == 0, "debootstrap (it needs Debian's mirror, as apt-get does)", describe(res))
+        res = cgtest.run(["tar", "-C", root, "-cf", tar + ".part", "."], timeout=300)
+        shutil.rmtree(root)
+        check(res[0] == 0, "tar of the Debian base", describe(res))
+        os.replace(tar + ".part", tar)
+        return tar

@@ -43,15 +43,16 @@ if [ "$what" != soak ]; then
 		{ status=1 && contrib/scripts/failed-tests.py "$dir"; }
 	lap "asan: unit tests"
 	# shellcheck disable=SC2086 # one test name per word
-	meson test -C "$dir" --no-rebuild --print-errorlogs $mount_tests ||
+	meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 $mount_tests ||
 		{ status=1 && contrib/scripts/failed-tests.py "$dir"; }
 	lap "asan: mount tests"
 fi
 if [ "$what" != tests ]; then
-	# Every change of the soak at least once, and a daemon event every 5 s:
-	# a whole round of them (--replace and SIGKILL, plain and with each
-	# process killed at each step of a handover: tests/soak/daemons.py).
-	tests/soak/run-soak.sh "$dir" --minutes 2.5 --containers-every 30 --daemon-every 5 --calm 0 --warmup 30 ||
+	# Every change of the soak at least four times, and a daemon event
+	# every 4 s: a whole round of them (--replace and SIGKILL, plain and
+	# with each process killed at each step of a handover:
+	# tests/soak/daemons.py).
+	tests/soak/run-soak.sh "$dir" --minutes 1.6 --containers-every 20 --daemon-every 4 --calm 0 --warmup 30 ||
 		status=1
 	lap "asan: soak"
 fi

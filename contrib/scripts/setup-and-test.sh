@@ -6,9 +6,11 @@
 # the daemon under AddressSanitizer and UndefinedBehaviorSanitizer, then
 # the soak against that daemon. At the end, how long each stage took.
 #
-# One stage at a time: run beside each other (tried), the sanitized
-# daemon's tests and the plain ones made each other's timing checks fail
-# (psutil's, the byte-for-byte host texts) on 2 CPUs.
+# One stage at a time; within a stage, two tests at a time (meson's
+# --num-processes 2; the suites that compare the view with the whole
+# host's figures, or install into it, run alone: tests/integration/meson.build).
+# The sanitized daemon's stage beside the plain one (tried) made each
+# other's timing checks fail (psutil's, the host's texts) on 2 CPUs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . contrib/scripts/deps.sh

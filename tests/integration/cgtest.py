@@ -699,10 +699,20 @@ def start_namespace():
     init's host pid); end_namespace ends it."""
     ns = subprocess.Popen(["unshare", "--pid", "--fork", "--mount", "--propagation", "private", "--mount-proc",
                            "sleep", "infinity"], stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if not wait_until(lambda: _children(ns.pid), timeout=10):
+
+    def sleeping():
+        """Its child once it runs sleep: it mounted its /proc before (until
+        then a hook would find the host's procfs there)."""
+        for p in _children(ns.pid):
+            with contextlib.suppress(OSError), open("/proc/%d/comm" % p) as f:
+                if f.read().strip() == "sleep":
+                    return p
+        return None
+
+    if not wait_until(sleeping, timeout=10):
         end_namespace(ns)
-        raise Failure("unshare made no process")
-    return ns, _children(ns.pid)[0]
+        raise Failure("unshare made no sleeping process")
+    return ns, sleeping()
 
 
 def end_namespace(ns):

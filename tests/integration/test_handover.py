@@ -139,7 +139,8 @@ class Scene:
         stack.callback(self.stop_all)
         bundle = stack.enter_context(scratch_bundle())
         init, res = stack.enter_context(cgtest.namespace_with_view(self.first.mnt, bundle, "handover-test"))
-        check(res[0] == 0, "the hook gave no view", cgtest.describe(res))
+        check(res[0] == 0 and not res[2].strip(), "the hook gave no view", cgtest.describe(res))
+        check("fuse.cgprocfs" in self.proc_mounts(init), "no view over the container's /proc", self.proc_mounts(init))
         self.init = init
         self.control = self.control_socket()
         self.readers = [("the host's view", host_reader(self.first.mnt)), ("the container's view", container_reader(init))]
@@ -159,6 +160,12 @@ class Scene:
 
     def log(self):
         return "\n".join(d.log() for d in self.daemons)
+
+    @staticmethod
+    def proc_mounts(pid):
+        """The lines of pid's mountinfo for /proc and below."""
+        with open("/proc/%d/mountinfo" % pid) as f:
+            return "".join(line for line in f if line.split()[4].startswith("/proc"))
 
     def control_socket(self):
         """The control socket's path and inode: a takeover passes the
@@ -199,7 +206,9 @@ class Scene:
         for where, reader in self.readers:
             finish_reader(reader, where)
         in_container = cgtest.run(["nsenter", "--target", str(self.init), "--pid", "--mount", "cat", "/proc/1/comm"])
-        check_equal(in_container[1].strip(), "sleep", "the container's pid 1, through its view")
+        check(in_container[1].strip() == "sleep", "the container's pid 1, through its view, is %r, not 'sleep'"
+              % in_container[1].strip(), cgtest.describe(in_container), "the container's mounts of /proc:",
+              self.proc_mounts(self.init), self.log())
         problems = last.stop()
         check(not problems, "the last daemon did not stop cleanly", *problems, self.log())
         check(cgtest.wait_until(lambda: not cgtest.keepers_of(last.mnt), timeout=WAIT_TIMEOUT),

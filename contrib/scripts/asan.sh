@@ -31,21 +31,20 @@ if [ ! -d "$dir" ]; then
 fi
 ninja -C "$dir" >/dev/null
 lap "asan: build"
-# The daemon's own suites: what it serves, and its lifecycle.
-mount_tests=$(meson test -C "$dir" --no-rebuild --list --suite view --suite lifecycle 2>/dev/null |
-	sed -n 's|^cgprocfs:mount[^ ]* / ||p')
+# The unit suite, and the daemon's own mount suites: what it serves, and
+# its lifecycle. One run, two at a time: the unit tests fill in beside the
+# longer mount tests.
+tests=$(meson test -C "$dir" --no-rebuild --list --suite unit --suite view --suite lifecycle 2>/dev/null |
+	sed -n 's|^cgprocfs:[^ ]* / ||p')
 export ASAN_OPTIONS="detect_leaks=1 ${ASAN_OPTIONS:-}"
 export CGPROCFS_SANITIZED=1 # tests that bound RSS leave that to LeakSanitizer
 export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1 ${UBSAN_OPTIONS:-}"
 status=0
 if [ "$what" != soak ]; then
-	meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 --suite unit ||
-		{ status=1 && contrib/scripts/failed-tests.py "$dir"; }
-	lap "asan: unit tests"
 	# shellcheck disable=SC2086 # one test name per word
-	meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 $mount_tests ||
+	meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 $tests ||
 		{ status=1 && contrib/scripts/failed-tests.py "$dir"; }
-	lap "asan: mount tests"
+	lap "asan: unit and mount tests"
 fi
 if [ "$what" != tests ]; then
 	# Every change of the soak at least four times, and a daemon event

@@ -456,10 +456,10 @@ gboolean cgroup_parse_u64(const char *text, uint64_t *ret)
 
 /* v1: the time from cpuacct.usage, to the nanosecond (the time the
  * scheduler ran its tasks), split into user and system as cpuacct.stat
- * splits its clock ticks. Not cpuacct.usage_all's user and system: those
- * are sampled at each tick, and a quota's periods, which start and end at
- * ticks, skew them (seen 10 % over the time used, and far more while the
- * CPUs are shared with other busy tasks). */
+ * splits its clock ticks. Not cpuacct.usage_all's user and system: each
+ * tick charges its whole length to whoever runs then, and under a quota
+ * they were seen 10 % over the time used, and 46 % over while the CPUs were
+ * shared with other busy tasks. */
 static int read_cpuacct(const struct cgroup_hierarchy *h, const char *dir, struct cgroup_cpu_time *t,
 			char **ret_culprit)
 {

@@ -269,8 +269,9 @@ char *cgroup_relative_dir(const struct cgroup_hierarchy *h, const char *path)
  * counter's maximum (2^63 less a page), and no machine has 4 EiB. */
 #define V1_UNLIMITED (UINT64_C(1) << 62)
 
-/* One number of bytes in dir/name: 0, -ENOENT, or -EINVAL (culprit). For
- * a limit, *ret_none says "no limit" (v2 "max", v1 its maximum). */
+/* One number in dir/name (bytes, nanoseconds): 0, -ENOENT, or -EINVAL
+ * (culprit). For a limit, *ret_none says "no limit" (v2 "max", v1 its
+ * maximum). */
 static int read_bytes(const struct cgroup_hierarchy *h, const char *dir, const char *name, uint64_t *ret,
 		      gboolean *ret_none, char **ret_culprit)
 {
@@ -454,6 +455,29 @@ gboolean cgroup_parse_u64(const char *text, uint64_t *ret)
 	return TRUE;
 }
 
+/* The numbers of keys[0 .. n) in dir/name's "key N" lines (other keys
+ * skipped): 0, -ENOENT, or -EINVAL (culprit) for a line of another shape
+ * or a key missing. */
+static int read_keyed(const struct cgroup_hierarchy *h, const char *dir, const char *name,
+		      const char *const keys[], size_t n, uint64_t ret[], char **ret_culprit)
+{
+	g_auto(GStrv) lines = NULL;
+	int r = read_lines(h, dir, name, &lines, ret_culprit);
+	if (r < 0)
+		return r;
+	unsigned found = 0;
+	for (char **line = lines; *line; line++) {
+		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
+		uint64_t v;
+		if (g_strv_length(f) != 2 || !cgroup_parse_u64(f[1], &v))
+			return cgroup_bad(dir, name, ret_culprit);
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(f[0], keys[i]) == 0)
+				ret[i] = v, found |= 1u << i;
+	}
+	return found == (1u << n) - 1 ? 0 : cgroup_bad(dir, name, ret_culprit);
+}
+
 /* v1: the time from cpuacct.usage, to the nanosecond (the time the
  * scheduler ran its tasks), split into user and system as cpuacct.stat
  * splits its clock ticks. Not cpuacct.usage_all's user and system: each
@@ -463,23 +487,15 @@ gboolean cgroup_parse_u64(const char *text, uint64_t *ret)
 static int read_cpuacct(const struct cgroup_hierarchy *h, const char *dir, struct cgroup_cpu_time *t,
 			char **ret_culprit)
 {
-	g_auto(GStrv) usage = NULL, stat = NULL;
-	uint64_t ns, ticks[2] = { 0, 0 };
-	int r = read_lines(h, dir, "cpuacct.usage", &usage, ret_culprit);
+	static const char *const keys[] = { "user", "system" };
+	uint64_t ns, ticks[2];
+	int r = read_bytes(h, dir, "cpuacct.usage", &ns, NULL, ret_culprit);
+	if (r == 0)
+		r = read_keyed(h, dir, "cpuacct.stat", keys, 2, ticks, ret_culprit);
 	if (r < 0)
 		return r;
-	if (!cgroup_parse_u64(usage[0], &ns))
-		return cgroup_bad(dir, "cpuacct.usage", ret_culprit);
-	r = read_lines(h, dir, "cpuacct.stat", &stat, ret_culprit);
-	if (r < 0)
-		return r;
-	static const char *const names[2] = { "user", "system" };
-	for (int i = 0; i < 2; i++) {
-		g_auto(GStrv) f = stat[i] ? g_strsplit(stat[i], " ", -1) : NULL;
-		if (!f || g_strv_length(f) != 2 || strcmp(f[0], names[i]) != 0 || !cgroup_parse_u64(f[1], &ticks[i]) ||
-		    ticks[i] > UINT64_MAX / 2)
-			return cgroup_bad(dir, "cpuacct.stat", ret_culprit);
-	}
+	if (ticks[0] > UINT64_MAX / 2 || ticks[1] > UINT64_MAX / 2)
+		return cgroup_bad(dir, "cpuacct.stat", ret_culprit);
 	uint64_t sum = ticks[0] + ticks[1];
 	__extension__ typedef unsigned __int128 wide; /* ns * ticks: up to 128 bits */
 	t->user_ns = sum ? (uint64_t)((wide)ns * ticks[0] / sum) : ns;
@@ -491,22 +507,16 @@ static int read_cpuacct(const struct cgroup_hierarchy *h, const char *dir, struc
 static int read_cpu_stat(const struct cgroup_hierarchy *h, const char *dir, struct cgroup_cpu_time *t,
 			 char **ret_culprit)
 {
-	g_auto(GStrv) lines = NULL;
-	int r = read_lines(h, dir, "cpu.stat", &lines, ret_culprit);
+	static const char *const keys[] = { "user_usec", "system_usec" };
+	uint64_t us[2];
+	int r = read_keyed(h, dir, "cpu.stat", keys, 2, us, ret_culprit);
 	if (r < 0)
 		return r;
-	gboolean user = FALSE, system = FALSE;
-	for (char **line = lines; *line; line++) {
-		g_auto(GStrv) f = g_strsplit(*line, " ", -1);
-		uint64_t us;
-		if (g_strv_length(f) != 2 || !cgroup_parse_u64(f[1], &us) || us > UINT64_MAX / 1000)
-			return cgroup_bad(dir, "cpu.stat", ret_culprit);
-		if (strcmp(f[0], "user_usec") == 0)
-			user = TRUE, t->user_ns = us * 1000;
-		else if (strcmp(f[0], "system_usec") == 0)
-			system = TRUE, t->system_ns = us * 1000;
-	}
-	return user && system ? 0 : cgroup_bad(dir, "cpu.stat", ret_culprit);
+	if (us[0] > UINT64_MAX / 1000 || us[1] > UINT64_MAX / 1000)
+		return cgroup_bad(dir, "cpu.stat", ret_culprit);
+	t->user_ns = us[0] * 1000;
+	t->system_ns = us[1] * 1000;
+	return 0;
 }
 
 int cgroup_read_cpu_usage(const struct cgroup_config *cfg, const struct cgroup_paths *p,

@@ -238,6 +238,11 @@ Test(cgroup_files, v1_cpu_time_is_cpuacct_usage_split_as_cpuacct_stat_splits_it)
 	cr_assert_eq(cpu_usage(CGROUP_V1, "/e", &u, NULL), 0);
 	cr_assert_eq(u.user_ns, UINT64_C(6000000000000000000));
 	cr_assert_eq(u.system_ns, UINT64_C(12000000000000000000));
+	/* Keys are found wherever their lines are. */
+	tmptree_put("f/cpuacct.usage", "1000\n");
+	tmptree_put("f/cpuacct.stat", "system 1\nuser 3\n");
+	cr_assert_eq(cpu_usage(CGROUP_V1, "/f", &u, NULL), 0);
+	cr_assert_eq(u.user_ns, 750);
 }
 
 Test(cgroup_files, v2_cpu_time_is_cpu_stat)
@@ -255,7 +260,7 @@ Test(cgroup_files, cpu_time_garbage_is_einval_and_a_vanished_cgroup_enoent)
 		{ "1", "cpuacct.usage", "x\n" },
 		{ "1", "cpuacct.usage", "-1\n" },
 		{ "1", "cpuacct.stat", "user 1\n" }, /* no system line */
-		{ "1", "cpuacct.stat", "system 1\nuser 1\n" },
+		{ "1", "cpuacct.stat", "user 1\nsystem x\n" },
 		{ "1", "cpuacct.stat", "user 1 2\nsystem 1\n" },
 		{ "2", "cpu.stat", "usage_usec 1\n" },                    /* no user_usec */
 		{ "2", "cpu.stat", "user_usec x\nsystem_usec 1\n" },

@@ -539,10 +539,12 @@ def spawned(argv, **kw):
 
 
 def wait_until(pred, timeout=5.0, step=0.01):
+    """pred()'s first true value within timeout, or False."""
     deadline = time.monotonic() + timeout
     while True:
-        if pred():
-            return True
+        got = pred()
+        if got:
+            return got
         if time.monotonic() > deadline:
             return False
         time.sleep(step)
@@ -709,10 +711,11 @@ def start_namespace():
                     return p
         return None
 
-    if not wait_until(sleeping, timeout=10):
+    init = wait_until(sleeping, timeout=10)
+    if not init:
         end_namespace(ns)
         raise Failure("unshare made no sleeping process")
-    return ns, sleeping()
+    return ns, init
 
 
 def end_namespace(ns):

@@ -48,7 +48,7 @@ static gboolean parse_loadavg(const char *loadavg, struct sysinfo *ret)
 
 long sysinfo_uptime(double up)
 {
-	return (long)up + (up > (double)(long)up);
+	return (long)up + 1;
 }
 
 int sysinfo_from_texts(const struct sysinfo *host, const char *meminfo, const char *uptime, const char *loadavg,

@@ -17,6 +17,8 @@
 int sysinfo_from_texts(const struct sysinfo *host, const char *meminfo, const char *uptime, const char *loadavg,
 		       struct sysinfo *ret);
 
-/* sysinfo's uptime for up seconds: whole seconds, rounded up as the
- * kernel does. */
+/* sysinfo's uptime for up seconds, read from a text in hundredths: whole
+ * seconds, rounded up as the kernel does. The time behind "12.00" lies in
+ * [12.00, 12.01), where the kernel says 13 (it rounds any nanosecond up),
+ * so the next whole second is taken, also for a whole number. */
 long sysinfo_uptime(double up);

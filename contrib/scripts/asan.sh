@@ -48,10 +48,11 @@ if [ "$what" != soak ]; then
 fi
 if [ "$what" != tests ]; then
 	# Every change of the soak at least four times, and a daemon event
-	# every 4 s: a whole round of them (--replace and SIGKILL, plain and
-	# with each process killed at each step of a handover:
-	# tests/soak/daemons.py).
-	tests/soak/run-soak.sh "$dir" --minutes 1.6 --containers-every 20 --daemon-every 4 --calm 0 --warmup 30 ||
+	# every 3 s until a whole round of them is done (--replace and
+	# SIGKILL, plain and with each process killed at each step of a
+	# handover: tests/soak/daemons.py).
+	tests/soak/run-soak.sh "$dir" --minutes 1.1 --rounds 1 --containers-every 15 --daemon-every 3 --calm 0 \
+		--warmup 30 ||
 		status=1
 	lap "asan: soak"
 fi

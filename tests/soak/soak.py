@@ -3,7 +3,7 @@
 
     sudo CGPROCFS=build/daemon/cgprocfs CGPROCFS_OCI_HOOK=build/contrib/oci/cgprocfs-oci-hook \\
         /usr/bin/python3 tests/soak/soak.py [--minutes 60] [--containers-every 30]
-        [--daemon-every 10] [--calm 300] [--warmup 60]
+        [--daemon-every 10] [--calm 300] [--warmup 60] [--rounds 0]
 
 (`tests/soak/run-soak.sh BUILD_DIR [options]` sets the two variables.)
 
@@ -508,6 +508,9 @@ class Soak:
         nothing); the counts."""
         fired = self.daemons.fired()
         rounds = self.daemons.done // len(daemons.ROUND)
+        if rounds < self.args.rounds:
+            self.fail("%d whole rounds of daemon events done in %.1f minutes, where --rounds asks %d"
+                      % (rounds, (time.monotonic() - self.t0) / 60, self.args.rounds))
         for _, fault in daemons.ROUND:
             if fault and fired.get(fault, 0) < rounds:
                 self.fail("the fault %s fired %d times in %d rounds of daemon events"
@@ -533,12 +536,18 @@ class Soak:
               "%s daemon" % (a.minutes, a.containers_every, a.daemon_every, len(daemons.ROUND), a.calm,
                              "sanitized" if self.sanitized else "plain"), flush=True)
         end = self.t0 + a.minutes * 60
+        # --rounds: on past --minutes until that many whole rounds of daemon
+        # events are done, for as long again at most (a slower machine
+        # takes longer over each event).
+        events = a.rounds * len(daemons.ROUND)
+        last = self.t0 + 2 * a.minutes * 60
         due = {"limits": LIMITS_EVERY, "moves": MOVES_EVERY, "sample": SAMPLE_EVERY,
                "containers": a.containers_every, "daemon": a.daemon_every}
         next_at = {k: self.t0 + v for k, v in due.items()}
         movable = sorted(n for n in self.readers if n.startswith("cpu-view-"))
         moves = 0
-        while time.monotonic() < end and len(self.failures) < 1000:
+        while (time.monotonic() < end or self.daemons.done < events and time.monotonic() < last) and \
+                len(self.failures) < 1000:
             now = time.monotonic()
             self.check_containers()
             for k in sorted(next_at, key=next_at.get):
@@ -647,6 +656,9 @@ def main():
                    help="s between daemon events: --replace, SIGKILL, faults in a handover (default 10)")
     p.add_argument("--calm", type=float, default=300,
                    help="s without a daemon event after each round of them (default 300)")
+    p.add_argument("--rounds", type=int, default=0,
+                   help="go on past --minutes (up to twice as long) until this many whole rounds of daemon events "
+                        "are done, and fail if they are not (default 0)")
     p.add_argument("--log", help="write the daemons' stderr to this file at the end")
     p.add_argument("--warmup", type=float, default=60, help="s of a daemon's life before growth counts (default 60)")
     p.add_argument("--role", choices=("reader", "smaps", "holder", "churn"), help=argparse.SUPPRESS)

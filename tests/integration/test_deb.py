@@ -2,8 +2,15 @@
 (dpkg-buildpackage -us -uc -b, the unit suite left to meson here); dpkg -i
 installs the daemon, the hook, the runtime wrapper, the hooks.d file, a
 unit systemd-analyze accepts and the man pages, and the installed programs
-run; dpkg -r and dpkg -P take everything away again."""
+run; dpkg -r and dpkg -P take everything away again.
 
+All of it in a mount namespace of its own where /usr, /etc and /var are
+overlays of the machine's with their changes on a tmpfs: the machine
+never has the package (its hooks.d file and LXC snippet would reach the
+podman and LXC of the suites that run beside this one), and the test can
+run beside them."""
+
+import ctypes
 import os
 import shutil
 import sys
@@ -58,7 +65,8 @@ def make_tests(state):
             check(path in files, "the package lacks %s" % path, files)
         state["files"] = files
 
-    @test("dpkg -i installs it: the programs run, systemd-analyze verifies the unit, man finds the pages")
+    @test("dpkg -i installs it (in the test's namespace, not the machine's): the programs run, systemd-analyze "
+          "verifies the unit, man finds the pages")
     def _():
         if "deb" not in state:
             raise cgtest.Skip("no package was built")
@@ -66,6 +74,8 @@ def make_tests(state):
         check(res[0] == 0, "dpkg -i failed", describe(res))
         for path in INSTALLED:
             check(os.path.exists(path), "%s is not installed" % path)
+            # ... here only: not in the machine's mount namespace (pid 1's)
+            check(not os.path.lexists("/proc/1/root" + path), "%s is installed into the machine" % path)
         rc, out, err = cgtest.run(["/usr/sbin/cgprocfs", "--version"])
         check(rc == 0 and out.startswith("cgprocfs "), "cgprocfs --version", out, err)
         rc, out, err = cgtest.run(["/usr/bin/cgprocfs-runtime", "--version"], env=dict(os.environ, CGPROCFS_RUNTIME="runc"))
@@ -101,15 +111,47 @@ def make_tests(state):
     return t
 
 
+CLONE_NEWNS = 0x00020000
+OVERLAID = ("usr", "etc", "var")
+
+
+def private_root(top):
+    """This process in a mount namespace of its own, with OVERLAID as
+    overlays of the machine's whose changes go to a tmpfs at top."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+    steps = [["mount", "--make-rprivate", "/"], ["mount", "-t", "tmpfs", "-o", "mode=700", "cgprocfs-deb", top]]
+    for d in OVERLAID:
+        up, work = os.path.join(top, d), os.path.join(top, d + ".work")
+        steps += [["mkdir", up, work], ["mount", "-t", "overlay", "cgprocfs-deb", "-o",
+                                         "lowerdir=/%s,upperdir=%s,workdir=%s" % (d, up, work), "/" + d]]
+    for argv in steps:
+        rc, _, err = cgtest.run(argv)
+        if rc != 0:
+            return "%s: %s" % (" ".join(argv), err.strip())
+    return None
+
+
 def main():
+    cgtest.skip_all_unless_runnable()
     state = {}
+    top = tempfile.mkdtemp(prefix="cgprocfs-deb-root-")
     try:
+        failed = private_root(top)
+        if failed:  # nothing is installed into the machine itself
+            print("1..1\nnot ok 1 - /usr, /etc and /var overlaid in a mount namespace of the test's own\n# " + failed)
+            sys.exit(1)
         cgtest.run_tests(make_tests(state))
     finally:
         if installed():
             cgtest.run(["dpkg", "-P", "cgprocfs"], timeout=300)
         if "out" in state:
             shutil.rmtree(state["out"], ignore_errors=True)
+        # The namespace's mounts go with this process; the directory
+        # under them is the machine's.
+        cgtest.run(["umount", "-l"] + ["/" + d for d in OVERLAID] + [top])
+        os.rmdir(top)
 
 
 if __name__ == "__main__":

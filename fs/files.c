@@ -429,6 +429,15 @@ static int served_attr(struct view *v, const struct caller *c, uint64_t ino, str
 	return 0;
 }
 
+int files_class_text(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret, int64_t *ret_version)
+{
+	if (files_class_row(ino) == ROW_NONE || rows[served_row(ino)].mode != SERVED_SHARED_PER_CLASS)
+		return -ENOENT;
+	g_auto(decider) d = { 0 };
+	int r = class_decider(v, c, ino, &d);
+	return r < 0 ? r : shared_text(v, ino, &d, SHARED_MAX_AGE_US, ret, ret_version);
+}
+
 static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret,
 		       int64_t *ret_version)
 {

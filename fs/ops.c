@@ -330,13 +330,11 @@ static void served_file_free(struct served_file *f)
 	g_free(f);
 }
 
-/* A snapshot of ino for the caller of req. 0 or -errno. */
-static int served_file_new(fuse_req_t req, fuse_ino_t ino, int flags, struct served_file **ret)
+/* A snapshot of ino for the caller of req (the view's text if r is 0),
+ * or r, a -errno. */
+static int served_file_of(int r, GBytes *content, int64_t version, fuse_ino_t ino, int flags,
+			  struct served_file **ret)
 {
-	struct caller c = req_caller(req);
-	GBytes *content = NULL;
-	int64_t version;
-	int r = view_open(state(req)->view, &c, ino, flags, &content, &version);
 	if (r < 0)
 		return r;
 	struct served_file *f = g_new0(struct served_file, 1);
@@ -347,6 +345,15 @@ static int served_file_new(fuse_req_t req, fuse_ino_t ino, int flags, struct ser
 	f->flags = flags;
 	*ret = f;
 	return 0;
+}
+
+static int served_file_new(fuse_req_t req, fuse_ino_t ino, int flags, struct served_file **ret)
+{
+	struct caller c = req_caller(req);
+	GBytes *content = NULL;
+	int64_t version;
+	int r = view_open(state(req)->view, &c, ino, flags, &content, &version);
+	return served_file_of(r, content, version, ino, flags, ret);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -414,20 +421,29 @@ static GBytes *snapshot_for_read(fuse_req_t req, struct served_file *f, off_t of
 
 /* A file opened before a handover or a crash, whose snapshot went with
  * the daemon that took it: a snapshot of now. If the caller's content
- * class changed meanwhile (a new limit), nobody walks the path again: a
- * read that starts over gets the caller's own text, as an open now would,
- * from that snapshot only (the inode's shared text is another class's);
- * past the start, ESTALE (the pass began with the other class's text). */
+ * class changed meanwhile (a new limit), nobody walks the path again. A
+ * text the page cache keeps is the inode's own class's, whoever reads:
+ * what this READ answers fills every caller's pages. Otherwise a read that
+ * starts over gets the caller's own text, as an open now would, from that
+ * snapshot only (the inode's text is another class's); past the start,
+ * ESTALE (the pass began with the other class's text). */
 static int adopted_file(fuse_req_t req, fuse_ino_t ino, off_t off, int flags, struct served_file **ret)
 {
 	int r = served_file_new(req, ino, flags, ret);
-	if (r == -ESTALE && off == 0 && view_class_row(ino)) {
-		struct caller c = req_caller(req);
-		r = served_file_new(req, view_own_class_ino(state(req)->view, &c, ino), flags, ret);
-		if (r == 0)
-			(*ret)->version = 0;
-	}
-	return unwalked(ino, r);
+	if (r != -ESTALE || !view_class_row(ino))
+		return unwalked(ino, r);
+	struct caller c = req_caller(req);
+	GBytes *content = NULL;
+	int64_t version;
+	r = view_class_text(state(req)->view, &c, ino, &content, &version);
+	if (r != -ENOENT)
+		return served_file_of(r, content, version, ino, flags, ret);
+	if (off > 0)
+		return -ESTALE;
+	r = served_file_new(req, view_own_class_ino(state(req)->view, &c, ino), flags, ret);
+	if (r == 0)
+		(*ret)->version = 0;
+	return r;
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

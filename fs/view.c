@@ -312,6 +312,11 @@ uint64_t view_own_class_ino(struct view *v, const struct caller *c, uint64_t ino
 	return r ? files_row_ino_for(v, c, (enum row)r) : ino;
 }
 
+int view_class_text(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret, int64_t *ret_version)
+{
+	return view_class_row(ino) ? files_class_text(v, c, ino, ret, ret_version) : -ENOENT;
+}
+
 int view_read_shared(struct view *v, uint64_t ino, GBytes **ret)
 {
 	int64_t version;

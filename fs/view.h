@@ -133,6 +133,11 @@ unsigned view_class_row(uint64_t ino);
 /* The inode of ino's row that is of the caller's content class now (ino
  * itself for a node of no class). */
 uint64_t view_own_class_ino(struct view *v, const struct caller *c, uint64_t ino);
+/* The text of a per-class inode that the page cache keeps (a READ of it
+ * fills every caller's pages): its own class's, whoever asks, with its
+ * version. -ESTALE where this daemon knows no caller of that class yet,
+ * -ENOENT for any other node (its text is each open's). */
+int view_class_text(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret, int64_t *ret_version);
 /* The text of proc/<name> (a file of proc/'s top) as the caller would read
  * it: served, or the host's where the view delegates it. 0 or -errno. */
 int view_proc_text(struct view *v, const struct caller *c, const char *name, GBytes **ret);

@@ -623,6 +623,23 @@ def make_tests():
             check(cgtest.wait_until(same, timeout=10), "the view does not show the new process at pid 500",
                   describe(cgtest.run(ns.in_view + ["ls", "-l", "/proc/500/"])))
 
+    def held_across_crash(d, box, path, after_kill, meanwhile=lambda: None):
+        """path opened and read from its start by a process in box; d
+        SIGKILLed (after_kill() then) and a new daemon started;
+        meanwhile(); the open file read from its start again. The two
+        texts."""
+        opener = subprocess.Popen(box.prefix() + [cgtest.PYTHON, "-c", HELD_READ, path],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            first = json.loads(opener.stdout.readline())
+            d.crash_and_restart(after_kill=after_kill)
+            meanwhile()
+            return first, json.loads(opener.communicate("\n", timeout=30)[0])
+        finally:
+            if opener.poll() is None:
+                opener.kill()
+                opener.wait()
+
     @test("/proc/stat opened at a 1-CPU quota, the daemon SIGKILLed, the quota lifted, a new daemon: a read of "
           "the open file from its start gives the caller's text now (every CPU), not ESTALE")
     def _():
@@ -633,19 +650,39 @@ def make_tests():
         try:
             box.cpu_quota(1)
             with Daemon() as d:
-                opener = subprocess.Popen(box.prefix() + [cgtest.PYTHON, "-c", HELD_READ, os.path.join(d.proc, "stat")],
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-                try:
-                    first = json.loads(opener.stdout.readline())
-                    check_equal(cpu_lines(first), 1, "stat's CPU lines at its open")
-                    d.crash_and_restart(after_kill=lambda: box.cpu_quota(None))
-                    again = json.loads(opener.communicate("\n", timeout=30)[0])
-                finally:
-                    if opener.poll() is None:
-                        opener.kill()
-                        opener.wait()
+                first, again = held_across_crash(d, box, os.path.join(d.proc, "stat"), lambda: box.cpu_quota(None))
+                check_equal(cpu_lines(first), 1, "stat's CPU lines at its open")
                 check(again.startswith("cpu "), "stat read again from the start", again)
                 check_equal(cpu_lines(again), host_cpus, "stat's CPU lines read again from the start")
+        finally:
+            box.remove()
+
+    @test("cpu/online (one text per class, kept by the page cache) opened with every CPU, the daemon SIGKILLed, "
+          "the opener put under a 1-CPU quota, a new daemon, the pages dropped: the opener's read from the start "
+          "gives the text of the class it opened, and the next reader of that class reads it whole, not the "
+          "opener's 1-CPU text in its pages")
+    def _():
+        host = cgtest.read_all("/sys/devices/system/cpu/online").decode()
+        if host == "0\n":
+            raise cgtest.Skip("this machine has 1 CPU: a 1-CPU quota shows no change")
+        box = ContainerCgroup("cgprocfs-test-adopt-%d" % os.getpid())
+        try:
+            with Daemon() as d:
+                online = os.path.join(d.cpu, "online")
+
+                def read_then_drop_pages():
+                    # This process, of the class opened, reads it from the
+                    # new daemon; its pages then go, so that the opener's
+                    # read asks the daemon.
+                    check_equal(cgtest.read_all(online).decode(), host, "cpu/online read from the new daemon")
+                    fd = os.open(online, os.O_RDONLY)
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                    os.close(fd)
+
+                first, again = held_across_crash(d, box, online, lambda: box.cpu_quota(1), read_then_drop_pages)
+                check_equal(first, host, "cpu/online at its open")
+                check_equal(again, host, "cpu/online read again from the start by the opener")
+                check_equal(cgtest.read_all(online).decode(), host, "cpu/online read by this process after that")
         finally:
             box.remove()
 
@@ -661,8 +698,9 @@ def make_tests():
             try:
                 d.start()
                 serves(d)
-                keepers = cgtest.keepers_of(d.mnt)
-                check_equal(len(keepers), 1, "keepers of the mount while the daemon serves")
+                # (started beside the daemon: it may not run as itself yet)
+                keepers = cgtest.wait_until(lambda: cgtest.keepers_of(d.mnt), timeout=10)
+                check_equal(len(keepers or []), 1, "keepers of the mount while the daemon serves")
                 # Its end is seen through a pidfd, at once, however slow
                 # this machine (a look after the kill may come after the
                 # 1 s has passed).

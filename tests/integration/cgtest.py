@@ -207,8 +207,12 @@ def force_unmount(path):
         subprocess.run(["umount", "-l", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def keepers_of(mnt):
-    """The keeper processes of the daemons of mountpoint mnt."""
+def keepers_of(mnt, wait=False):
+    """The keeper processes of the daemons of mountpoint mnt. With wait,
+    up to 10 s for one: a daemon serves before its keeper, started beside
+    it, runs as itself."""
+    if wait:
+        return wait_until(lambda: keepers_of(mnt), timeout=10) or []
     found = []
     for pid in run(["pgrep", "-x", "cgprocfs-keeper"])[1].split():
         with contextlib.suppress(OSError), open("/proc/%s/cmdline" % pid) as f:

@@ -501,7 +501,7 @@ def make_tests():
                 with reader_in_view(first.mnt, 6) as reader:
                     serves(first)
                     check("outlives this daemon's cgroup" in first.log(), "the keeper was not moved", first.log())
-                    keepers = cgtest.keepers_of(first.mnt)
+                    keepers = cgtest.keepers_of(first.mnt, wait=True)
                     check_equal([cgroups_of(k) for k in keepers], [["/"]], "the keeper's cgroups")
                     time.sleep(1)
                     box.kill()
@@ -698,9 +698,8 @@ def make_tests():
             try:
                 d.start()
                 serves(d)
-                # (started beside the daemon: it may not run as itself yet)
-                keepers = cgtest.wait_until(lambda: cgtest.keepers_of(d.mnt), timeout=10)
-                check_equal(len(keepers or []), 1, "keepers of the mount while the daemon serves")
+                keepers = cgtest.keepers_of(d.mnt, wait=True)
+                check_equal(len(keepers), 1, "keepers of the mount while the daemon serves")
                 # Its end is seen through a pidfd, at once, however slow
                 # this machine (a look after the kill may come after the
                 # 1 s has passed).

@@ -478,7 +478,7 @@ def make_tests(d, state):
                       "the pod's new daemon did not take the views over from the keeper", logs())
 
             def keeper_outside():
-                keepers = cgtest.keepers_of(mnt)
+                keepers = cgtest.keepers_of(mnt, wait=True)
                 check_equal(len(keepers), 1, "keepers of the pod's daemon")
                 with open("/proc/%d/cgroup" % keepers[0]) as f:
                     cgroups = sorted({line.rstrip("\n").split(":", 2)[2] for line in f})

@@ -305,7 +305,7 @@ def make_tests():
     def _():
         with contextlib.ExitStack() as stack:
             s = Scene(stack)
-            keepers = cgtest.keepers_of(s.first.mnt)
+            keepers = cgtest.keepers_of(s.first.mnt, wait=True)
             check_equal(len(keepers), 1, "keepers of the mountpoint")
             os.kill(keepers[0], signal.SIGKILL)
             check(cgtest.wait_until(lambda: "the keeper holds every view again" in s.log(), timeout=WAIT_TIMEOUT),
@@ -392,7 +392,7 @@ def make_tests():
     def _():
         with contextlib.ExitStack() as stack:
             s = Scene(stack)
-            old_keepers = cgtest.keepers_of(s.first.mnt)
+            old_keepers = cgtest.keepers_of(s.first.mnt, wait=True)
             new = s.daemon("daemon:take-resumed=stop", ["--replace"])
             s.fired("daemon:take-resumed=stop")
             for k in old_keepers:
@@ -410,7 +410,7 @@ def make_tests():
     def _():
         with contextlib.ExitStack() as stack:
             s = Scene(stack, first_args=["--keep-views-on-stop"])
-            keepers = cgtest.keepers_of(s.first.mnt)
+            keepers = cgtest.keepers_of(s.first.mnt, wait=True)
             with slow_to_exit(keepers):
                 for k in keepers:
                     os.kill(k, signal.SIGKILL)

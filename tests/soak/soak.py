@@ -48,6 +48,7 @@ and mount it made goes on every exit path.
 import argparse
 import collections
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -119,11 +120,15 @@ def rollup_range(path):
     return read(path).split("\n", 1)[0]
 
 
-def unless_gone(fn, path):
-    """fn(path), or None for a process that is gone (reported otherwise)."""
+def unless_gone(fn, path, reused=False):
+    """fn(path), or None for a process that is gone (reported otherwise).
+    With reused, ESTALE is returned, for the caller to report unless the
+    pid was taken by another process meanwhile."""
     try:
         return fn(path)
     except OSError as e:
+        if reused and e.errno == errno.ESTALE:
+            return e
         if e.strerror not in GONE:
             print("err %s: %s" % (e.filename, e.strerror), flush=True)
         return None
@@ -189,10 +194,17 @@ def role_churn(args):
                     now_ticks = float(f.read().split()[0]) * ticks
                 if s1 is None or now_ticks - s1 < SETTLED * ticks:
                     continue
-                view = unless_gone(rollup_range, "/proc/%d/smaps_rollup" % pid)
+                view = unless_gone(rollup_range, "/proc/%d/smaps_rollup" % pid, reused=True)
                 real = unless_gone(rollup_range, "/proc/.real/%d/smaps_rollup" % pid)
                 if start_time(pid) != s1:  # gone, or another process took the pid, meanwhile
+                    # A walk held up by a daemon event can meet the pid
+                    # taken twice (it is taken every 0.32 s here): the
+                    # kernel walks again once only, then gives ESTALE.
                     gone += 1
+                    continue
+                if isinstance(view, OSError):
+                    print("err %s: %s (its process unchanged)" % (view.filename, view.strerror), flush=True)
+                    checked += 1
                     continue
                 # The same process throughout: the view must have it if the
                 # kernel does (both may say it is gone as it exits).

@@ -48,10 +48,10 @@ if [ "$what" != soak ]; then
 fi
 if [ "$what" != tests ]; then
 	# Every change of the soak at least four times, and a daemon event
-	# every 3 s until a whole round of them is done (--replace and
+	# every 2.5 s until a whole round of them is done (--replace and
 	# SIGKILL, plain and with each process killed at each step of a
 	# handover: tests/soak/daemons.py).
-	tests/soak/run-soak.sh "$dir" --minutes 1.1 --rounds 1 --containers-every 15 --daemon-every 3 --calm 0 \
+	tests/soak/run-soak.sh "$dir" --minutes 0.9 --rounds 1 --containers-every 13 --daemon-every 2.5 --calm 0 \
 		--warmup 30 ||
 		status=1
 	lap "asan: soak"

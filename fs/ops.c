@@ -422,22 +422,23 @@ static GBytes *snapshot_for_read(fuse_req_t req, struct served_file *f, off_t of
 /* A file opened before a handover or a crash, whose snapshot went with
  * the daemon that took it: a snapshot of now. If the caller's content
  * class changed meanwhile (a new limit), nobody walks the path again. A
- * text the page cache keeps is the inode's own class's, whoever reads:
- * what this READ answers fills every caller's pages. Otherwise a read that
- * starts over gets the caller's own text, as an open now would, from that
- * snapshot only (the inode's text is another class's); past the start,
- * ESTALE (the pass began with the other class's text). */
+ * text the page cache keeps is the inode's own class's, whoever reads
+ * (what this READ answers fills every caller's pages), where this daemon
+ * knows that class. Otherwise a read that starts over gets the caller's
+ * own text, as an open now would, from that snapshot only; past the start,
+ * ESTALE (the pass began with the other class's text, whose length this
+ * daemon does not know). */
 static int adopted_file(fuse_req_t req, fuse_ino_t ino, off_t off, int flags, struct served_file **ret)
 {
 	int r = served_file_new(req, ino, flags, ret);
 	if (r != -ESTALE || !view_class_row(ino))
 		return unwalked(ino, r);
 	struct caller c = req_caller(req);
-	GBytes *content = NULL;
-	int64_t version;
-	r = view_class_text(state(req)->view, &c, ino, &content, &version);
-	if (r != -ENOENT)
-		return served_file_of(r, content, version, ino, flags, ret);
+	g_autoptr(GBytes) content = NULL;
+	int64_t version = 0;
+	gboolean known = view_class_text(state(req)->view, &c, ino, &content, &version) == 0;
+	if (known && version > 0)
+		return served_file_of(0, g_steal_pointer(&content), version, ino, flags, ret);
 	if (off > 0)
 		return -ESTALE;
 	r = served_file_new(req, view_own_class_ino(state(req)->view, &c, ino), flags, ret);

@@ -72,6 +72,7 @@ PYTHON = "/usr/bin/python3"
 HOLDER_MIB = (16, 32, 48, 64)
 CHURN_RATE, CHURN_WINDOW, CHURN_LIFE = 200, 64, 0.2
 SETTLED = 0.05  # s: a churned process is checked once this old
+TAKEOVER_WINDOW = 5  # s: see Soak.stale_past_start
 LIMITS_EVERY, MOVES_EVERY, SAMPLE_EVERY = 10.0, 5.0, 10.0
 GRACE = 1.0  # s the views have to follow a change
 CONTAINER_MEMORY = 128 << 20
@@ -335,6 +336,7 @@ class Soak:
         self.containers = collections.deque()
         self.samples = []        # (time, daemon pid, RSS bytes, fds)
         self.daemon_events = []  # (time, what)
+        self.event_running = False
         self.stop = threading.Event()
         self.sanitized = bool(os.environ.get("CGPROCFS_SANITIZED"))
 
@@ -357,7 +359,9 @@ class Soak:
             line = line.strip()
             if self.stop.is_set():  # the end: what it reads goes first
                 continue
-            if line.startswith("err "):  # readers report a gone process's ENOENT only where it may be
+            if line.startswith("err ") and self.stale_past_start(name, line):
+                self.counts["reads past the start across a takeover and a class change (ESTALE)"] += 1
+            elif line.startswith("err "):  # readers report a gone process's ENOENT only where it may be
                 self.fail("%s: %s" % (name, line[4:]))
                 self.counts["failed reads"] += 1
             elif line.startswith("wrong"):
@@ -367,6 +371,22 @@ class Soak:
                 on_line(line)
         if not self.stop.is_set() and not name.startswith("container"):
             self.fail("%s ended early (exit %s)" % (name, p.wait()))
+
+    def stale_past_start(self, name, line):
+        """A read() (no file name: not an open) that got ESTALE, within
+        TAKEOVER_WINDOW s of both a daemon event and a change of the
+        reader's class (a move, or new limits): the documented answer to
+        a read past the start of a per-open text (stat's) whose pass began
+        with a class the caller no longer has, which the new daemon cannot
+        continue (README "Upgrading without a remount")."""
+        if not line.endswith("None: Stale file handle"):
+            return False
+        now = time.monotonic()
+        with self.lock:
+            moved = any(now - when <= TAKEOVER_WINDOW and who in (name, "limits") for when, who, _ in self.events)
+            event = self.event_running or any(now - (self.t0 + when) <= TAKEOVER_WINDOW
+                                              for when, _ in self.daemon_events)
+        return moved and event
 
     def group_at(self, name, t):
         g = self.readers[name]["group0"]
@@ -509,7 +529,9 @@ class Soak:
     def daemon_event(self):
         """The next daemon event; the s to wait before the one after."""
         self.sample()
+        self.event_running = True
         what = self.daemons.event()
+        self.event_running = False
         self.daemon = self.lab.daemon = self.daemons.current
         self.daemon_events.append((time.monotonic() - self.t0, what))
         self.counts["daemon events"] += 1

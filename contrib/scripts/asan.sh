@@ -31,18 +31,14 @@ if [ ! -d "$dir" ]; then
 fi
 ninja -C "$dir" >/dev/null
 lap "asan: build"
-# The unit suite, and the daemon's own mount suites: what it serves, and
-# its lifecycle. One run, two at a time: the unit tests fill in beside the
-# longer mount tests.
-tests=$(meson test -C "$dir" --no-rebuild --list --suite unit --suite view --suite lifecycle 2>/dev/null |
-	sed -n 's|^cgprocfs:[^ ]* / ||p')
+# The daemon's own mount suites, what it serves and its lifecycle, two at
+# a time; the unit suite beside them (unit-beside.sh).
 export ASAN_OPTIONS="detect_leaks=1 ${ASAN_OPTIONS:-}"
 export CGPROCFS_SANITIZED=1 # tests that bound RSS leave that to LeakSanitizer
 export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1 ${UBSAN_OPTIONS:-}"
 status=0
 if [ "$what" != soak ]; then
-	# shellcheck disable=SC2086 # one test name per word
-	meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 $tests ||
+	contrib/scripts/unit-beside.sh "$dir" --print-errorlogs --num-processes 2 --suite view --suite lifecycle ||
 		{ status=1 && contrib/scripts/failed-tests.py "$dir"; }
 	lap "asan: unit and mount tests"
 fi

@@ -3,7 +3,11 @@
 TAP lines and their diagnostics (meson's --print-errorlogs shows a TAP
 test's stderr only, where these tests say nothing).
 
-    contrib/scripts/failed-tests.py BUILD_DIR"""
+    contrib/scripts/failed-tests.py BUILD_DIR
+
+Every run's log there: testlog.json, and testlog-NAME.json of a run with
+--logbase testlog-NAME (the test command's unit suite)."""
+import glob
 import json
 import os
 import sys
@@ -26,8 +30,10 @@ def failed_points(stdout):
 
 
 def main(build_dir):
-    with open(os.path.join(build_dir, "meson-logs", "testlog.json")) as f:
-        results = [json.loads(line) for line in f]
+    results = []
+    for path in sorted(glob.glob(os.path.join(build_dir, "meson-logs", "testlog*.json"))):
+        with open(path) as f:
+            results += [json.loads(line) for line in f]
     for r in results:
         if r["result"] in ("OK", "SKIP", "EXPECTEDFAIL"):
             continue

@@ -66,7 +66,7 @@ stage "build (gcc)" cgprocfs_build
 stage "build (clang, fuzzers)" build_clang
 
 status=0
-stage "meson test (unit, mount)" meson test -C build --print-errorlogs --num-processes 2 ||
+stage "meson test (unit, mount)" contrib/scripts/unit-beside.sh build --print-errorlogs --num-processes 2 ||
 	{ status=1 && contrib/scripts/failed-tests.py build; }
 stage "fuzzers' seeds" fuzz_seeds || status=1
 rm -rf build-tsan build-asan
@@ -80,7 +80,7 @@ stage "asan+ubsan soak" logged soak "asan+ubsan: the soak passed" contrib/script
 # How long each stage and each test took, then one closing line for
 # whoever reads only the end.
 /usr/bin/python3 - "$((SECONDS - start))" "$logs" <<'PY'
-import json, os, sys
+import glob, json, os, sys
 total, logs = int(sys.argv[1]), sys.argv[2]
 print("\nstages:")
 print("".join("  " + line for line in open(os.path.join(logs, "stages"))), end="")
@@ -91,7 +91,7 @@ for name in ("asan.log", "soak.log"):  # asan.sh's own stages
     except OSError:
         pass
 print("  %-36s %5d s" % ("total", total))
-results = [json.loads(line) for line in open("build/meson-logs/testlog.json")]
+results = [json.loads(line) for path in sorted(glob.glob("build/meson-logs/testlog*.json")) for line in open(path)]
 groups = {}
 for r in results:  # "cgprocfs:mount+view / view": suite group view
     group = r["name"].split(" / ")[0].split(":", 1)[1].split("+")[-1]

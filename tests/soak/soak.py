@@ -35,7 +35,8 @@ At once, for --minutes:
   daemon's growth is measured).
 
 It passes when no read failed (a process that is gone may be ENOENT or
-ESRCH), no content was wrong, every event ended with a daemon serving
+ESRCH; a read() past the start across a takeover and a class change may be
+ESTALE: Soak.stale_past_start), no content was wrong, every event ended with a daemon serving
 (and each fault of every round done fired), no daemon exited non-zero
 but of a fault, the daemons logged no sanitizer report, the last one
 stopped with exit 0 and left no keeper, and each daemon that lived past the

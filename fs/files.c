@@ -386,6 +386,16 @@ static int class_decider(struct view *v, const struct caller *c, uint64_t ino, s
 	return -ESTALE;
 }
 
+/* The text of a per-class inode, its class's whoever asks, at most
+ * max_age_us old: class_decider's -ESTALE where that class is unknown. */
+static int class_text(struct view *v, const struct caller *c, uint64_t ino, gint64 max_age_us, GBytes **ret,
+		      int64_t *ret_version)
+{
+	g_auto(decider) d = { 0 };
+	int r = class_decider(v, c, ino, &d);
+	return r < 0 ? r : shared_text(v, ino, &d, max_age_us, ret, ret_version);
+}
+
 /* The text of a namespace's inode for the caller: its class inode's, at
  * most max_age_us old. */
 static int text_for_ns(struct view *v, const struct caller *c, uint64_t ino, gint64 max_age_us, GBytes **ret,
@@ -403,7 +413,6 @@ static int text_for_ns(struct view *v, const struct caller *c, uint64_t ino, gin
 static int served_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
 		       double *ret_timeout)
 {
-	g_auto(decider) d = { 0 };
 	g_autoptr(GBytes) text = NULL;
 	int64_t version;
 	gint64 max_age = rows[served_row(ino)].mode == SERVED_FRESH_PER_CLASS ? G_MAXINT64 : SHARED_MAX_AGE_US;
@@ -414,9 +423,7 @@ static int served_attr(struct view *v, const struct caller *c, uint64_t ino, str
 	} else if (files_class_row(ino) == ROW_NONE) {
 		return view_served_file_attr(v, c, ino, ret, ret_timeout);
 	} else {
-		r = class_decider(v, c, ino, &d);
-		if (r == 0)
-			r = shared_text(v, ino, &d, max_age, &text, &version);
+		r = class_text(v, c, ino, max_age, &text, &version);
 	}
 	if (r < 0)
 		return r;
@@ -431,11 +438,9 @@ static int served_attr(struct view *v, const struct caller *c, uint64_t ino, str
 
 int files_class_text(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret, int64_t *ret_version)
 {
-	if (files_class_row(ino) == ROW_NONE || rows[served_row(ino)].mode != SERVED_SHARED_PER_CLASS)
+	if (rows[served_row(ino)].mode != SERVED_SHARED_PER_CLASS)
 		return -ENOENT;
-	g_auto(decider) d = { 0 };
-	int r = class_decider(v, c, ino, &d);
-	return r < 0 ? r : shared_text(v, ino, &d, SHARED_MAX_AGE_US, ret, ret_version);
+	return class_text(v, c, ino, SHARED_MAX_AGE_US, ret, ret_version);
 }
 
 static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret,

@@ -330,30 +330,28 @@ static void served_file_free(struct served_file *f)
 	g_free(f);
 }
 
-/* A snapshot of ino for the caller of req (the view's text if r is 0),
- * or r, a -errno. */
-static int served_file_of(int r, GBytes *content, int64_t version, fuse_ino_t ino, int flags,
-			  struct served_file **ret)
+/* A snapshot of ino holding content (taken), of that version. */
+static struct served_file *served_file_of(GBytes *content, int64_t version, fuse_ino_t ino, int flags)
 {
-	if (r < 0)
-		return r;
 	struct served_file *f = g_new0(struct served_file, 1);
 	g_mutex_init(&f->lock);
 	f->content = content;
 	f->version = version;
 	f->ino = ino;
 	f->flags = flags;
-	*ret = f;
-	return 0;
+	return f;
 }
 
+/* A snapshot of ino for the caller of req. 0 or -errno. */
 static int served_file_new(fuse_req_t req, fuse_ino_t ino, int flags, struct served_file **ret)
 {
 	struct caller c = req_caller(req);
 	GBytes *content = NULL;
 	int64_t version;
 	int r = view_open(state(req)->view, &c, ino, flags, &content, &version);
-	return served_file_of(r, content, version, ino, flags, ret);
+	if (r == 0)
+		*ret = served_file_of(content, version, ino, flags);
+	return r;
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -434,11 +432,12 @@ static int adopted_file(fuse_req_t req, fuse_ino_t ino, off_t off, int flags, st
 	if (r != -ESTALE || !view_class_row(ino))
 		return unwalked(ino, r);
 	struct caller c = req_caller(req);
-	g_autoptr(GBytes) content = NULL;
-	int64_t version = 0;
-	gboolean known = view_class_text(state(req)->view, &c, ino, &content, &version) == 0;
-	if (known && version > 0)
-		return served_file_of(0, g_steal_pointer(&content), version, ino, flags, ret);
+	GBytes *content = NULL;
+	int64_t version;
+	if (view_class_text(state(req)->view, &c, ino, &content, &version) == 0) {
+		*ret = served_file_of(content, version, ino, flags);
+		return 0;
+	}
 	if (off > 0)
 		return -ESTALE;
 	r = served_file_new(req, view_own_class_ino(state(req)->view, &c, ino), flags, ret);

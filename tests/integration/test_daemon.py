@@ -118,6 +118,15 @@ print(json.dumps(read()), flush=True)
 """
 
 
+def dead_listing_errno(mnt):
+    """The errno of listing mnt once its keeper has gone. The keeper's fuse
+    fd is released after its process is gone (a deferred close): a listing
+    sent meanwhile is aborted (ECONNABORTED); once released, every request
+    is ENOTCONN. Up to 5 s for that."""
+    cgtest.wait_until(lambda: cgtest.errno_of(os.listdir, mnt) == errno.ENOTCONN, timeout=5)
+    return cgtest.errno_of(os.listdir, mnt)
+
+
 def cpu_lines(text):
     """The cpuN lines of a /proc/stat text."""
     return sum(1 for line in text.splitlines() if line[:3] == "cpu" and line[3:4].isdigit())
@@ -416,12 +425,13 @@ def make_tests():
             try:
                 dead.start()
                 serves(dead)
+                check(cgtest.keepers_of(mnt, wait=True), "no keeper while the daemon serves")
                 dead.process.send_signal(signal.SIGKILL)
                 dead.process.wait()
                 check(cgtest.wait_until(lambda: not cgtest.keepers_of(mnt), timeout=10),
                       "the keeper still runs 10 s after its daemon died, with --keeper-wait=0")
                 # stat() of the root may still answer from cached attributes.
-                check_equal(cgtest.errno_of(os.listdir, mnt), errno.ENOTCONN, "listing the dead mount: errno")
+                check_equal(dead_listing_errno(mnt), errno.ENOTCONN, "listing the dead mount: errno")
                 check(cgtest.mounts_under(mnt), "the dead mount is not in the mount table")
                 # Known daemon bug when this fails: the dead mount is told by
                 # stat() failing with ENOTCONN, but stat() of its root answers
@@ -714,11 +724,7 @@ def make_tests():
                     os.close(keeper)
                 check(ended, "the keeper still runs 10 s after a 1 s wait")
                 check(waited >= 0.9, "the keeper went %.2f s after the daemon died, before its 1 s wait" % waited)
-                # The keeper's fuse fd is released after its process is gone
-                # (a deferred close): a listing sent meanwhile is aborted
-                # (ECONNABORTED); once released, every request is ENOTCONN.
-                cgtest.wait_until(lambda: cgtest.errno_of(os.listdir, d.mnt) == errno.ENOTCONN, timeout=5)
-                check_equal(cgtest.errno_of(os.listdir, d.mnt), errno.ENOTCONN, "listing the mount: errno")
+                check_equal(dead_listing_errno(d.mnt), errno.ENOTCONN, "listing the mount: errno")
             finally:
                 d._stopped = True  # killed on purpose; scratch_dir cleans up
 

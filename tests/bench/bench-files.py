@@ -22,7 +22,13 @@ it), so that a file added later is measured too; LXCFS's column says "-"
 where it serves no such file. Then, for the host's view, the FUSE
 requests one open + read + close of each row costs, from
 .cgprocfs/stats (cgprocfs_requests_total, the stats file's own read
-subtracted). It only reports; the exit status says whether it ran."""
+subtracted). It only reports; the exit status says whether it ran.
+
+Last, the floor row: .cgprocfs/control, a file the daemon answers from
+memory with nothing to compute, read past the page cache (OPEN and two
+READs) as the files rendered per open are; in the container, the host's
+MNT/.cgprocfs is bound at /cgprocfs-meta. The floor of a file the page
+cache keeps is cpuinfo's and online's row (OPEN only)."""
 
 import argparse
 import contextlib
@@ -39,6 +45,9 @@ from benchlib import BenchError  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUOTA, PERIOD, MEMORY = 50000, 100000, 256 << 20
 REQUEST_ROUNDS = 200
+# The floor row: its name in the tables, its path in MNT, and where the
+# container sees MNT/.cgprocfs.
+FLOOR, FLOOR_PATH, META_IN_CONTAINER = "floor: .cgprocfs/control", ".cgprocfs/control", "/cgprocfs-meta"
 
 # Run by the readers: argv[1] rounds, argv[2] JSON [[row, {source: path}]];
 # prints {row: {source: [p50 µs, p99 µs]}} (a source whose file cannot be
@@ -71,11 +80,11 @@ for row, source, path, samples in todo:
 print(json.dumps(out))
 """
 
-# Run in the host's view's caller: argv[1] MNT, argv[2] rounds, argv[3:]
-# rows; prints {row: requests per open + read + close}.
+# Run in the host's view's caller: argv[1] MNT, argv[2] rounds, argv[3]
+# JSON {row: path in MNT}; prints {row: requests per open + read + close}.
 REQUESTS = r"""
-import os, sys
-mnt, rounds, rows = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+import json, os, sys
+mnt, rounds, rows = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
 def requests():
     with open(mnt + "/.cgprocfs/stats") as f:
         return sum(int(l.split()[-1]) for l in f if l.startswith("cgprocfs_requests_total{"))
@@ -84,10 +93,10 @@ def read(path):
         f.read()
 own = -requests() + requests()  # what reading the stats costs
 out = {}
-for row in rows:
+for row, path in rows.items():
     before = requests()
     for _ in range(rounds):
-        read(mnt + "/proc/" + row)
+        read(mnt + "/" + path)
     out[row] = (requests() - before - own) / rounds
 print(__import__("json").dumps(out))
 """
@@ -104,10 +113,13 @@ def served_rows(mnt):
     return rows + ["../sys/devices/system/cpu/online"]
 
 
-def sources(rows, view, lxcfs, kernel):
+def sources(rows, view, lxcfs, kernel, meta):
+    """MEASURE's rows: each served file through the three, then the floor
+    (the view's only), meta being where MNT/.cgprocfs is."""
     return [[row, {"view": os.path.normpath(os.path.join(view, row)),
                    "lxcfs": os.path.normpath(os.path.join(lxcfs, row)),
-                   "kernel": os.path.normpath(os.path.join(kernel, row))}] for row in rows]
+                   "kernel": os.path.normpath(os.path.join(kernel, row))}] for row in rows] + \
+        [[FLOOR, {"view": os.path.join(meta, os.path.basename(FLOOR_PATH))}]]
 
 
 class Cgroup:
@@ -155,14 +167,17 @@ def containers_module():
 def in_container(bench, lxmnt, rows, rounds):
     """MEASURE in a runc container with the hook and the limits, LXCFS at /lxcfs."""
     argv = ["/usr/bin/python3", "-c", MEASURE, str(rounds), json.dumps(sources(rows, "/proc", "/lxcfs/proc",
-                                                                                "/proc/.real"))]
+                                                                                "/proc/.real", META_IN_CONTAINER))]
     cid, path = bench.bundle(argv, hook=True)
     with open(os.path.join(path, "config.json")) as f:
         config = json.load(f)
     config["mounts"].append({"destination": "/lxcfs", "type": "bind", "source": lxmnt, "options": ["rbind", "ro"]})
+    config["mounts"].append({"destination": META_IN_CONTAINER, "type": "bind",
+                             "source": os.path.join(bench.mnt, os.path.dirname(FLOOR_PATH)), "options": ["bind", "ro"]})
     config["linux"].setdefault("resources", {})["cpu"] = {"quota": QUOTA, "period": PERIOD}
     config["linux"]["resources"]["memory"] = {"limit": MEMORY}
-    os.makedirs(os.path.join(bench.rootfs, "lxcfs"), exist_ok=True)
+    for d in ("lxcfs", META_IN_CONTAINER.lstrip("/")):
+        os.makedirs(os.path.join(bench.rootfs, d), exist_ok=True)
     with open(os.path.join(path, "config.json"), "w") as f:
         json.dump(config, f)
     bench.ids.append(cid)
@@ -188,7 +203,7 @@ def table(title, got, rows, requests=None):
     def ratio(row, a, b):
         x, y = got.get(row, {}).get(a), got.get(row, {}).get(b)
         return "%5.2f / %5.2f" % (x[0] / y[0], x[1] / y[1]) if x and y else "%12s" % "-"
-    for row in rows:
+    for row in rows + [FLOOR]:
         name = row.replace("../sys/devices/system/cpu/", "sys/…/cpu/")
         line = "%-22s %s %s %s %s %s" % (name, cell(row, "view"), cell(row, "lxcfs"), cell(row, "kernel"),
                                          ratio(row, "view", "lxcfs"), ratio(row, "view", "kernel"))
@@ -214,9 +229,11 @@ class FilesBench:
         inside = in_container(b, self.lxmnt, rows, rounds)
         self.group = Cgroup("cgprocfs-bench-files-%d" % os.getpid())
         host = self.group.run([sys.executable, "-c", MEASURE, str(rounds), json.dumps(
-            sources(rows, os.path.join(b.mnt, "proc"), os.path.join(self.lxmnt, "proc"), "/proc"))])
-        requests = self.group.run([sys.executable, "-c", REQUESTS, b.mnt, str(REQUEST_ROUNDS)]
-                                  + [r for r in rows if not r.startswith("..")])
+            sources(rows, os.path.join(b.mnt, "proc"), os.path.join(self.lxmnt, "proc"), "/proc",
+                    os.path.join(b.mnt, os.path.dirname(FLOOR_PATH))))])
+        counted = {r: "proc/" + r for r in rows if not r.startswith("..")}
+        counted[FLOOR] = FLOOR_PATH
+        requests = self.group.run([sys.executable, "-c", REQUESTS, b.mnt, str(REQUEST_ROUNDS), json.dumps(counted)])
         print("%d rounds; a container with the hook and a host caller, each with half a CPU and 256 MiB" % rounds)
         table("In a runc container with the hook (the kernel's file: /proc/.real)", inside, rows)
         table("Through the host's view (MNT/proc; the kernel's: /proc); FUSE requests per open + read + close",

@@ -49,10 +49,7 @@ enum served_mode {
 	                          * offset 0, at most FRESH_AGES old (counters
 	                          * that move) */
 	SERVED_SHARED_PER_CLASS, /* one text per class, kept by the page cache,
-	                          * at most SHARED_AGES old (fs/served.h) */
-	SERVED_QUIET_PER_CLASS,  /* as FRESH, kept by the page cache where no
-	                          * reader can be in a pass (fs/quiet.h): for
-	                          * texts no tool keeps open (uptime, loadavg) */
+	                          * at most SHARED_MAX_AGE_US old (fs/served.h) */
 };
 
 static const struct row_def {
@@ -85,9 +82,9 @@ static const struct row_def {
 			     CLASS_MEMORY },
 	[ROW_PROC_VMSTAT] = { "vmstat", ROW_PROC, NODE_HOST_FILE, FALSE, render_memory, SERVED_FRESH_PER_CLASS,
 			      CLASS_MEMORY },
-	[ROW_PROC_UPTIME] = { "uptime", ROW_PROC, NODE_HOST_FILE, FALSE, render_uptime, SERVED_QUIET_PER_CLASS,
+	[ROW_PROC_UPTIME] = { "uptime", ROW_PROC, NODE_HOST_FILE, FALSE, render_uptime, SERVED_FRESH_PER_CLASS,
 			      CLASS_UPTIME },
-	[ROW_PROC_LOADAVG] = { "loadavg", ROW_PROC, NODE_HOST_FILE, FALSE, render_loadavg, SERVED_QUIET_PER_CLASS,
+	[ROW_PROC_LOADAVG] = { "loadavg", ROW_PROC, NODE_HOST_FILE, FALSE, render_loadavg, SERVED_FRESH_PER_CLASS,
 			       CLASS_LOADAVG },
 	[ROW_PROC_DISKSTATS] = { "diskstats", ROW_PROC, NODE_HOST_FILE, FALSE, render_diskstats, SERVED_FRESH_PER_CLASS,
 				 CLASS_DISKS },
@@ -109,7 +106,8 @@ static const struct row_def {
 };
 /* How old a shared text may be when it is served: a reader never gets a
  * text older than this (cpuinfo's MHz, meminfo's levels). */
-static const struct served_ages SHARED_AGES = { G_USEC_PER_SEC, G_USEC_PER_SEC };
+#define SHARED_MAX_AGE_US G_USEC_PER_SEC
+static const struct served_ages SHARED_AGES = { SHARED_MAX_AGE_US, SHARED_MAX_AGE_US };
 /* A class's counters (stat, uptime, loadavg, diskstats, vmstat, pressure)
  * are read once a tick, by the first open of the class in it, not at each
  * open: a tick is their unit (USER_HZ, uptime's hundredths), and a text
@@ -427,7 +425,7 @@ static int served_attr(struct view *v, const struct caller *c, uint64_t ino, str
 {
 	g_autoptr(GBytes) text = NULL;
 	int64_t version;
-	struct served_ages ages = rows[served_row(ino)].mode == SERVED_SHARED_PER_CLASS ? SHARED_AGES : ANY_AGE;
+	struct served_ages ages = rows[served_row(ino)].mode == SERVED_FRESH_PER_CLASS ? ANY_AGE : SHARED_AGES;
 	int r;
 
 	if (served_for_ns(ino)) {
@@ -450,15 +448,9 @@ static int served_attr(struct view *v, const struct caller *c, uint64_t ino, str
 
 int files_class_text(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret, int64_t *ret_version)
 {
-	enum served_mode mode = rows[served_row(ino)].mode;
-	if (mode != SERVED_SHARED_PER_CLASS && mode != SERVED_QUIET_PER_CLASS)
+	if (rows[served_row(ino)].mode != SERVED_SHARED_PER_CLASS)
 		return -ENOENT;
-	return class_text(v, c, ino, mode == SERVED_QUIET_PER_CLASS ? FRESH_AGES : SHARED_AGES, ret, ret_version);
-}
-
-gboolean files_quiet(uint64_t ino)
-{
-	return files_class_row(ino) != ROW_NONE && rows[served_row(ino)].mode == SERVED_QUIET_PER_CLASS;
+	return class_text(v, c, ino, SHARED_AGES, ret, ret_version);
 }
 
 static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret,
@@ -497,8 +489,7 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 		*ret_version = VIEW_FRESH;
 		return r;
 	}
-	return shared_text(v, ino, &d, row->mode == SERVED_QUIET_PER_CLASS ? FRESH_AGES : SHARED_AGES, ret,
-			   ret_version);
+	return shared_text(v, ino, &d, SHARED_AGES, ret, ret_version);
 }
 
 const struct kind_ops files_served_ops = {

@@ -1,7 +1,5 @@
 #include "kcache.h"
 
-#include "quiet.h"
-
 #include <errno.h>
 
 void kcache_init(struct ops_state *s)
@@ -9,14 +7,12 @@ void kcache_init(struct ops_state *s)
 	g_mutex_init(&s->cache_lock);
 	s->told = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
 	s->row_class = g_hash_table_new(g_direct_hash, g_direct_equal);
-	s->quiet = quiet_new();
 }
 
 void kcache_clear(struct ops_state *s)
 {
 	g_clear_pointer(&s->told, g_hash_table_unref);
 	g_clear_pointer(&s->row_class, g_hash_table_unref);
-	g_clear_pointer(&s->quiet, quiet_free);
 	g_mutex_clear(&s->cache_lock);
 }
 
@@ -84,14 +80,10 @@ gboolean kcache_told(struct ops_state *s, uint64_t ino, gint64 version, gint64 s
 	return told_locked(s, ino, version, size);
 }
 
-void kcache_told_attr(struct ops_state *s, uint64_t ino, struct stat *attr, double *timeout)
+void kcache_told_attr(struct ops_state *s, uint64_t ino, struct stat *attr)
 {
 	if (!S_ISREG(attr->st_mode))
 		return;
-	if (view_quiet(ino)) {
-		quiet_attr(s->quiet, ino, attr, timeout, g_get_monotonic_time());
-		return;
-	}
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
 	const struct told *had = g_hash_table_lookup(s->told, &ino);
 	if (had && had->version == 0 && had->size > attr->st_size) /* a store's */
@@ -121,51 +113,3 @@ void kcache_store(struct ops_state *s, uint64_t ino, GBytes *content)
 			g_strerror(-r));
 }
 
-
-/* content the kernel's text of ino, as quiet says. */
-static void quiet_store(struct ops_state *s, uint64_t ino, GBytes *content, enum quiet_store how)
-{
-	if (how == QUIET_STORE) {
-		kcache_store(s, ino, content);
-	} else if (how == QUIET_OVER) {
-		/* No reader is in the pages, the size is right: written over,
-		 * the kernel's attributes stay valid (no request to read). */
-		gsize len;
-		struct fuse_bufvec buf = FUSE_BUFVEC_INIT(0);
-		buf.buf[0].mem = (void *)g_bytes_get_data(content, &len);
-		buf.buf[0].size = len;
-		int r = fuse_lowlevel_notify_store(s->session, ino, 0, &buf, 0);
-		if (r < 0 && r != -ENOENT)
-			kcache_store(s, ino, content);
-	}
-}
-
-gboolean kcache_quiet_open(struct ops_state *s, uint64_t ino, GBytes *content, int64_t version)
-{
-	enum quiet_store how;
-	if (!quiet_open(s->quiet, ino, content, version, g_get_monotonic_time(), &how))
-		return FALSE;
-	quiet_store(s, ino, content, how);
-	return TRUE;
-}
-
-void kcache_quiet_opened(struct ops_state *s, uint64_t ino, uint64_t fh)
-{
-	quiet_contact(s->quiet, ino, fh, g_get_monotonic_time());
-}
-
-void kcache_quiet_reread(struct ops_state *s, uint64_t ino, uint64_t fh, GBytes *content, int64_t version)
-{
-	quiet_store(s, ino, content, quiet_reread(s->quiet, ino, fh, content, version, g_get_monotonic_time()));
-}
-
-GBytes *kcache_quiet_read(struct ops_state *s, uint64_t ino, uint64_t fh, gboolean cached)
-{
-	quiet_contact(s->quiet, ino, fh, g_get_monotonic_time());
-	return cached ? quiet_text(s->quiet, ino) : NULL;
-}
-
-void kcache_quiet_closed(struct ops_state *s, uint64_t ino, uint64_t fh)
-{
-	quiet_closed(s->quiet, ino, fh);
-}

@@ -25,27 +25,11 @@ void kcache_class_mixed(struct ops_state *s, uint64_t ino);
  * or a store: version 0). TRUE if it had been told another version. */
 gboolean kcache_told(struct ops_state *s, uint64_t ino, gint64 version, gint64 size);
 
-/* Attributes of a regular file about to go to the kernel, and how long it
- * may keep them. A file rendered per open has no size of its own
- * (smaps_rollup: 0; stat: its text of the last second), but the kernel
- * must keep at least the size of the text its last open stored, or a
- * sendfile under way would stop short of it. A view_quiet inode's are
- * quiet_attr's. */
-void kcache_told_attr(struct ops_state *s, uint64_t ino, struct stat *attr, double *timeout);
-
-/* view_quiet inodes (fs/quiet.h). An open whose text now is content (of
- * version): TRUE if it reads through the page cache (content stored there
- * if it is new), FALSE if past it. Then its open file fh is told. */
-gboolean kcache_quiet_open(struct ops_state *s, uint64_t ino, GBytes *content, int64_t version);
-void kcache_quiet_opened(struct ops_state *s, uint64_t ino, uint64_t fh);
-/* A GETATTR of open file fh, read through the page cache: content (of
- * version) replaces the kernel's text if it is new and no reader can be in
- * a pass. */
-void kcache_quiet_reread(struct ops_state *s, uint64_t ino, uint64_t fh, GBytes *content, int64_t version);
-/* A READ of open file fh: for one read through the page cache, the text
- * the kernel holds (a reference; NULL if unknown). */
-GBytes *kcache_quiet_read(struct ops_state *s, uint64_t ino, uint64_t fh, gboolean cached);
-void kcache_quiet_closed(struct ops_state *s, uint64_t ino, uint64_t fh);
+/* Attributes of a regular file about to go to the kernel. A file rendered
+ * per open has no size of its own (smaps_rollup: 0; stat: its text of the
+ * last second), but the kernel must keep at least the size of the text its
+ * last open stored, or a sendfile under way would stop short of it. */
+void kcache_told_attr(struct ops_state *s, uint64_t ino, struct stat *attr);
 
 /* Whether the kernel's size of ino, as it was told, is below size: a text
  * rendered for one open, longer than that, must be stored for sendfile to

@@ -76,7 +76,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		.entry_timeout = e.entry_timeout,
 	};
 	if (e.ino)
-		kcache_told_attr(s, e.ino, &param.attr, &param.attr_timeout);
+		kcache_told_attr(s, e.ino, &param.attr);
 	if (e.ino && view_class_row(e.ino))
 		param.entry_timeout = kcache_entry_timeout(s, e.ino, e.entry_timeout);
 	fuse_reply_entry(req, &param); /* req is gone from here on */
@@ -93,15 +93,11 @@ static int unwalked(fuse_ino_t ino, int r)
 	return r == -ESTALE && !view_class_row(ino) ? -ENOENT : r;
 }
 
-static void quiet_reread(fuse_req_t req, fuse_ino_t ino, uint64_t fh);
-
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct caller c = req_caller(req);
 	struct stat attr;
 	double timeout;
-	if (fi && view_quiet(ino))
-		quiet_reread(req, ino, fi->fh);
 	int r = view_getattr(state(req)->view, &c, ino, &attr, &timeout);
 	if (fi)
 		r = unwalked(ino, r);
@@ -109,7 +105,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		reply_err(req, r);
 		return;
 	}
-	kcache_told_attr(state(req), ino, &attr, &timeout);
+	kcache_told_attr(state(req), ino, &attr);
 	fuse_reply_attr(req, &attr, timeout);
 }
 
@@ -369,14 +365,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		reply_err(req, r);
 		return;
 	}
-	/* A reader may be in a pass over the text the kernel holds: this
-	 * open's is read past the page cache. */
-	if (f->version > 0 && view_quiet(ino) && !kcache_quiet_open(s, ino, f->content, f->version))
-		f->version = 0;
 	if (f->version > 0) {
 		/* Shared by every caller of the inode: the page cache keeps it,
 		 * told of a new version before the open completes. */
-		if (!view_quiet(ino) && kcache_told(s, ino, f->version, (gint64)g_bytes_get_size(f->content)))
+		if (kcache_told(s, ino, f->version, (gint64)g_bytes_get_size(f->content)))
 			kcache_store(s, ino, f->content);
 		fi->keep_cache = 1;
 	} else {
@@ -395,15 +387,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->noflush = 1;
 	fi->fh = handle_add(s, f, 0);
-	if (fi->fh && view_quiet(ino))
-		kcache_quiet_opened(s, ino, fi->fh);
 	if (!fi->fh)
 		refuse_handle(req);
-	else if (fuse_reply_open(req, fi) < 0) { /* req is gone, sent or not */
-		if (view_quiet(ino))
-			kcache_quiet_closed(s, ino, fi->fh);
+	else if (fuse_reply_open(req, fi) < 0) /* req is gone, sent or not */
 		handle_remove(s, fi->fh);
-	}
 }
 
 /* The snapshot a read at off gets: a new one for a read that starts over. */
@@ -475,13 +462,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		f = handle_adopt(state(req), fi->fh & ~HANDLE_DIR, f);
 	}
 	/* Unlocked before the reply: once it is sent, RELEASE may free f. A
-	 * shared text is read as it is now, a view_quiet one as the kernel
-	 * holds it: the page cache the READ fills is every caller's of the
-	 * inode. */
+	 * shared text is read as it is now: the page cache the READ fills is
+	 * every caller's of the inode. */
 	g_autoptr(GBytes) content = NULL;
-	if (view_quiet(ino))
-		content = kcache_quiet_read(state(req), ino, fi->fh, f->version > 0);
-	if (!content && (f->version <= 0 || view_read_shared(state(req)->view, ino, &content) < 0))
+	if (f->version <= 0 || view_read_shared(state(req)->view, ino, &content) < 0)
 		content = snapshot_for_read(req, f, off, size);
 
 	snapshot_slice(content, off, size, &data, &len);
@@ -490,22 +474,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (view_quiet(ino))
-		kcache_quiet_closed(state(req), ino, fi->fh);
 	handle_remove(state(req), fi->fh & ~HANDLE_DIR);
 	fuse_reply_err(req, 0);
-}
-
-/* A GETATTR of an open view_quiet file: a read of it, where the kernel's
- * attributes expired, maybe a pass that begins. */
-static void quiet_reread(fuse_req_t req, fuse_ino_t ino, uint64_t fh)
-{
-	struct served_file *f = handle_get(state(req), fh);
-	struct caller c = req_caller(req);
-	g_autoptr(GBytes) content = NULL;
-	int64_t version;
-	if (f && f->version > 0 && view_open(state(req)->view, &c, ino, f->flags, &content, &version) == 0)
-		kcache_quiet_reread(state(req), ino, fh, content, version);
 }
 
 /* The view is read-only: what would change it gets EROFS. Writes to the

@@ -33,7 +33,6 @@ struct ops_state {
 	GMutex cache_lock;
 	GHashTable *told;      /* ino -> what the kernel was told (kcache.c) */
 	GHashTable *row_class; /* row -> ino, or CLASS_MIXED */
-	struct quiet *quiet;   /* the texts of view_quiet inodes (fs/quiet.h) */
 };
 
 /* Make the handle table of s (the other fields are the caller's), and

@@ -150,8 +150,6 @@ void files_list_rows(struct view *v, const struct caller *c, GArray *entries, en
 enum row files_class_row(uint64_t ino);
 /* view_class_text, for a file of such a row. */
 int files_class_text(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret, int64_t *ret_version);
-/* view_quiet, for a served file. */
-gboolean files_quiet(uint64_t ino);
 /* Host text, rewritten for the caller's CPUs; the host text itself when it
  * is not of the expected shape: never a blank file. */
 typedef int (*rewrite_fn)(const char *host, const struct cpu_map *m, GString **ret);

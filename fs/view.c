@@ -306,11 +306,6 @@ unsigned view_class_row(uint64_t ino)
 	return ino_kind(ino) == NODE_HOST_FILE ? (unsigned)files_class_row(ino) : 0;
 }
 
-gboolean view_quiet(uint64_t ino)
-{
-	return ino_kind(ino) == NODE_HOST_FILE && files_quiet(ino);
-}
-
 uint64_t view_own_class_ino(struct view *v, const struct caller *c, uint64_t ino)
 {
 	unsigned r = view_class_row(ino);

@@ -130,10 +130,6 @@ int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, G
  * class): its row, which the kernel may cache by name only while every
  * caller of a session has the same class; 0 for any other node. */
 unsigned view_class_row(uint64_t ino);
-/* A per-class inode whose text moves every tick (uptime, loadavg) and is
- * shared (view_open gives its version): the page cache keeps it where no
- * reader can be in a pass over it (fs/quiet.h). */
-gboolean view_quiet(uint64_t ino);
 /* The inode of ino's row that is of the caller's content class now (ino
  * itself for a node of no class). */
 uint64_t view_own_class_ino(struct view *v, const struct caller *c, uint64_t ino);

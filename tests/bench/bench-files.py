@@ -47,7 +47,7 @@ QUOTA, PERIOD, MEMORY = 50000, 100000, 256 << 20
 REQUEST_ROUNDS = 200
 # The floor row: its name in the tables, its path in MNT, and where the
 # container sees MNT/.cgprocfs.
-FLOOR, FLOOR_PATH, META_IN_CONTAINER = "floor: .cgprocfs/control", ".cgprocfs/control", "/cgprocfs-meta"
+FLOOR, FLOOR_PATH, META_IN_CONTAINER = "floor: control", ".cgprocfs/control", "/cgprocfs-meta"
 
 # Run by the readers: argv[1] rounds, argv[2] JSON [[row, {source: path}]];
 # prints {row: {source: [p50 µs, p99 µs]}} (a source whose file cannot be

@@ -4,17 +4,18 @@
 side by side (e.g. before and after a change), and of the real files.
 
     sudo /usr/bin/python3 tests/bench/bench-parallel.py --build-dir build [--build-dir OLD] \\
-        [--readers 1,2,4,8] [--seconds 3] [--rounds 3] [--lxcfs]
+        [--readers 1,2,4,8] [--seconds 3] [--rounds 3] [--lxcfs] [--files cpuinfo,stat,meminfo]
 
 For each build a daemon serves a temporary mountpoint; each reader process
 opens, reads to the end and closes one file in a loop for --seconds, and
 counts. Files: proc/cpuinfo (served by the daemon) and proc/<pid>/status
-of an idle process (a walk through cached symlinks into the real procfs).
+of an idle process (a walk through cached symlinks into the real procfs),
+or --files (names in proc/; "status" for that process's).
 Builds and reader counts are interleaved in each of --rounds rounds, and
 the best round is reported, so drift and other load touch every arm
 alike. With --lxcfs, LXCFS (Debian's lxcfs, on its own mountpoint with its
-own pidfile) is an arm too, for cpuinfo. It only reports figures; the exit
-status says whether it ran."""
+own pidfile) is an arm too, for the files it serves. It only reports
+figures; the exit status says whether it ran."""
 
 import argparse
 import os
@@ -58,7 +59,8 @@ def main():
     ap.add_argument("--readers", default="1,2,4,8")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--lxcfs", action="store_true", help="LXCFS's cpuinfo as one more arm")
+    ap.add_argument("--lxcfs", action="store_true", help="LXCFS's files as one more arm")
+    ap.add_argument("--files", default="cpuinfo,status", help="names in proc/ (status: an idle process's)")
     args = ap.parse_args()
     benchlib.exit_on_signals()
     counts = [int(n) for n in args.readers.split(",")]
@@ -74,7 +76,7 @@ def main():
             exe = os.path.join(build, "daemon", "cgprocfs")
             daemons[mnt] = benchlib.start_daemon([exe, mnt], mnt, os.path.join(tmp, "daemon%d.log" % i))
             arms[build] = os.path.join(mnt, "proc")
-        files = {"cpuinfo": "cpuinfo", "status": "%d/status" % idle.pid}
+        files = {name: "%d/status" % idle.pid if name == "status" else name for name in args.files.split(",")}
         if args.lxcfs:
             lxmnt = os.path.join(tmp, "lxcfs")
             os.mkdir(lxmnt)
@@ -85,7 +87,7 @@ def main():
             for n in counts:
                 for arm, proc in arms.items():
                     for name, rel in files.items():
-                        if arm == "lxcfs" and name != "cpuinfo":
+                        if arm == "lxcfs" and not os.path.isfile(os.path.join(proc, rel)):
                             continue
                         r = rate(os.path.join(proc, rel), n, args.seconds)
                         key = (name, n, arm)

@@ -4,7 +4,6 @@
  * limit reads the host's figures. */
 #pragma once
 
-#include "served.h"
 #include "cgroup.h"
 #include "cpucounters.h"
 #include "cpuview.h"
@@ -12,6 +11,7 @@
 #include "loadavg.h"
 #include "nsinit.h"
 #include "reports.h"
+#include "served.h"
 
 #include <glib.h>
 #include <stdint.h>

@@ -466,7 +466,7 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 		*ret_version = VIEW_FRESH;
 		return r;
 	}
-	if (files_class_row(ino) == ROW_NONE)
+	if (files_class_row(ino) == ROW_NONE) /* SERVED_HOST is no error */
 		return MIN(row->render(v, NULL, row->name, ret), 0);
 	/* Never another class's text: the dentry was cached for another
 	 * caller. -ESTALE has the kernel look the name up again. */

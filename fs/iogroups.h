@@ -4,10 +4,10 @@
  * cannot be told or has no such files, gets the host's files. */
 #pragma once
 
-#include "served.h"
 #include "cgroup.h"
 #include "deciders.h"
 #include "reports.h"
+#include "served.h"
 
 #include <glib.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * renderers are fs/memview's, the cgroup files fs/cgroup's. */
 #pragma once
 
-#include "served.h"
 #include "cgroup.h"
+#include "served.h"
 
 #include <glib.h>
 #include <stdint.h>

@@ -57,12 +57,7 @@ end = time.monotonic() + seconds
 while time.monotonic() < end:
     for name, shape in shapes.items():
         fd = os.open(mnt + "/proc/" + name, os.O_RDONLY)
-        whole = b""
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            whole += chunk
+        whole = b"".join(iter(lambda: os.read(fd, 65536), b""))
         if os.pread(fd, 64, 3) != whole[3:67]:
             bad.append(["pread at 3 differs", name, whole.decode()])
         os.lseek(fd, 0, os.SEEK_SET)

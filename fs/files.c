@@ -5,6 +5,7 @@
 
 #include "delegate.h"
 #include "memgroups.h"
+#include "metrics.h"
 #include "pidns.h"
 #include "smaps.h"
 #include "cputime.h"
@@ -576,6 +577,12 @@ static int render_pressure(struct view *v, gconstpointer group, const char *name
 static int render_stats(struct view *v, gconstpointer none, const char *name, GBytes **ret)
 {
 	GString *out = smaps_render_stats(v->cfg.smaps);
+	guint64 renders, reuses;
+	served_counts(v->served, &renders, &reuses);
+	metrics_u64(out, "cgprocfs_served_renders_total", "counter",
+		    "Texts of served files rendered (their cgroup and host files read), in this view.", renders);
+	metrics_u64(out, "cgprocfs_served_reuses_total", "counter",
+		    "Opens and attributes given a text rendered before and young enough, in this view.", reuses);
 	if (v->cfg.more_stats)
 		v->cfg.more_stats(out, v->cfg.more_stats_data);
 	*ret = g_string_free_to_bytes(out);

@@ -18,6 +18,7 @@ struct served {
 	GMutex lock;       /* guards texts and last_version */
 	GHashTable *texts; /* ino -> struct text* */
 	int64_t last_version;
+	guint64 renders, reuses;
 };
 
 static void text_free(gpointer p)
@@ -82,6 +83,13 @@ static const struct text *keep(struct served *s, uint64_t ino, GBytes *text, gbo
 	return t;
 }
 
+void served_counts(struct served *s, guint64 *ret_renders, guint64 *ret_reuses)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
+	*ret_renders = s->renders;
+	*ret_reuses = s->reuses;
+}
+
 int served_peek(struct served *s, uint64_t ino, GBytes **ret_text, int64_t *ret_version)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
@@ -104,6 +112,9 @@ int served_get(struct served *s, uint64_t ino, struct served_ages ages, served_r
 	if (fresh) {
 		*ret_text = g_bytes_ref(t->text);
 		*ret_version = t->version;
+		s->reuses++;
+	} else {
+		s->renders++;
 	}
 	g_mutex_unlock(&s->lock);
 	if (fresh)

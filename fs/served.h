@@ -35,5 +35,8 @@ struct served_ages {
  * returned). */
 int served_get(struct served *s, uint64_t ino, struct served_ages ages, served_render_fn render, void *data,
 	       GBytes **ret_text, int64_t *ret_version);
+/* Texts rendered, and texts served again without a render, since s was
+ * made. */
+void served_counts(struct served *s, guint64 *ret_renders, guint64 *ret_reuses);
 /* The text of ino as kept, whatever its age: 0, or -ENOENT if none is. */
 int served_peek(struct served *s, uint64_t ino, GBytes **ret_text, int64_t *ret_version);

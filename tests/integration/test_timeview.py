@@ -212,6 +212,33 @@ def make_tests(d):
         check(before[0] <= view[0] <= after[0] and before[1] <= view[1] <= after[1],
               "the view's uptime is not the host's", before, view, after)
 
+    def served_counts():
+        with open(os.path.join(d.mnt, ".cgprocfs/stats")) as f:
+            got = dict(line.split() for line in f if line.startswith("cgprocfs_served_"))
+        return int(got["cgprocfs_served_renders_total"]), int(got["cgprocfs_served_reuses_total"])
+
+    @test("a class's counters are read once a tick: 50 opens of proc/stat in a row under a quota render it a few "
+          "times, not 50; a caller of the host's pid namespace, whose uptime is the host's file, renders it at "
+          "each open")
+    def _():
+        reader = "import os, sys\nfor _ in range(50):\n    open(sys.argv[1], 'rb').read()\n"
+        path = os.path.join(d.mnt, "proc/stat")
+        groups = quota_groups(("tick",))
+        try:
+            before = served_counts()
+            cgtest.check_ran(cgtest.run(cgtest.in_cgroups(groups["tick"], [sys.executable, "-c", reader, path])),
+                             "the reader under a quota")
+            after = served_counts()
+        finally:
+            remove_quota_groups()
+        check(after[0] - before[0] <= 25 and after[1] - before[1] >= 25,
+              "50 opens under a quota: %d renders, %d texts served again" % (after[0] - before[0], after[1] - before[1]))
+        before = served_counts()
+        res = cgtest.run([sys.executable, "-c", reader, os.path.join(d.mnt, "proc/uptime")])
+        cgtest.check_ran(res, "the reader of the host's uptime")
+        after = served_counts()
+        check(after[0] - before[0] >= 50, "50 opens of the host's uptime: %d renders" % (after[0] - before[0]))
+
     @test("four readers of uptime and loadavg for 3 s (whole, a byte at a time, pread at an odd offset, a file held "
           "open and read again): every text of its shape, no uptime goes back, the held file's moves")
     def _():

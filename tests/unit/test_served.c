@@ -46,6 +46,10 @@ Test(served, a_young_text_is_kept_an_old_one_rendered_again)
 	cr_assert_str_eq(c, "one\n");
 	cr_assert_eq(src.renders, 2, "a text older than asked was not rendered again");
 	cr_assert_eq(v2, v1, "the same text is the same version");
+	guint64 renders, reuses;
+	served_counts(s, &renders, &reuses);
+	cr_assert_eq(renders, 2);
+	cr_assert_eq(reuses, 1);
 	served_free(s);
 }
 

@@ -241,8 +241,7 @@ int cputime_render_uptime(const char *host, double init_start_s, unsigned cpus, 
 /* The caller's own text made from the host's, or NULL: the host's. */
 typedef GString *(*own_fn)(struct cputimes *t, const struct cputime_key *key, const char *host);
 
-/* proc/<name> for key: own's text (0), or the host's file as it is
- * (SERVED_HOST). */
+/* proc/<name> for key: own's text, or the host's file as it is. */
 static int render_from_host(struct cputimes *t, const char *name, const struct cputime_key *key, own_fn own,
 			    GBytes **ret)
 {
@@ -257,7 +256,7 @@ static int render_from_host(struct cputimes *t, const char *name, const struct c
 	}
 	size_t len = strlen(host);
 	*ret = g_bytes_new_take(g_steal_pointer(&host), len);
-	return SERVED_HOST;
+	return 0;
 }
 
 static GString *own_uptime(struct cputimes *t, const struct cputime_key *key, const char *host)

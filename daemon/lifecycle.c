@@ -444,7 +444,12 @@ static int exit_leaving_views(struct daemon *d, int sig)
  * they use may be freed. */
 static gboolean stop_serving(struct daemon *d, gboolean *ret_containers_live)
 {
-	/* First: the containers' views end now, as the daemon stops. */
+	/* First what notifies the kernel, while every session is served: a
+	 * notification about a process waits for the lookups in its view's
+	 * directory, which only a served session answers. */
+	pidwatch_stop(d->watch);
+	g_thread_join(d->watch_th);
+	/* Then the containers' views end, as the daemon stops. */
 	keeper_quit(d->keeper);
 	*ret_containers_live = containers_stop(d->containers);
 	containers_views_end(d->containers);
@@ -459,15 +464,10 @@ static gboolean stop_serving(struct daemon *d, gboolean *ret_containers_live)
 	/* No daemon goes on from these counters: the views end here. */
 	if (d->cputimes)
 		cputimes_unkeep(d->cputimes);
-	if (!done) {
-		/* Binds of the view elsewhere keep the FUSE connection up; they
-		 * fail with ENOTCONN once this process is gone. */
-		g_message("the view is still bound elsewhere; those binds stop working now");
-	} else {
+	if (done)
 		g_thread_join(d->loop_th);
-	}
-	pidwatch_stop(d->watch);
-	g_thread_join(d->watch_th);
+	else /* binds elsewhere keep the connection up: ENOTCONN once this process is gone */
+		g_message("the view is still bound elsewhere; those binds stop working now");
 	return done;
 }
 

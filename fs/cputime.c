@@ -241,7 +241,8 @@ int cputime_render_uptime(const char *host, double init_start_s, unsigned cpus, 
 /* The caller's own text made from the host's, or NULL: the host's. */
 typedef GString *(*own_fn)(struct cputimes *t, const struct cputime_key *key, const char *host);
 
-/* proc/<name> for key: own's text, or the host's file as it is. */
+/* proc/<name> for key: own's text (0), or the host's file as it is
+ * (SERVED_HOST). */
 static int render_from_host(struct cputimes *t, const char *name, const struct cputime_key *key, own_fn own,
 			    GBytes **ret)
 {
@@ -256,7 +257,7 @@ static int render_from_host(struct cputimes *t, const char *name, const struct c
 	}
 	size_t len = strlen(host);
 	*ret = g_bytes_new_take(g_steal_pointer(&host), len);
-	return 0;
+	return SERVED_HOST;
 }
 
 static GString *own_uptime(struct cputimes *t, const struct cputime_key *key, const char *host)

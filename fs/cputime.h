@@ -11,6 +11,7 @@
 #include "loadavg.h"
 #include "nsinit.h"
 #include "reports.h"
+#include "served.h"
 
 #include <glib.h>
 #include <stdint.h>
@@ -60,7 +61,8 @@ uint64_t cputime_loadavg_class(gconstpointer key);
 /* FALSE with --no-loadavg: loadavg is the host's. */
 gboolean cputimes_serves_loadavg(const struct cputimes *t);
 
-/* The text of proc/uptime, proc/stat for key. */
+/* The text of proc/uptime, proc/stat, proc/loadavg for key: 0, SERVED_HOST
+ * (fs/served.h: the host's file as it is), or -errno. */
 int cputimes_render_uptime(struct cputimes *t, const struct cputime_key *key, GBytes **ret);
 int cputimes_render_stat(struct cputimes *t, const struct cputime_key *key, GBytes **ret);
 int cputimes_render_loadavg(struct cputimes *t, const struct cputime_key *key, GBytes **ret);

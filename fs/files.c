@@ -5,6 +5,7 @@
 
 #include "delegate.h"
 #include "memgroups.h"
+#include "metrics.h"
 #include "pidns.h"
 #include "smaps.h"
 #include "cputime.h"
@@ -45,8 +46,9 @@ enum served_mode {
 	/* One inode per CPU class (fs/ino.h), so that the page cache of an
 	 * inode, which sendfile and splice read through, only ever holds its
 	 * class's text, and its size is exact: */
-	SERVED_FRESH_PER_CLASS,  /* rendered for each open and each read pass
-	                          * from offset 0 (counters that move) */
+	SERVED_FRESH_PER_CLASS,  /* a text for each open and each read pass from
+	                          * offset 0, at most FRESH_AGES old (counters
+	                          * that move) */
 	SERVED_SHARED_PER_CLASS, /* one text per class, kept by the page cache,
 	                          * at most SHARED_MAX_AGE_US old (fs/served.h) */
 };
@@ -104,8 +106,17 @@ static const struct row_def {
 	[ROW_META_CONTROL] = { "control", ROW_META, NODE_HOST_FILE, FALSE, render_control, SERVED_PER_OPEN, CLASS_NONE },
 };
 /* How old a shared text may be when it is served: a reader never gets a
- * text older than this (cpuinfo's MHz, stat's counters). */
+ * text older than this (cpuinfo's MHz, meminfo's levels). */
 #define SHARED_MAX_AGE_US G_USEC_PER_SEC
+static const struct served_ages SHARED_AGES = { SHARED_MAX_AGE_US, SHARED_MAX_AGE_US };
+/* A class's counters (stat, uptime, loadavg, diskstats, vmstat, pressure)
+ * are read once a tick, by the first open of the class in it, not at each
+ * open: a tick is their unit (USER_HZ, uptime's hundredths), and a text
+ * that old cannot be told from a fresh one. The host's file as it is, at
+ * each open. */
+static const struct served_ages FRESH_AGES = { G_USEC_PER_SEC / 100, 0 };
+/* Attributes: the size of the last text, whatever its age. */
+static const struct served_ages ANY_AGE = { G_MAXINT64, G_MAXINT64 };
 /* How long the kernel may keep a shared text's attributes (size, version)
  * without asking; reads of a file held open past it ask again, and get
  * the new version's text. */
@@ -362,13 +373,13 @@ static int render_for_class(void *data, GBytes **ret)
 	return cr->d->row->render(cr->v, cr->d->what, cr->d->row->name, ret);
 }
 
-/* The text of a per-class inode for d (of its class), at most max_age_us
- * old. */
-static int shared_text(struct view *v, uint64_t ino, const struct decider *d, gint64 max_age_us,
+/* The text of a per-class inode for d (of its class), as old as ages
+ * allow. */
+static int shared_text(struct view *v, uint64_t ino, const struct decider *d, struct served_ages ages,
 		       GBytes **ret, int64_t *ret_version)
 {
 	struct class_render cr = { v, d };
-	return served_get(v->served, ino, max_age_us, render_for_class, &cr, ret, ret_version);
+	return served_get(v->served, ino, ages, render_for_class, &cr, ret, ret_version);
 }
 
 /* What decides the text of ino's class: known from an earlier caller of
@@ -386,25 +397,25 @@ static int class_decider(struct view *v, const struct caller *c, uint64_t ino, s
 	return -ESTALE;
 }
 
-/* The text of a per-class inode, its class's whoever asks, at most
- * max_age_us old: class_decider's -ESTALE where that class is unknown. */
-static int class_text(struct view *v, const struct caller *c, uint64_t ino, gint64 max_age_us, GBytes **ret,
-		      int64_t *ret_version)
+/* The text of a per-class inode, its class's whoever asks, as old as ages
+ * allow: class_decider's -ESTALE where that class is unknown. */
+static int class_text(struct view *v, const struct caller *c, uint64_t ino, struct served_ages ages,
+		      GBytes **ret, int64_t *ret_version)
 {
 	g_auto(decider) d = { 0 };
 	int r = class_decider(v, c, ino, &d);
-	return r < 0 ? r : shared_text(v, ino, &d, max_age_us, ret, ret_version);
+	return r < 0 ? r : shared_text(v, ino, &d, ages, ret, ret_version);
 }
 
-/* The text of a namespace's inode for the caller: its class inode's, at
- * most max_age_us old. */
-static int text_for_ns(struct view *v, const struct caller *c, uint64_t ino, gint64 max_age_us, GBytes **ret,
-		       int64_t *ret_version)
+/* The text of a namespace's inode for the caller: its class inode's, as
+ * old as ages allow. */
+static int text_for_ns(struct view *v, const struct caller *c, uint64_t ino, struct served_ages ages,
+		       GBytes **ret, int64_t *ret_version)
 {
 	unsigned r = served_row(ino);
 	g_auto(decider) d = { 0 };
 	decider_of_caller(v, c, &rows[r], FALSE, &d);
-	return shared_text(v, ino_served_make(NODE_HOST_FILE, r, d.class_id), &d, max_age_us, ret, ret_version);
+	return shared_text(v, ino_served_make(NODE_HOST_FILE, r, d.class_id), &d, ages, ret, ret_version);
 }
 
 /* A per-class inode's size is its text's; its mtime, the text's version.
@@ -415,15 +426,15 @@ static int served_attr(struct view *v, const struct caller *c, uint64_t ino, str
 {
 	g_autoptr(GBytes) text = NULL;
 	int64_t version;
-	gint64 max_age = rows[served_row(ino)].mode == SERVED_FRESH_PER_CLASS ? G_MAXINT64 : SHARED_MAX_AGE_US;
+	struct served_ages ages = rows[served_row(ino)].mode == SERVED_FRESH_PER_CLASS ? ANY_AGE : SHARED_AGES;
 	int r;
 
 	if (served_for_ns(ino)) {
-		r = text_for_ns(v, c, ino, max_age, &text, &version);
+		r = text_for_ns(v, c, ino, ages, &text, &version);
 	} else if (files_class_row(ino) == ROW_NONE) {
 		return view_served_file_attr(v, c, ino, ret, ret_timeout);
 	} else {
-		r = class_text(v, c, ino, max_age, &text, &version);
+		r = class_text(v, c, ino, ages, &text, &version);
 	}
 	if (r < 0)
 		return r;
@@ -440,7 +451,7 @@ int files_class_text(struct view *v, const struct caller *c, uint64_t ino, GByte
 {
 	if (rows[served_row(ino)].mode != SERVED_SHARED_PER_CLASS)
 		return -ENOENT;
-	return class_text(v, c, ino, SHARED_MAX_AGE_US, ret, ret_version);
+	return class_text(v, c, ino, SHARED_AGES, ret, ret_version);
 }
 
 static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret,
@@ -452,12 +463,12 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 		/* Each open's text, the caller's, rendered now (its binds are
 		 * read first right after its runtime set its limits): read past
 		 * the page cache. */
-		int r = text_for_ns(v, c, ino, 0, ret, ret_version);
+		int r = text_for_ns(v, c, ino, (struct served_ages){ 0, 0 }, ret, ret_version);
 		*ret_version = VIEW_FRESH;
 		return r;
 	}
-	if (files_class_row(ino) == ROW_NONE)
-		return row->render(v, NULL, row->name, ret);
+	if (files_class_row(ino) == ROW_NONE) /* SERVED_HOST is no error */
+		return MIN(row->render(v, NULL, row->name, ret), 0);
 	/* Never another class's text: the dentry was cached for another
 	 * caller. -ESTALE has the kernel look the name up again. */
 	decider_of_caller(v, c, row, FALSE, &d);
@@ -474,12 +485,12 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 		return -ESTALE;
 	}
 	if (row->mode == SERVED_FRESH_PER_CLASS) {
-		/* Rendered now; kept for the attributes of this inode. */
-		int r = shared_text(v, ino, &d, 0, ret, ret_version);
+		/* This tick's; kept for the attributes of this inode. */
+		int r = shared_text(v, ino, &d, FRESH_AGES, ret, ret_version);
 		*ret_version = VIEW_FRESH;
 		return r;
 	}
-	return shared_text(v, ino, &d, SHARED_MAX_AGE_US, ret, ret_version);
+	return shared_text(v, ino, &d, SHARED_AGES, ret, ret_version);
 }
 
 const struct kind_ops files_served_ops = {
@@ -566,6 +577,12 @@ static int render_pressure(struct view *v, gconstpointer group, const char *name
 static int render_stats(struct view *v, gconstpointer none, const char *name, GBytes **ret)
 {
 	GString *out = smaps_render_stats(v->cfg.smaps);
+	guint64 renders, reuses;
+	served_counts(v->served, &renders, &reuses);
+	metrics_u64(out, "cgprocfs_served_renders_total", "counter",
+		    "Texts of served files rendered (their cgroup and host files read), in this view.", renders);
+	metrics_u64(out, "cgprocfs_served_reuses_total", "counter",
+		    "Opens and attributes given a text rendered before and young enough, in this view.", reuses);
 	if (v->cfg.more_stats)
 		v->cfg.more_stats(out, v->cfg.more_stats_data);
 	*ret = g_string_free_to_bytes(out);

@@ -168,11 +168,12 @@ int iogroups_render_diskstats(struct iogroups *g, const char *group, GBytes **re
 	if (r < 0)
 		return r;
 	GString *out = *group ? render_disks(g, group, host) : NULL;
-	if (out)
+	if (out) {
 		*ret = g_string_free_to_bytes(out);
-	else
-		take_text(&host, ret);
-	return 0;
+		return 0;
+	}
+	take_text(&host, ret);
+	return SERVED_HOST;
 }
 
 /* A pressure file as the kernel writes it: lines "some ..." and "full
@@ -214,5 +215,5 @@ int iogroups_render_pressure(struct iogroups *g, const char *group, const char *
 	if (r < 0)
 		return r;
 	take_text(&text, ret);
-	return 0;
+	return SERVED_HOST;
 }

@@ -7,6 +7,7 @@
 #include "cgroup.h"
 #include "deciders.h"
 #include "reports.h"
+#include "served.h"
 
 #include <glib.h>
 #include <stdint.h>
@@ -40,6 +41,7 @@ uint64_t iogroups_pressure_class(gconstpointer group);
 /* Does the host have /proc/pressure/<name> (name NULL: any of them)? */
 gboolean iogroups_has_pressure(const struct iogroups *g, const char *name);
 
-/* The text of proc/diskstats, proc/pressure/<name> for group. */
+/* The text of proc/diskstats, proc/pressure/<name> for group: 0,
+ * SERVED_HOST (fs/served.h: the host's file as it is), or -errno. */
 int iogroups_render_diskstats(struct iogroups *g, const char *group, GBytes **ret);
 int iogroups_render_pressure(struct iogroups *g, const char *group, const char *name, GBytes **ret);

@@ -102,5 +102,5 @@ int memgroups_render(struct memgroups *m, const char *group, const char *name, G
 	}
 	size_t len = strlen(host);
 	*ret = g_bytes_new_take(g_steal_pointer(&host), len);
-	return 0;
+	return SERVED_HOST;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cgroup.h"
+#include "served.h"
 
 #include <glib.h>
 #include <stdint.h>
@@ -32,6 +33,7 @@ void memgroups_free(struct memgroups *m);
 struct deciders *memgroups_deciders(struct memgroups *m);
 /* The content class of a group's files (fs/ino.h): a hash, never 0. */
 uint64_t memgroups_class(gconstpointer group);
-/* The text of proc/<name> (meminfo, swaps, vmstat) for group: the host's
- * when the group has no memory limit or its files cannot be used. */
+/* The text of proc/<name> (meminfo, swaps, vmstat) for group: 0, or
+ * SERVED_HOST (fs/served.h) with the host's when the group has no memory
+ * limit or its files cannot be used; or -errno. */
 int memgroups_render(struct memgroups *m, const char *group, const char *name, GBytes **ret);

@@ -9,7 +9,8 @@
 struct text {
 	GBytes *text;
 	int64_t version;  /* realtime ns when this text was first served */
-	gint64 rendered;  /* monotonic µs of the last render that gave it */
+	gint64 rendered;  /* monotonic µs when the last render that gave it began */
+	gboolean host;    /* the host's file as it is */
 };
 
 /* Shared by every worker of every session of a view; freed by its view. */
@@ -17,6 +18,7 @@ struct served {
 	GMutex lock;       /* guards texts and last_version */
 	GHashTable *texts; /* ino -> struct text* */
 	int64_t last_version;
+	guint64 renders, reuses;
 };
 
 static void text_free(gpointer p)
@@ -54,11 +56,14 @@ static int64_t next_version(struct served *s)
 	return s->last_version;
 }
 
-/* Keep text as ino's, rendered at now: a new version unless it is the
- * text kept already. Under s->lock. */
-static const struct text *keep(struct served *s, uint64_t ino, GBytes *text, gint64 now)
+/* Keep text as ino's, rendered from now on: a new version unless it is
+ * the text kept already; the kept one if its render began later. Under
+ * s->lock. */
+static const struct text *keep(struct served *s, uint64_t ino, GBytes *text, gboolean host, gint64 now)
 {
 	struct text *t = g_hash_table_lookup(s->texts, &ino);
+	if (t && t->rendered > now)
+		return t;
 	if (t && g_bytes_equal(t->text, text)) {
 		t->rendered = MAX(t->rendered, now);
 		return t;
@@ -74,7 +79,15 @@ static const struct text *keep(struct served *s, uint64_t ino, GBytes *text, gin
 	t->text = g_bytes_ref(text);
 	t->version = next_version(s);
 	t->rendered = now;
+	t->host = host;
 	return t;
+}
+
+void served_counts(struct served *s, guint64 *ret_renders, guint64 *ret_reuses)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
+	*ret_renders = s->renders;
+	*ret_reuses = s->reuses;
 }
 
 int served_peek(struct served *s, uint64_t ino, GBytes **ret_text, int64_t *ret_version)
@@ -88,29 +101,32 @@ int served_peek(struct served *s, uint64_t ino, GBytes **ret_text, int64_t *ret_
 	return 0;
 }
 
-int served_get(struct served *s, uint64_t ino, gint64 max_age_us, served_render_fn render, void *data,
+int served_get(struct served *s, uint64_t ino, struct served_ages ages, served_render_fn render, void *data,
 	       GBytes **ret_text, int64_t *ret_version)
 {
 	gint64 now = g_get_monotonic_time();
 
 	g_mutex_lock(&s->lock);
 	const struct text *t = g_hash_table_lookup(s->texts, &ino);
-	gboolean fresh = t && now - t->rendered <= max_age_us;
+	gboolean fresh = t && now - t->rendered <= (t->host ? ages.host_us : ages.own_us);
 	if (fresh) {
 		*ret_text = g_bytes_ref(t->text);
 		*ret_version = t->version;
+		s->reuses++;
+	} else {
+		s->renders++;
 	}
 	g_mutex_unlock(&s->lock);
 	if (fresh)
 		return 0;
-	/* Rendered without the lock: it reads files. Two renders at once
-	 * keep the later one's text. */
+	/* Rendered without the lock: it reads files. Of two renders at once,
+	 * the one that began later is kept. */
 	g_autoptr(GBytes) text = NULL;
 	int r = render(data, &text);
 	if (r < 0)
 		return r;
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
-	t = keep(s, ino, text, now);
+	t = keep(s, ino, text, r == SERVED_HOST, now);
 	*ret_text = g_bytes_ref(t->text);
 	*ret_version = t->version;
 	return 0;

@@ -5,6 +5,7 @@
  * a garbled one). */
 #include "iogroups.h"
 
+#include "procfile.h"
 #include "scope.h"
 #include "tmptree.h"
 
@@ -107,20 +108,34 @@ static char *text_of(GBytes *b)
 	return s;
 }
 
+/* A render's text, which is the host's file (path) as it is when the
+ * render says so. */
+static char *rendered(int r, GBytes *text, const char *path)
+{
+	cr_assert(r == 0 || r == SERVED_HOST, "render: %d", r);
+	g_autoptr(GBytes) host = NULL;
+	if (r == SERVED_HOST) {
+		cr_assert_eq(procfile_read_at(proc_fd, path, &host), 0);
+		cr_assert(g_bytes_equal(text, host), "SERVED_HOST, not the host's %s", path);
+	}
+	return text_of(text);
+}
+
 static char *diskstats(struct iogroups *g, pid_t tid)
 {
 	g_autofree char *group = deciders_of(iogroups_disk_deciders(g), tid, FALSE);
 	GBytes *text = NULL;
-	cr_assert_eq(iogroups_render_diskstats(g, group, &text), 0);
-	return text_of(text);
+	int r = iogroups_render_diskstats(g, group, &text);
+	return rendered(r, text, "diskstats");
 }
 
 static char *pressure(struct iogroups *g, pid_t tid, const char *name)
 {
 	g_autofree char *group = deciders_of(iogroups_pressure_deciders(g), tid, FALSE);
+	g_autofree char *path = g_strconcat("pressure/", name, NULL);
 	GBytes *text = NULL;
-	cr_assert_eq(iogroups_render_pressure(g, group, name, &text), 0);
-	return text_of(text);
+	int r = iogroups_render_pressure(g, group, name, &text);
+	return rendered(r, text, path);
 }
 
 Test(iogroups, v2_a_caller_sees_the_devices_its_cgroup_used_with_its_counts)

@@ -25,7 +25,7 @@ static int render(void *data, GBytes **ret)
 static char *get(struct served *s, uint64_t ino, gint64 max_age, struct source *src, int64_t *ret_version)
 {
 	g_autoptr(GBytes) text = NULL;
-	int r = served_get(s, ino, max_age, render, src, &text, ret_version);
+	int r = served_get(s, ino, (struct served_ages){ max_age, max_age }, render, src, &text, ret_version);
 	cr_assert_eq(r, 0, "served_get: %s", g_strerror(-r));
 	return g_strndup(g_bytes_get_data(text, NULL), g_bytes_get_size(text));
 }
@@ -46,6 +46,10 @@ Test(served, a_young_text_is_kept_an_old_one_rendered_again)
 	cr_assert_str_eq(c, "one\n");
 	cr_assert_eq(src.renders, 2, "a text older than asked was not rendered again");
 	cr_assert_eq(v2, v1, "the same text is the same version");
+	guint64 renders, reuses;
+	served_counts(s, &renders, &reuses);
+	cr_assert_eq(renders, 2);
+	cr_assert_eq(reuses, 1);
 	served_free(s);
 }
 
@@ -74,7 +78,7 @@ Test(served, a_failed_render_keeps_nothing_and_returns_its_error)
 	struct source src = { "one\n", 0, -EIO };
 	g_autoptr(GBytes) text = NULL;
 	int64_t v;
-	cr_assert_eq(served_get(s, 7, 0, render, &src, &text, &v), -EIO);
+	cr_assert_eq(served_get(s, 7, (struct served_ages){ 0, 0 }, render, &src, &text, &v), -EIO);
 	cr_assert_null(text);
 	cr_assert_eq(served_peek(s, 7, &text, &v), -ENOENT);
 	served_free(s);
@@ -93,4 +97,58 @@ Test(served, inodes_keep_their_own_texts)
 	cr_assert_str_eq(c, "one CPU\n", "inode 1 was given inode 2's text");
 	cr_assert_eq(two.renders, 1);
 	served_free(s);
+}
+
+static int render_host(void *data, GBytes **ret)
+{
+	int r = render(data, ret);
+	return r < 0 ? r : SERVED_HOST;
+}
+
+Test(served, the_hosts_text_is_kept_only_as_long_as_its_own_age_says)
+{
+	struct served *s = served_new();
+	struct source host = { "host\n", 0, 0 }, own = { "own\n", 0, 0 };
+	struct served_ages ages = { G_USEC_PER_SEC, 0 };
+	g_autoptr(GBytes) a = NULL, b = NULL, c = NULL, d = NULL;
+	int64_t v;
+	cr_assert_eq(served_get(s, 1, ages, render_host, &host, &a, &v), 0, "SERVED_HOST is no error");
+	cr_assert_eq(served_get(s, 1, ages, render_host, &host, &b, &v), 0);
+	cr_assert_eq(host.renders, 2, "the host's text was served again");
+	cr_assert_eq(served_get(s, 2, ages, render, &own, &c, &v), 0);
+	cr_assert_eq(served_get(s, 2, ages, render, &own, &d, &v), 0);
+	cr_assert_eq(own.renders, 1, "a class's own young text was rendered again");
+	served_free(s);
+}
+
+/* A render during which another one of the same inode begins and ends. */
+struct overtaken {
+	struct served *s;
+	struct source early, late;
+	GBytes *late_text;
+};
+
+static int render_overtaken(void *data, GBytes **ret)
+{
+	struct overtaken *o = data;
+	int64_t v;
+	g_usleep(1000);
+	cr_assert_eq(served_get(o->s, 7, (struct served_ages){ 0, 0 }, render, &o->late, &o->late_text, &v), 0);
+	return render(&o->early, ret);
+}
+
+Test(served, of_two_renders_at_once_the_one_that_began_later_is_kept)
+{
+	struct overtaken o = { served_new(), { "early\n", 0, 0 }, { "late\n", 0, 0 }, NULL };
+	g_autoptr(GBytes) text = NULL, kept = NULL;
+	int64_t v, peeked;
+	cr_assert_eq(served_get(o.s, 7, (struct served_ages){ 0, 0 }, render_overtaken, &o, &text, &v), 0);
+	cr_assert_eq(o.early.renders, 1);
+	cr_assert_eq(o.late.renders, 1);
+	cr_assert(g_bytes_equal(text, o.late_text), "the earlier render's text replaced the later one's");
+	cr_assert_eq(served_peek(o.s, 7, &kept, &peeked), 0);
+	cr_assert(g_bytes_equal(kept, o.late_text));
+	cr_assert_eq(peeked, v);
+	g_bytes_unref(o.late_text);
+	served_free(o.s);
 }

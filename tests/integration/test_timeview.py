@@ -40,6 +40,48 @@ unshare --mount --propagation private sh -c '
 '''
 
 
+# Reads MNT/proc/uptime and loadavg for argv[2] seconds (MNT argv[1]), every
+# way a pass can go over them: whole, a byte at a time, pread at an odd
+# offset in the same open, and a file held open read again from offset 0
+# every 50 ms; prints JSON: the texts not of their shape, the reads, and
+# the held file's first and last uptime.
+READERS = r"""
+import json, os, re, sys, time
+mnt, seconds = sys.argv[1], float(sys.argv[2])
+shapes = {"uptime": re.compile(rb"^\d+\.\d\d \d+\.\d\d\n$"),
+          "loadavg": re.compile(rb"^\d+\.\d\d \d+\.\d\d \d+\.\d\d \d+/\d+ \d+\n$")}
+bad, reads, last_up = [], 0, 0.0
+held = os.open(mnt + "/proc/uptime", os.O_RDONLY)
+held_ups = []
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    for name, shape in shapes.items():
+        fd = os.open(mnt + "/proc/" + name, os.O_RDONLY)
+        whole = b"".join(iter(lambda: os.read(fd, 65536), b""))
+        if os.pread(fd, 64, 3) != whole[3:67]:
+            bad.append(["pread at 3 differs", name, whole.decode()])
+        os.lseek(fd, 0, os.SEEK_SET)
+        ones = b"".join(iter(lambda: os.read(fd, 1), b""))
+        os.close(fd)
+        reads += 1
+        for text in (whole, ones):
+            if not shape.match(text):
+                bad.append(["not of its shape", name, text.decode(errors="replace")])
+        if name == "uptime" and shape.match(whole):
+            up = float(whole.split()[0])
+            if up < last_up:
+                bad.append(["uptime went back", last_up, up])
+            last_up = up
+    if not held_ups or time.monotonic() - held_ups[-1][0] >= 0.05:
+        text = os.pread(held, 4096, 0)
+        if not shapes["uptime"].match(text):
+            bad.append(["held: not of its shape", text.decode(errors="replace")])
+        else:
+            held_ups.append((time.monotonic(), float(text.split()[0])))
+print(json.dumps({"bad": bad[:20], "reads": reads, "held": [held_ups[0][1], held_ups[-1][1]]}))
+"""
+
+
 CGROUP = "/sys/fs/cgroup"
 TOP = "cgprocfs-timetest-%d" % os.getpid()
 
@@ -169,6 +211,47 @@ def make_tests(d):
         after = real_uptime()
         check(before[0] <= view[0] <= after[0] and before[1] <= view[1] <= after[1],
               "the view's uptime is not the host's", before, view, after)
+
+    def served_counts():
+        with open(os.path.join(d.mnt, ".cgprocfs/stats")) as f:
+            got = dict(line.split() for line in f if line.startswith("cgprocfs_served_"))
+        return int(got["cgprocfs_served_renders_total"]), int(got["cgprocfs_served_reuses_total"])
+
+    @test("a class's counters are read once a tick: 50 opens of proc/stat in a row under a quota render it a few "
+          "times, not 50; a caller of the host's pid namespace, whose uptime is the host's file, renders it at "
+          "each open")
+    def _():
+        reader = "import os, sys\nfor _ in range(50):\n    open(sys.argv[1], 'rb').read()\n"
+        path = os.path.join(d.mnt, "proc/stat")
+        groups = quota_groups(("tick",))
+        try:
+            before = served_counts()
+            cgtest.check_ran(cgtest.run(cgtest.in_cgroups(groups["tick"], [sys.executable, "-c", reader, path])),
+                             "the reader under a quota")
+            after = served_counts()
+        finally:
+            remove_quota_groups()
+        check(after[0] - before[0] <= 25 and after[1] - before[1] >= 25,
+              "50 opens under a quota: %d renders, %d texts served again" % (after[0] - before[0], after[1] - before[1]))
+        before = served_counts()
+        res = cgtest.run([sys.executable, "-c", reader, os.path.join(d.mnt, "proc/uptime")])
+        cgtest.check_ran(res, "the reader of the host's uptime")
+        after = served_counts()
+        check(after[0] - before[0] >= 50, "50 opens of the host's uptime: %d renders" % (after[0] - before[0]))
+
+    @test("four readers of uptime and loadavg for 3 s (whole, a byte at a time, pread at an odd offset, a file held "
+          "open and read again): every text of its shape, no uptime goes back, the held file's moves")
+    def _():
+        procs = [subprocess.Popen([sys.executable, "-c", READERS, d.mnt, "3"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        for p in procs:
+            out, err = p.communicate(timeout=60)
+            check(p.returncode == 0, "a reader failed", err[-2000:])
+            got = json.loads(out)
+            check(not got["bad"], "%d reads, wrong ones" % got["reads"], *got["bad"])
+            check(got["reads"] > 100, "only %d reads" % got["reads"])
+            check(got["held"][1] >= got["held"][0] + 2, "the held file's uptime went from %.2f to %.2f in 3 s"
+                  % tuple(got["held"]))
 
     @test("a caller in a pid namespace made 1.5 s ago reads an uptime of about 1.5 s, by cat and uptime; "
           "its idle time is at most the host's")

@@ -109,12 +109,13 @@ static const struct row_def {
  * text older than this (cpuinfo's MHz, meminfo's levels). */
 #define SHARED_MAX_AGE_US G_USEC_PER_SEC
 static const struct served_ages SHARED_AGES = { SHARED_MAX_AGE_US, SHARED_MAX_AGE_US };
-/* A class's counters (stat, uptime, loadavg, diskstats, vmstat, pressure)
- * are read once a tick, by the first open of the class in it, not at each
- * open: a tick is their unit (USER_HZ, uptime's hundredths), and a text
- * that old cannot be told from a fresh one. The host's file as it is, at
- * each open. */
+/* A class's counters (stat, uptime, loadavg, vmstat, pressure) are read
+ * once a tick, by the first open of the class in it, not at each open: a
+ * tick is their unit (USER_HZ, uptime's hundredths), and a text that old
+ * cannot be told from a fresh one. The host's file as it is, at each open;
+ * diskstats too, whose counts are exact: a reader that wrote sees it. */
 static const struct served_ages FRESH_AGES = { G_USEC_PER_SEC / 100, 0 };
+static const struct served_ages EXACT_AGES = { 0, 0 };
 /* Attributes: the size of the last text, whatever its age. */
 static const struct served_ages ANY_AGE = { G_MAXINT64, G_MAXINT64 };
 /* How long the kernel may keep a shared text's attributes (size, version)
@@ -463,7 +464,7 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 		/* Each open's text, the caller's, rendered now (its binds are
 		 * read first right after its runtime set its limits): read past
 		 * the page cache. */
-		int r = text_for_ns(v, c, ino, (struct served_ages){ 0, 0 }, ret, ret_version);
+		int r = text_for_ns(v, c, ino, EXACT_AGES, ret, ret_version);
 		*ret_version = VIEW_FRESH;
 		return r;
 	}
@@ -486,7 +487,8 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 	}
 	if (row->mode == SERVED_FRESH_PER_CLASS) {
 		/* This tick's; kept for the attributes of this inode. */
-		int r = shared_text(v, ino, &d, FRESH_AGES, ret, ret_version);
+		struct served_ages ages = served_row(ino) == ROW_PROC_DISKSTATS ? EXACT_AGES : FRESH_AGES;
+		int r = shared_text(v, ino, &d, ages, ret, ret_version);
 		*ret_version = VIEW_FRESH;
 		return r;
 	}

@@ -80,6 +80,29 @@ else:
     print("differs:\n%r\n%r" % (view[:400], before[:400]))
 '''
 
+# Reads the sectors written to /dev/argv[1] in diskstats, writes 4 KiB to
+# it (O_DIRECT, in this process) and reads them again at once, 20 times;
+# prints the [before, after] pairs where after is not before + 8.
+WRITE_THEN_READ = r'''
+import json, mmap, os, sys
+name = sys.argv[1]
+def written():
+    for line in open("/proc/diskstats"):
+        f = line.split()
+        if f[2] == name:
+            return int(f[3 + 6])
+page = mmap.mmap(-1, 4096)  # aligned, as O_DIRECT wants
+fd = os.open("/dev/" + name, os.O_WRONLY | os.O_DIRECT)
+missed = []
+for _ in range(20):
+    before = written()
+    os.pwrite(fd, page, 0)
+    after = written()
+    if after != before + 8:
+        missed.append([before, after])
+print(json.dumps(missed))
+'''
+
 # Fields of a diskstats line after the name, from 0.
 READS, SECTORS_READ, WRITES, SECTORS_WRITTEN = 0, 2, 4, 6
 
@@ -171,6 +194,15 @@ def make_tests(d):
         check_equal(a[plain.name], host[plain.name], "the line of the device with no rule (the host's)")
         check(host[plain.name][SECTORS_WRITTEN] >= SECTORS_8MIB, "the host did not count the writes to " + plain.name,
               host[plain.name])
+
+    @test("a caller that reads diskstats, writes 4 KiB and reads it again at once sees its write, 20 times in a "
+          "row (its counters are exact, as the kernel's are)")
+    def _():
+        res = cgtest.run(cgtest.in_cgroups([state["writer"], state["limited"]],
+                                           [cgtest.PYTHON, "-c", WRITE_THEN_READ, state["ruled"].name],
+                                           cgtest.BIND_PROC), env=dict(os.environ, CG_MNT=d.mnt), timeout=60)
+        check_equal(json.loads(cgtest.check_ran(res, "the writer")), [],
+                    "[before, after] sectors written where after was not before + 8")
 
     @test("a caller of another cgroup sees none of those writes, and the host's line of the other device")
     def _():

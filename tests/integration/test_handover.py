@@ -433,8 +433,8 @@ def make_tests():
             new.process.wait(cgtest.STOP_TIMEOUT)
             s.end()
 
-    @test("SIGTERM while processes come and go, each looked up in the view: the daemon tells the kernel of the "
-          "exits it is telling it of before it stops serving, and exits 0 within 10 s, 20 times")
+    @test("SIGTERM while processes come and go, each looked up in the view: the daemon finishes telling the kernel "
+          "of their exits before it stops serving, and exits 0 within 10 s, 20 times")
     def _():
         # An exit's notification waits for the lookups in /proc; once a
         # session is no longer served, nothing answers them. With the

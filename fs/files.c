@@ -49,6 +49,7 @@ enum served_mode {
 	SERVED_FRESH_PER_CLASS,  /* a text for each open and each read pass from
 	                          * offset 0, at most FRESH_AGES old (counters
 	                          * that move) */
+	SERVED_EXACT_PER_CLASS,  /* the same, rendered at each (exact counts) */
 	SERVED_SHARED_PER_CLASS, /* one text per class, kept by the page cache,
 	                          * at most SHARED_MAX_AGE_US old (fs/served.h) */
 };
@@ -87,7 +88,7 @@ static const struct row_def {
 			      CLASS_UPTIME },
 	[ROW_PROC_LOADAVG] = { "loadavg", ROW_PROC, NODE_HOST_FILE, FALSE, render_loadavg, SERVED_FRESH_PER_CLASS,
 			       CLASS_LOADAVG },
-	[ROW_PROC_DISKSTATS] = { "diskstats", ROW_PROC, NODE_HOST_FILE, FALSE, render_diskstats, SERVED_FRESH_PER_CLASS,
+	[ROW_PROC_DISKSTATS] = { "diskstats", ROW_PROC, NODE_HOST_FILE, FALSE, render_diskstats, SERVED_EXACT_PER_CLASS,
 				 CLASS_DISKS },
 	/* Served where the host has pressure files, each file where the host
 	 * has it. */
@@ -113,9 +114,13 @@ static const struct served_ages SHARED_AGES = { SHARED_MAX_AGE_US, SHARED_MAX_AG
  * once a tick, by the first open of the class in it, not at each open: a
  * tick is their unit (USER_HZ, uptime's hundredths), and a text that old
  * cannot be told from a fresh one. The host's file as it is, at each open;
- * diskstats too, whose counts are exact: a reader that wrote sees it. */
+ * diskstats' too, whose counts are exact: a reader that wrote sees it. */
 static const struct served_ages FRESH_AGES = { G_USEC_PER_SEC / 100, 0 };
 static const struct served_ages EXACT_AGES = { 0, 0 };
+/* How old a per-class inode's text may be at an open, by its row's mode. */
+static const struct served_ages *const OPEN_AGES[] = { [SERVED_FRESH_PER_CLASS] = &FRESH_AGES,
+						       [SERVED_EXACT_PER_CLASS] = &EXACT_AGES,
+						       [SERVED_SHARED_PER_CLASS] = &SHARED_AGES };
 /* Attributes: the size of the last text, whatever its age. */
 static const struct served_ages ANY_AGE = { G_MAXINT64, G_MAXINT64 };
 /* How long the kernel may keep a shared text's attributes (size, version)
@@ -427,7 +432,7 @@ static int served_attr(struct view *v, const struct caller *c, uint64_t ino, str
 {
 	g_autoptr(GBytes) text = NULL;
 	int64_t version;
-	struct served_ages ages = rows[served_row(ino)].mode == SERVED_FRESH_PER_CLASS ? ANY_AGE : SHARED_AGES;
+	struct served_ages ages = rows[served_row(ino)].mode == SERVED_SHARED_PER_CLASS ? SHARED_AGES : ANY_AGE;
 	int r;
 
 	if (served_for_ns(ino)) {
@@ -461,9 +466,8 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 	const struct row_def *row = &rows[served_row(ino)];
 	g_auto(decider) d = { 0 };
 	if (served_for_ns(ino)) {
-		/* Each open's text, the caller's, rendered now (its binds are
-		 * read first right after its runtime set its limits): read past
-		 * the page cache. */
+		/* Each open's text, the caller's, rendered now (its binds are read
+		 * first right after its runtime set its limits): past the page cache. */
 		int r = text_for_ns(v, c, ino, EXACT_AGES, ret, ret_version);
 		*ret_version = VIEW_FRESH;
 		return r;
@@ -485,14 +489,10 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 		decider_forget(v, &d);
 		return -ESTALE;
 	}
-	if (row->mode == SERVED_FRESH_PER_CLASS) {
-		/* This tick's; kept for the attributes of this inode. */
-		struct served_ages ages = served_row(ino) == ROW_PROC_DISKSTATS ? EXACT_AGES : FRESH_AGES;
-		int r = shared_text(v, ino, &d, ages, ret, ret_version);
-		*ret_version = VIEW_FRESH;
-		return r;
-	}
-	return shared_text(v, ino, &d, SHARED_AGES, ret, ret_version);
+	int r = shared_text(v, ino, &d, *OPEN_AGES[row->mode], ret, ret_version);
+	if (row->mode != SERVED_SHARED_PER_CLASS)
+		*ret_version = VIEW_FRESH; /* this pass's; kept for the inode's attributes */
+	return r;
 }
 
 const struct kind_ops files_served_ops = {

@@ -80,31 +80,29 @@ else:
     print("differs:\n%r\n%r" % (view[:400], before[:400]))
 '''
 
-# Reads the sectors written to /dev/argv[1] in diskstats, writes 4 KiB to
-# it (O_DIRECT, in this process) and reads them again at once, 20 times;
-# prints the [before, after] pairs where after is not before + 8.
+# Fields of a diskstats line after the name, from 0.
+READS, SECTORS_READ, WRITES, SECTORS_WRITTEN = 0, 2, 4, 6
+
+# Reads /dev/argv[1]'s diskstats line, writes 4 KiB to it (O_DIRECT, in
+# this process) and reads the line again at once, 20 times; prints the
+# [before, after] pairs of its fields after the name.
 WRITE_THEN_READ = r'''
 import json, mmap, os, sys
 name = sys.argv[1]
-def written():
+def fields():
     for line in open("/proc/diskstats"):
         f = line.split()
         if f[2] == name:
-            return int(f[3 + 6])
+            return [int(x) for x in f[3:]]
 page = mmap.mmap(-1, 4096)  # aligned, as O_DIRECT wants
 fd = os.open("/dev/" + name, os.O_WRONLY | os.O_DIRECT)
-missed = []
+pairs = []
 for _ in range(20):
-    before = written()
+    before = fields()
     os.pwrite(fd, page, 0)
-    after = written()
-    if after != before + 8:
-        missed.append([before, after])
-print(json.dumps(missed))
+    pairs.append([before, fields()])
+print(json.dumps(pairs))
 '''
-
-# Fields of a diskstats line after the name, from 0.
-READS, SECTORS_READ, WRITES, SECTORS_WRITTEN = 0, 2, 4, 6
 
 
 def write(path, text):
@@ -201,7 +199,10 @@ def make_tests(d):
         res = cgtest.run(cgtest.in_cgroups([state["writer"], state["limited"]],
                                            [cgtest.PYTHON, "-c", WRITE_THEN_READ, state["ruled"].name],
                                            cgtest.BIND_PROC), env=dict(os.environ, CG_MNT=d.mnt), timeout=60)
-        check_equal(json.loads(cgtest.check_ran(res, "the writer")), [],
+        pairs = json.loads(cgtest.check_ran(res, "the writer"))
+        check_equal(len(pairs), 20, "writes read back")
+        check_equal([(b[SECTORS_WRITTEN], a[SECTORS_WRITTEN]) for b, a in pairs
+                     if a[SECTORS_WRITTEN] != b[SECTORS_WRITTEN] + 8], [],
                     "[before, after] sectors written where after was not before + 8")
 
     @test("a caller of another cgroup sees none of those writes, and the host's line of the other device")

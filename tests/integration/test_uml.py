@@ -198,8 +198,8 @@ int main(int argc, char **argv)
 # c/leaf, and in c/tight (64 MiB, half a CPU), moved there once c's
 # children take controllers (v2 keeps processes out of a cgroup that gives
 # its children controllers: c has none of its own by then); and a reader
-# in c/tight of the guest's own namespaces. Each reads meminfo, cpuinfo
-# and stat through the view, and with busybox cat (sendfile), and asks
+# in c/tight of the guest's own namespaces. Each reads meminfo, cpuinfo,
+# stat and diskstats through the view, and with busybox cat (sendfile), and asks
 # sysinfo(2) through the daemon (NOTIFY_PROBE_C, argv[2]).
 SCOPE_GUEST = START_DAEMON + r"""
 notify_probe = sys.argv[2]
@@ -230,6 +230,8 @@ print(json.dumps({"total": mem["MemTotal"], "used": mem["MemTotal"] - mem["MemFr
                   "busybox_cpuinfo_same": busybox("/proc/cpuinfo") == open(m + "/proc/cpuinfo").read(),
                   "busybox_memtotal": busybox("/proc/meminfo").splitlines()[0],
                   "busybox_stat_lines": len(busybox("/proc/stat").splitlines()),
+                  "disks": [[l.split()[2] for l in text.splitlines()]
+                            for text in (busybox("/proc/diskstats"), open(m + "/proc/diskstats").read())],
                   "cgroup": open("/proc/self/cgroup").read().strip(),
                   "sysinfo": subprocess.run([sys.argv[2], open(m + "/.cgprocfs/control").read().strip() + ".seccomp"],
                                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout}))
@@ -395,6 +397,8 @@ def run(exe, probe, probe_err):
             check_equal(r["busybox_memtotal"].split(), ["MemTotal:", str(r["total"] >> 10), "kB"],
                         "busybox cat's MemTotal in " + where)
             check(r["busybox_stat_lines"] > 2, "busybox cat of stat in %s" % where, r)
+            check(r["disks"][0] and r["disks"][0] == r["disks"][1],
+                  "diskstats' disks in %s, by busybox cat and by read()" % where, r["disks"])
             check_equal(r["sysinfo"].strip(), str(r["total"]), "sysinfo(2)'s totalram, answered by the daemon, in "
                         + where)
 

@@ -2,11 +2,12 @@
  * view over a container's /proc and /sys/devices/system/cpu.
  *
  * It reads the container's state on stdin, asks the daemon over its control
- * socket for a view of the container, gets back a detached mount of it, moves it over the
- * container's /proc and puts the
- * container's own procfs at /proc/.real. It never breaks a container start:
- * whatever goes wrong, it says so in one line and exits 0, and the container
- * keeps the real /proc. */
+ * socket for a view of the container, gets back a detached mount of it,
+ * puts clones of its parts over the container's /proc and CPU directory
+ * and the container's own procfs at /proc/.real. It never breaks a
+ * container start: whatever goes wrong, it says so in one line on stderr
+ * and in the system log and exits 0, and the container keeps the real
+ * /proc. */
 #include "control.h"
 #include "faults.h"
 
@@ -22,6 +23,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #define PROC_SUPER_MAGIC 0x9fa0
@@ -32,6 +34,30 @@
 static const char *mountpoint = "/var/lib/cgprocfs";
 static gboolean files_mode;
 
+static char *container_id; /* the state's id */
+
+/* One line on stderr (which a runtime shows only when a hook fails) and
+ * in the system log (the journal), there with the container's id. */
+static void say_text(const char *text)
+{
+	fprintf(stderr, "cgprocfs-oci-hook: %s\n", text);
+	openlog("cgprocfs-oci-hook", LOG_PID, LOG_DAEMON);
+	syslog(LOG_WARNING, "container %s: %s", container_id ? container_id : "?", text);
+	closelog();
+}
+
+G_GNUC_PRINTF(1, 2)
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	g_autofree char *text = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	say_text(text);
+}
+
+/* The hook gives up, and says so. Its exit status, 0: a container never
+ * fails to start for cgprocfs. */
 G_GNUC_PRINTF(1, 2)
 static int give_up(const char *fmt, ...)
 {
@@ -39,7 +65,8 @@ static int give_up(const char *fmt, ...)
 	va_start(ap, fmt);
 	g_autofree char *text = g_strdup_vprintf(fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "cgprocfs-oci-hook: %s; the container keeps the real /proc\n", text);
+	g_autofree char *line = g_strconcat(text, "; the container keeps the real /proc", NULL);
+	say_text(line);
 	return 0;
 }
 
@@ -119,28 +146,105 @@ static long host_pid(long pid, gboolean *ret_inside)
 	return 0;
 }
 
-/* Put the view's sub at target: a clone of that part of the mount. */
-static int place(int view, const char *sub, const char *target)
+/* A part of the view a container gets: the path in the view, the path
+ * in the container, and whether the container starts without it (with
+ * a line that says so). */
+struct part {
+	const char *sub;
+	const char *target;
+	gboolean optional;
+};
+
+/* A clone of each part of view (the daemon's detached mount) in
+ * trees[i] (-1 for an optional part that could not be cloned). Nothing
+ * can be cloned from a detached mount before Linux 6.15 (open_tree
+ * answers EINVAL), so the view is attached first, over stage (the
+ * container's procfs, which no process of the container uses yet),
+ * cloned there and taken off again. 0, or -errno with *ret_failed the
+ * part that failed (NULL: the attach itself). */
+static int clone_parts(int view, const char *stage, const struct part *parts, size_t n, int *trees,
+		       const struct part **ret_failed)
 {
-	int tree = open_tree(view, sub, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (tree < 0)
-		return -1;
-	int r = move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH);
-	int err = errno;
-	close(tree);
-	errno = err;
+	*ret_failed = NULL;
+	if (move_mount(view, "", AT_FDCWD, stage, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return -errno;
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		trees[i] = open_tree(view, parts[i].sub, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (trees[i] < 0 && !parts[i].optional) {
+			r = -errno;
+			*ret_failed = &parts[i];
+		}
+	}
+	/* The view's own mount goes; its clones stand on their own. */
+	if (umount2(stage, MNT_DETACH) < 0 && r == 0)
+		r = -errno;
 	return r;
 }
 
-static int run(const char *state_text)
+/* Move tree (a clone) to target: 0 or -errno. */
+static int put(int tree, const char *target)
 {
-	g_autoptr(JsonNode) state = json_from_string(state_text, NULL);
-	JsonObject *so = state && JSON_NODE_HOLDS_OBJECT(state) ? json_node_get_object(state) : NULL;
-	long pid = so ? (long)json_object_get_int_member_with_default(so, "pid", -1) : -1;
-	const char *bundle = so ? json_object_get_string_member_with_default(so, "bundle", NULL) : NULL;
-	if (pid < 0 || !bundle)
-		return give_up("the state on stdin has no pid or bundle");
+	return move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno : 0;
+}
 
+static void close_all(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* Put the view's parts in the container: the whole view over proc with
+ * real_tree (the container's own procfs) at proc/.real, or only
+ * cpuinfo and stat (--mode files); and the CPU directory over cpu if
+ * the container has one. 0 (give_up's when it could not). */
+static int place_view(int view, int real_tree, const char *proc, const char *cpu)
+{
+	g_autofree char *cpuinfo = g_build_filename(proc, "cpuinfo", NULL);
+	g_autofree char *stat = g_build_filename(proc, "stat", NULL);
+	g_autofree char *real = g_build_filename(proc, ".real", NULL);
+	struct part parts[3];
+	size_t n = 0;
+	if (files_mode) {
+		parts[n++] = (struct part){ "proc/cpuinfo", cpuinfo, FALSE };
+		parts[n++] = (struct part){ "proc/stat", stat, FALSE };
+	} else {
+		parts[n++] = (struct part){ "proc", proc, FALSE };
+	}
+	if (access(cpu, F_OK) == 0)
+		parts[n++] = (struct part){ "sys/devices/system/cpu", cpu, TRUE };
+	int trees[G_N_ELEMENTS(parts)] = { -1, -1, -1 };
+	const struct part *failed;
+	int r = clone_parts(view, proc, parts, n, trees, &failed);
+	if (r < 0) {
+		close_all(trees, n);
+		if (!failed)
+			return give_up("cannot attach the view at %s: %s", proc, g_strerror(-r));
+		return give_up("cannot take %s of the view: %s", failed->sub, g_strerror(-r));
+	}
+	for (size_t i = 0; i < n; i++) {
+		r = trees[i] < 0 ? -errno : put(trees[i], parts[i].target);
+		if (r < 0 && parts[i].optional) {
+			say("cannot mount the CPU view on %s: %s", cpu, g_strerror(-r));
+		} else if (r < 0) {
+			close_all(trees, n);
+			return give_up("cannot mount the view on %s: %s", parts[i].target, g_strerror(-r));
+		}
+	}
+	close_all(trees, n);
+	if (!files_mode && (r = put(real_tree, real)) < 0) {
+		/* a view without its .real would break the container */
+		umount2(proc, MNT_DETACH);
+		return give_up("cannot mount the container's procfs at %s: %s", real, g_strerror(-r));
+	}
+	return 0;
+}
+
+/* The container's root directory, as its bundle's config.json names it;
+ * NULL once give_up said why not. */
+static char *rootfs_of(const char *bundle)
+{
 	g_autofree char *config_path = g_build_filename(bundle, "config.json", NULL);
 	g_autoptr(JsonParser) parser = json_parser_new_immutable();
 	JsonNode *config = json_parser_load_from_mapped_file(parser, config_path, NULL) ? json_parser_get_root(parser)
@@ -152,10 +256,26 @@ static int run(const char *state_text)
 					? json_object_get_string_member_with_default(json_node_get_object(root), "path",
 										     NULL)
 					: NULL;
-	if (!root_path)
-		return give_up("%s names no root.path (or cannot be read as JSON)", config_path);
-	g_autofree char *rootfs = g_path_is_absolute(root_path) ? g_strdup(root_path)
-							       : g_build_filename(bundle, root_path, NULL);
+	if (!root_path) {
+		give_up("%s names no root.path (or cannot be read as JSON)", config_path);
+		return NULL;
+	}
+	return g_path_is_absolute(root_path) ? g_strdup(root_path) : g_build_filename(bundle, root_path, NULL);
+}
+
+static int run(const char *state_text)
+{
+	g_autoptr(JsonNode) state = json_from_string(state_text, NULL);
+	JsonObject *so = state && JSON_NODE_HOLDS_OBJECT(state) ? json_node_get_object(state) : NULL;
+	long pid = so ? (long)json_object_get_int_member_with_default(so, "pid", -1) : -1;
+	const char *bundle = so ? json_object_get_string_member_with_default(so, "bundle", NULL) : NULL;
+	if (so)
+		container_id = g_strdup(json_object_get_string_member_with_default(so, "id", "?"));
+	if (pid < 0 || !bundle)
+		return give_up("the state on stdin has no pid or bundle");
+	g_autofree char *rootfs = rootfs_of(bundle);
+	if (!rootfs)
+		return 0;
 
 	g_autofree char *socket_path = control_socket_of(mountpoint, NULL);
 	if (!socket_path)
@@ -178,7 +298,6 @@ static int run(const char *state_text)
 	}
 
 	g_autofree char *proc = g_build_filename(rootfs, "proc", NULL);
-	g_autofree char *real = g_build_filename(proc, ".real", NULL);
 	g_autofree char *cpu = g_build_filename(rootfs, "sys", "devices", "system", "cpu", NULL);
 	struct statfs sfs;
 	if (statfs(proc, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)
@@ -194,26 +313,7 @@ static int run(const char *state_text)
 	if (view < 0)
 		return give_up("%s", error->message);
 	fault_point("attach-got");
-
-	if (files_mode) {
-		const char *files[][2] = { { "proc/cpuinfo", "cpuinfo" }, { "proc/stat", "stat" } };
-		for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
-			g_autofree char *target = g_build_filename(proc, files[i][1], NULL);
-			if (place(view, files[i][0], target) < 0)
-				return give_up("cannot bind %s: %s", target, g_strerror(errno));
-		}
-	} else {
-		if (place(view, "proc", proc) < 0)
-			return give_up("cannot mount the view on %s: %s", proc, g_strerror(errno));
-		if (move_mount(real_tree, "", AT_FDCWD, real, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
-			/* a view without its .real would break the container */
-			umount2(proc, MNT_DETACH);
-			return give_up("cannot mount the container's procfs at %s: %s", real, g_strerror(errno));
-		}
-	}
-	if (access(cpu, F_OK) == 0 && place(view, "sys/devices/system/cpu", cpu) < 0)
-		fprintf(stderr, "cgprocfs-oci-hook: cannot mount the CPU view on %s: %s\n", cpu, g_strerror(errno));
-	return 0;
+	return place_view(view, real_tree, proc, cpu);
 }
 
 int main(int argc, char **argv)

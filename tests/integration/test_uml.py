@@ -260,6 +260,59 @@ print(json.dumps({"readers": {k: o.strip() or e[-500:] for k, (o, e) in out.item
 """
 
 
+# In the guest (Linux 6.1: no clone of a detached mount): busybox
+# containers under memory.max 256M, run by runc and by crun with the hook
+# (argv[2]) as their createContainer hook, its stderr kept, and by the
+# runtime wrapper (argv[3]) with a seccomp profile that allows everything
+# (so that the wrapper has sysinfo notified to the daemon). Each prints
+# what its /proc is and busybox free.
+RUNTIME_GUEST = START_DAEMON + r"""
+import shutil
+hook, wrapper = sys.argv[2:4]
+rootfs = "/tmp/rootfs"
+for d in ("bin", "proc", "sys", "dev", "tmp"):
+    os.makedirs(rootfs + "/" + d)
+shutil.copy2("/bin/busybox", rootfs + "/bin/busybox")
+for applet in ("sh", "cat", "grep", "head", "free"):
+    os.symlink("busybox", rootfs + "/bin/" + applet)
+PROBE = ("echo @@meminfo; head -1 /proc/meminfo; echo @@mounts; grep ' /proc' /proc/mounts; "
+         "echo @@real; head -1 /proc/.real/meminfo; echo @@free; free")
+def container(name, hooked, seccomp=False):
+    b = "/tmp/" + name
+    os.mkdir(b)
+    shutil.copytree(rootfs, b + "/rootfs", symlinks=True)
+    subprocess.run(["runc", "spec", "--bundle", b], check=True)
+    with open(b + "/config.json") as f:
+        c = json.load(f)
+    c["process"]["terminal"] = False
+    c["process"]["args"] = ["sh", "-c", PROBE]
+    c["linux"]["resources"]["memory"] = {"limit": 256 << 20}
+    if seccomp:
+        c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64"],
+                                 "syscalls": []}
+    if hooked:
+        keep = '"$@" 2>%s/hook.stderr' % b
+        c["hooks"] = {"createContainer": [{"path": "/bin/sh", "args": ["sh", "-c", keep, "sh", hook,
+                                                                          "--mountpoint", mnt]}]}
+    with open(b + "/config.json", "w") as f:
+        json.dump(c, f)
+    return b
+out = {}
+for name, argv, hooked, seccomp in (
+        ("runc", ["runc"], True, False), ("crun", ["crun"], True, False),
+        ("wrapper", [wrapper, "--cgprocfs-always", "--cgprocfs-hook=" + hook, "--cgprocfs-mountpoint=" + mnt],
+         False, True)):
+    b = container(name, hooked, seccomp)
+    p = subprocess.run(argv + ["run", "--bundle", b, name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=120)
+    hook_err = open(b + "/hook.stderr").read() if os.path.exists(b + "/hook.stderr") else None
+    out[name] = {"rc": p.returncode, "out": p.stdout, "err": p.stderr[-1000:], "hook": hook_err}
+daemon.terminate()
+daemon.wait()
+print(json.dumps({"containers": out, "log": open("/tmp/daemon.log").read()[-1500:]}))
+"""
+
+
 def main():
     cgtest.skip_all_unless_runnable()
     if shutil.which("linux.uml") is None:
@@ -269,21 +322,24 @@ def main():
     # it runs is a copy outside them.
     cache = "/var/cache/cgprocfs-uml"
     os.makedirs(cache, exist_ok=True)
-    exe = os.path.join(cache, "cgprocfs-%d" % os.getpid())
+    copies = {}
+    for var in ("CGPROCFS", "CGPROCFS_OCI_HOOK", "CGPROCFS_RUNTIME_WRAPPER"):
+        copies[var] = os.path.join(cache, "%s-%d" % (os.path.basename(os.environ[var]), os.getpid()))
+        shutil.copy2(os.environ[var], copies[var])
+    exe = copies["CGPROCFS"]
     probe = os.path.join(cache, "notify-probe-%d" % os.getpid())
-    shutil.copy2(os.environ["CGPROCFS"], exe)
     try:
         with open(probe + ".c", "w") as f:
             f.write(NOTIFY_PROBE_C)
         built = cgtest.run(["cc", "-static", "-O2", "-o", probe, probe + ".c"])
-        run(exe, probe if built[0] == 0 else None, built[2])
+        run(exe, probe if built[0] == 0 else None, built[2], copies)
     finally:
-        for path in (exe, probe, probe + ".c"):
+        for path in list(copies.values()) + [probe, probe + ".c"]:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
 
 
-def run(exe, probe, probe_err):
+def run(exe, probe, probe_err, copies):
     t, test = cgtest.test_registry()
     state, guest = {}, {}
 
@@ -401,6 +457,34 @@ def run(exe, probe, probe_err):
                   "diskstats' disks in %s, by busybox cat and by read()" % where, r["disks"])
             check_equal(r["sysinfo"].strip(), str(r["total"]), "sysinfo(2)'s totalram, answered by the daemon, in "
                         + where)
+
+
+    @test("in the guest (Linux 6.1, older than 6.15), busybox containers under memory.max 256M run by runc and "
+          "by crun with the hook as their createContainer hook, and by the runtime wrapper, get the view over "
+          "/proc (fuse.cgprocfs, MemTotal 256 MiB, the container's procfs at /proc/.real) and the hook says "
+          "nothing; in the wrapper's, busybox free (sysinfo(2), answered by the daemon) agrees")
+    def _():
+        res = cgtest.run([UML_RUN, "--", "/usr/bin/python3", "-c", RUNTIME_GUEST, exe, copies["CGPROCFS_OCI_HOOK"],
+                          copies["CGPROCFS_RUNTIME_WRAPPER"]], timeout=600)
+        got = json.loads(cgtest.check_ran(res, "the guest").strip().splitlines()[-1])
+        for name, c in sorted(got["containers"].items()):
+            what = "the %s container (stderr: %s; hook: %s; daemon log: %s)" % (name, c["err"], c["hook"], got["log"])
+            check_equal(c["rc"], 0, "exit status of " + what)
+            secs = {}
+            for chunk in c["out"].split("@@")[1:]:
+                title, _, body = chunk.partition("\n")
+                secs[title] = body.strip()
+            cgtest.diag("%s: %s; busybox free: %s" % (name, secs.get("meminfo"), secs.get("free", "").splitlines()[1:2]))
+            check_equal(secs.get("meminfo", "").split(), ["MemTotal:", str(256 << 10), "kB"], "MemTotal in " + what)
+            on_proc = [line.split()[2] for line in secs.get("mounts", "").splitlines() if line.split()[1] == "/proc"]
+            check(on_proc[-1:] == ["fuse.cgprocfs"], "/proc is not the view (its mounts: %s) in %s" % (on_proc, what))
+            check(secs.get("real", "").startswith("MemTotal:") and secs["real"] != secs["meminfo"],
+                  "/proc/.real is not the guest's procfs in " + what, secs.get("real"))
+            check(c["hook"] in (None, ""), "the hook said something in " + what)
+        free = got["containers"]["wrapper"]["out"].split("@@free")[-1].split()
+        mem = free[free.index("Mem:") + 1:free.index("Mem:") + 7]
+        check_equal(mem[0], str(256 << 10), "busybox free's total in the wrapper's container (sysinfo)")
+        check(all(int(v) <= 256 << 10 for v in mem), "busybox free's figures in the wrapper's container", free)
 
     cgtest.run_tests(t)
 

@@ -18,13 +18,9 @@ void mountinfo_entry_clear(struct mount_entry *e)
 	g_clear_pointer(&e->super_options, g_free);
 }
 
-GPtrArray *mountinfo_read(void)
+GPtrArray *mountinfo_parse(const char *text)
 {
-	g_autofree char *text = NULL;
 	GPtrArray *mounts = g_ptr_array_new_with_free_func(mount_entry_free);
-
-	if (!g_file_get_contents("/proc/self/mountinfo", &text, NULL, NULL))
-		return mounts;
 	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
 	for (char **line = lines; *line; line++) {
 		/* id parent dev ROOT MOUNTPOINT opts [optional...] - FSTYPE source SUPEROPTS */
@@ -44,18 +40,32 @@ GPtrArray *mountinfo_read(void)
 	return mounts;
 }
 
+GPtrArray *mountinfo_read(void)
+{
+	g_autofree char *text = NULL;
+	if (!g_file_get_contents("/proc/self/mountinfo", &text, NULL, NULL))
+		return mountinfo_parse("");
+	return mountinfo_parse(text);
+}
+
+const struct mount_entry *mountinfo_top(GPtrArray *mounts, const char *path)
+{
+	/* The last match is the mount on top. */
+	for (guint i = mounts->len; i-- > 0;) {
+		const struct mount_entry *e = g_ptr_array_index(mounts, i);
+		if (strcmp(e->mountpoint, path) == 0)
+			return e;
+	}
+	return NULL;
+}
+
 gboolean mountinfo_find(const char *path, struct mount_entry *ret)
 {
 	g_autoptr(GPtrArray) mounts = mountinfo_read();
-	/* The last match is the mount on top. */
-	for (guint i = mounts->len; i-- > 0;) {
-		struct mount_entry *e = g_ptr_array_index(mounts, i);
-		if (strcmp(e->mountpoint, path) == 0) {
-			*ret = (struct mount_entry){ g_strdup(e->mountpoint), g_strdup(e->root),
-						     g_strdup(e->fstype), g_strdup(e->super_options) };
-			return TRUE;
-		}
-	}
-	return FALSE;
+	const struct mount_entry *e = mountinfo_top(mounts, path);
+	if (!e)
+		return FALSE;
+	*ret = (struct mount_entry){ g_strdup(e->mountpoint), g_strdup(e->root), g_strdup(e->fstype),
+				     g_strdup(e->super_options) };
+	return TRUE;
 }
-

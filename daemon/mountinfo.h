@@ -1,4 +1,4 @@
-/* Reading the daemon's mount table. */
+/* Reading a mount table: the daemon's, or a process's. */
 #pragma once
 
 #include <glib.h>
@@ -10,8 +10,12 @@ struct mount_entry {
 	char *super_options; /* e.g. "rw,hidepid=invisible" */
 };
 
-/* Every mount, in the order of /proc/self/mountinfo (bottom first). */
+/* Every mount of a mountinfo text, in its order (bottom first). */
+GPtrArray *mountinfo_parse(const char *text);
+/* The same of /proc/self/mountinfo. */
 GPtrArray *mountinfo_read(void);
+/* The topmost of mounts at path (as mountinfo names it), or NULL. */
+const struct mount_entry *mountinfo_top(GPtrArray *mounts, const char *path);
 
 /* The topmost mount at path (canonical). FALSE if none. */
 gboolean mountinfo_find(const char *path, struct mount_entry *ret);

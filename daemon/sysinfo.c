@@ -7,6 +7,8 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
+#include "mountinfo.h"
+#include "procfile.h"
 #include "sysinfo.h"
 #include "view.h"
 
@@ -50,7 +52,7 @@ enum { LXC_FD_PROC, LXC_FD_MEM, LXC_FD_NOTIFY, LXC_FDS };
 
 /* An answer, and whom it serves. */
 struct answer {
-	uint64_t ns[2]; /* the pid and cgroup namespaces it is for; 0: none */
+	uint64_t ns[3]; /* the pid, cgroup and mount namespaces it is for; 0: none */
 	gint64 at_us;   /* when (monotonic) */
 	double up;      /* its uptime then, s */
 	struct sysinfo s;
@@ -162,10 +164,10 @@ static void take_connection(struct sysinfo_listener *l, int conn)
 }
 
 /* The namespaces an answer to tid holds for; FALSE if they cannot be told. */
-static gboolean namespaces_of(int proc_fd, pid_t tid, uint64_t ret[2])
+static gboolean namespaces_of(int proc_fd, pid_t tid, uint64_t ret[3])
 {
-	const char *const names[] = { "pid", "cgroup" };
-	for (int i = 0; i < 2; i++) {
+	const char *const names[] = { "pid", "cgroup", "mnt" };
+	for (int i = 0; i < 3; i++) {
 		char path[48];
 		struct stat st;
 		snprintf(path, sizeof(path), "%d/ns/%s", (int)tid, names[i]);
@@ -176,13 +178,35 @@ static gboolean namespaces_of(int proc_fd, pid_t tid, uint64_t ret[2])
 	return TRUE;
 }
 
-/* What the caller's view says in place of the kernel's answer. */
+/* Whether tid reads its figures from the view: the mount on top at
+ * /proc/meminfo (a file bind: Docker's -v, LXC's hook), or else at /proc
+ * (the OCI hook's), is a cgprocfs one in its mount table. A container
+ * whose view is not in place keeps the kernel's sysinfo(2), which then
+ * agrees with the files it reads (busybox free takes both). */
+static gboolean view_in_place(int proc_fd, pid_t tid)
+{
+	char path[32];
+	g_autofree char *text = NULL;
+	snprintf(path, sizeof(path), "%d/mountinfo", (int)tid);
+	if (procfile_read_text_at(proc_fd, path, &text) < 0)
+		return FALSE;
+	g_autoptr(GPtrArray) mounts = mountinfo_parse(text);
+	const struct mount_entry *e = mountinfo_top(mounts, "/proc/meminfo");
+	if (!e)
+		e = mountinfo_top(mounts, "/proc");
+	return e && strcmp(e->fstype, "fuse.cgprocfs") == 0;
+}
+
+/* What the caller's view says in place of the kernel's answer; -ENOENT
+ * where its view is not in place. */
 static int render_answer(struct sysinfo_listener *l, pid_t tid, struct sysinfo *ret, double *ret_up)
 {
 	struct caller c = { .tid = tid, .proc_fd = l->proc_fd, .pid_ns_fd = -1 };
 	g_autoptr(GBytes) meminfo = NULL, uptime = NULL, loadavg = NULL;
 	struct sysinfo host;
 	int r;
+	if (!view_in_place(l->proc_fd, tid))
+		return -ENOENT;
 	if (sysinfo(&host) < 0)
 		return -errno;
 	if ((r = view_proc_text(l->view, &c, "meminfo", &meminfo)) < 0 ||
@@ -200,11 +224,11 @@ static int render_answer(struct sysinfo_listener *l, pid_t tid, struct sysinfo *
  * and young enough (its uptime moved on), else a new one. */
 static int answer_of(struct sysinfo_listener *l, struct notify *n, pid_t tid, struct sysinfo *ret)
 {
-	uint64_t ns[2] = { 0, 0 };
+	uint64_t ns[3] = { 0, 0, 0 };
 	gint64 now = g_get_monotonic_time();
 	gboolean reusable = l->reuse && namespaces_of(l->proc_fd, tid, ns);
 	const struct answer *last = &n->last;
-	if (reusable && ns[0] == last->ns[0] && ns[1] == last->ns[1] && now - last->at_us < ANSWER_MAX_AGE_US) {
+	if (reusable && memcmp(ns, last->ns, sizeof(ns)) == 0 && now - last->at_us < ANSWER_MAX_AGE_US) {
 		double up = last->up + (double)(now - last->at_us) / G_USEC_PER_SEC;
 		*ret = last->s;
 		ret->uptime = sysinfo_uptime(up);
@@ -213,7 +237,7 @@ static int answer_of(struct sysinfo_listener *l, struct notify *n, pid_t tid, st
 	double up = 0;
 	int r = render_answer(l, tid, ret, &up);
 	if (r == 0 && reusable)
-		n->last = (struct answer){ .ns = { ns[0], ns[1] }, .at_us = now, .up = up, .s = *ret };
+		n->last = (struct answer){ .ns = { ns[0], ns[1], ns[2] }, .at_us = now, .up = up, .s = *ret };
 	return r;
 }
 

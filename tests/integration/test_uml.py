@@ -239,7 +239,9 @@ print(json.dumps({"total": mem["MemTotal"], "used": mem["MemTotal"] - mem["MemFr
 def reader(move_to=None, wait=False):
     inner = ("echo $$ > %s/%s/cgroup.procs; " % (R, move_to) if move_to else "") + \
             ("echo ready; read x; " if wait else "") + 'exec "$@"'
-    return subprocess.Popen(["sh", "-c", "echo $$ > %s/c/cgroup.procs; exec unshare -C sh -c '%s' sh \"$@\"" % (R, inner),
+    inner = "mount --rbind %s/proc /proc && %s" % (mnt, inner)
+    return subprocess.Popen(["sh", "-c", "echo $$ > %s/c/cgroup.procs; exec unshare -C -m --propagation private "
+                             "sh -c '%s' sh \"$@\"" % (R, inner),
                              "sh", sys.executable, "-c", READ, mnt, notify_probe],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 out = {"c": reader().communicate(), "c/leaf": reader("c/leaf").communicate()}
@@ -249,13 +251,16 @@ w(R + "/c/cgroup.subtree_control", "+memory +cpu")
 mk("c/tight", memory__max=str(64 << 20), cpu__max="50000 100000")
 w(R + "/c/tight/cgroup.procs", str(tight.pid))
 out["c/tight"] = tight.communicate("go\n")
-own = subprocess.run([sys.executable, "-c", READ, mnt, notify_probe], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                     preexec_fn=lambda: w(R + "/c/tight/cgroup.procs", "0"))
-out["own c/tight"] = (own.stdout, own.stderr)
+bound = ["unshare", "-m", "--propagation", "private", "sh", "-c", 'mount --rbind "$0/proc" /proc && exec "$@"', mnt]
+for name, prefix in (("own c/tight", bound), ("unbound c/tight", [])):
+    own = subprocess.run(prefix + [sys.executable, "-c", READ, mnt, notify_probe], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=lambda: w(R + "/c/tight/cgroup.procs", "0"))
+    out[name] = (own.stdout, own.stderr)
+guest_total = int(open("/proc/meminfo").readline().split()[1]) << 10
 holder.kill()
 daemon.terminate()
 daemon.wait()
-print(json.dumps({"readers": {k: o.strip() or e[-500:] for k, (o, e) in out.items()},
+print(json.dumps({"readers": {k: o.strip() or e[-500:] for k, (o, e) in out.items()}, "guest_total": guest_total,
                   "log": open("/tmp/daemon.log").read()[-1500:]}))
 """
 
@@ -429,7 +434,8 @@ def run(exe, probe, probe_err, copies):
           "CPUs), in it and in sub-cgroups of it (one with 64 MiB and half a CPU of its own), see the container's "
           "limit and the 100 MiB another sub-cgroup holds; one of the guest's own namespaces in the tight "
           "sub-cgroup sees its own 64 MiB; busybox cat (sendfile) reads the same, and sysinfo(2), notified to the "
-          "daemon as a runtime's seccomp profile would, says the same total")
+          "daemon as a runtime's seccomp profile would, says the same total with the view bound over /proc, and "
+          "the guest's total without")
     def _():
         check(probe, "cc -static of the notify probe failed", probe_err)
         res = cgtest.run([UML_RUN, "--", "/usr/bin/python3", "-c", SCOPE_GUEST, exe, probe], timeout=600)
@@ -445,6 +451,9 @@ def run(exe, probe, probe_err, copies):
             r = readers[where]
             check_equal(r["total"], 256 << 20, "MemTotal in %s (cgroup namespace at c)" % where)
             check(r["used"] >= 100 << 20, "%s: %d MiB used, not the 100 MiB c/hold holds" % (where, r["used"] >> 20))
+        unbound = readers.pop("unbound c/tight")
+        check_equal(unbound["sysinfo"].strip(), str(got["guest_total"]), "sysinfo(2)'s totalram for a caller "
+                    "whose /proc is the guest's (the kernel's answer: the view is not in place)")
         own = readers["own c/tight"]
         check_equal(own["total"], 64 << 20, "MemTotal in c/tight of the guest's namespaces")
         check(own["used"] < 100 << 20, "c/tight of the guest's namespaces counts c's usage", own)

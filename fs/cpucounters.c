@@ -268,6 +268,9 @@ struct cpu_counters *cpu_counters_new(const char *path)
 	c->path = g_strdup(path);
 	c->log_fd = -1;
 	if (path) {
+		/* On a fresh boot nothing has made the directory yet. */
+		g_autofree char *dir = g_path_get_dirname(path);
+		(void)g_mkdir_with_parents(dir, 0700);
 		c->log_path = g_strconcat(path, ".log", NULL);
 		c->log_fd = open(c->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 		if (c->log_fd < 0)

@@ -27,7 +27,8 @@ struct cpu_counters;
 /* path: the file that keeps the offsets over a restart (read now, written
  * when they change: cpu_counters_flush), or NULL for none. Rows given
  * since it was last written are appended to path.log before the reader
- * gets them, so that they hold over a SIGKILL too. */
+ * gets them, so that they hold over a SIGKILL too. The directory of path
+ * is made (0700) if it is missing. */
 struct cpu_counters *cpu_counters_new(const char *path);
 void cpu_counters_free(struct cpu_counters *c);
 /* Remove the file and its log, and keep nothing more: no daemon goes on

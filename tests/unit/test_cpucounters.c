@@ -161,6 +161,25 @@ Test(cpucounters, a_restart_goes_on_from_the_offsets_kept)
 	remove_temp(path);
 }
 
+/* A fresh boot: the directory of the file (the control socket's, under
+ * /run) does not exist yet. */
+Test(cpucounters, the_file_s_missing_directory_is_made)
+{
+	g_autofree char *top = g_dir_make_tmp("cpucounters-XXXXXX", NULL);
+	g_autofree char *path = g_build_filename(top, "run", "cputime", NULL);
+	struct reader r = { cpu_counters_new(path), 0, { { { 0 } } } };
+	read_at(&r, 2, 100, 0, 1000);
+	g_autofree char *log = log_of(path);
+	cr_assert(g_file_test(log, G_FILE_TEST_EXISTS), "the rows given go to %s", log);
+	GStatBuf st;
+	g_autofree char *dir = g_path_get_dirname(path);
+	cr_assert_eq(g_stat(dir, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0700, "the directory's mode");
+	cpu_counters_free(r.c);
+	remove_temp(path);
+	g_rmdir(top);
+}
+
 Test(cpucounters, lines_of_the_file_not_understood_are_skipped)
 {
 	g_autofree char *path = temp_path();

@@ -1,0 +1,165 @@
+"""The host most users have: systemd as PID 1 and the unified cgroup v2
+hierarchy (Debian 12 booted by user-mode Linux 6.1, tests/systemd/lane.py),
+with the cgprocfs package installed as an operator installs it and its unit
+serving. There, tests/systemd/runtimes.py starts 256 MiB containers the ways
+users do: Docker (its systemd cgroup driver and private cgroup namespace)
+through cgprocfs-runtime, with --cgroupns host, with LXCFS-style -v file
+binds, docker exec and docker update; runc (cgroupfs and systemd drivers)
+and crun with the hook, runc through the wrapper; podman through the
+wrapper and through the hooks.d file; an LXC busybox container. Each must
+see its own memory, uptime and load, and busybox free (sysinfo(2)) must
+agree with its files."""
+
+import contextlib
+import glob
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cgtest  # noqa: E402
+from cgtest import check, check_equal, describe  # noqa: E402
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(TOP, "tests", "systemd"))
+import lane  # noqa: E402
+
+MEM_KB = 256 << 10
+# Containers with the whole view over /proc; those whose sysinfo(2) the
+# daemon answers (the wrapper notifies it: Docker's default profile, or
+# one that allows everything); those that get only file binds.
+WHOLE = ["docker_run", "docker_cgroupns_host", "docker_exec", "runc_hook", "runc_systemd_hook", "crun_hook",
+         "runc_wrapper", "podman_runtime", "podman_hooks_d"]
+SYSINFO = ["docker_run", "docker_cgroupns_host", "docker_exec", "runc_wrapper", "podman_runtime"]
+BINDS = ["docker_binds", "lxc_busybox"]
+
+
+def sections(text):
+    secs, name = {}, None
+    for line in text.splitlines():
+        if line.startswith("@@"):
+            name = line[2:].strip()
+            secs[name] = []
+        elif name:
+            secs[name].append(line)
+    return {k: "\n".join(v) for k, v in secs.items()}
+
+
+def mem_row(text):
+    """The Mem: row of a free's output, as ints."""
+    for line in text.splitlines():
+        if line.startswith("Mem:"):
+            return [int(v) for v in line.split()[1:]]
+    return None
+
+
+def make_tests(state):
+    t, test = cgtest.test_registry()
+
+    @test("build the package (build-deb.sh, nocheck) and boot the systemd lane's guest (Debian 12, systemd, "
+          "cgroup v2, Linux 6.1), which installs it with dpkg -i and starts its containers")
+    def _():
+        share = state["share"]
+        res = cgtest.run([os.path.join(TOP, "contrib", "scripts", "build-deb.sh"), share], timeout=600,
+                         env=dict(os.environ, DEB_BUILD_OPTIONS="nocheck"))
+        check(res[0] == 0, "build-deb.sh failed", describe(res)[-3000:])
+        shutil.copy2(os.path.join(TOP, "tests", "systemd", "runtimes.py"), share)
+        status, output = lane.run_script("python3 /lane/runtimes.py\n", share, timeout=900, log=cgtest.diag)
+        for line in output.splitlines():
+            if not line.startswith("@@json"):
+                cgtest.diag(line)
+        if status is None:
+            with contextlib.suppress(OSError), open(os.path.join(share, "console"), errors="replace") as f:
+                cgtest.diag("the guest's console ends:\n" + "".join(f.readlines()[-30:]))
+        check_equal(status, 0, "the guest's script's exit status")
+        found = [line[7:] for line in output.splitlines() if line.startswith("@@json ")]
+        check(found, "the guest printed no observations")
+        state["obs"] = json.loads(found[-1])
+
+    def observed(name):
+        check(state.get("obs"), "the guest gave nothing")
+        o = state["obs"].get(name)
+        check(o is not None, "the guest did not run %s" % name, state["obs"].get("docker_error"),
+              state["obs"].get("oci_error"), state["obs"].get("podman_error"), state["obs"].get("lxc_error"))
+        return o
+
+    @test("the guest is what users run: systemd as PID 1, cgroup2 at /sys/fs/cgroup, Docker's systemd cgroup "
+          "driver on cgroup v2; the package's unit is active after dpkg -i")
+    def _():
+        check_equal(observed("pid1"), "systemd", "the guest's PID 1")
+        check_equal(observed("cgroup_fs"), "cgroup2fs", "the filesystem at /sys/fs/cgroup")
+        check_equal(observed("install")["rc"], 0, "dpkg -i, then systemctl is-active: %s" % observed("install")["out"])
+        check_equal(observed("docker_setup")["out"].split()[-2:], ["systemd", "2"], "Docker's cgroup driver and version")
+        check("SubState=running" in observed("unit")["out"], "the unit", observed("unit")["out"])
+
+    @test("every container with the view over /proc (Docker through cgprocfs-runtime, with --cgroupns host, "
+          "docker exec; runc with the cgroupfs and the systemd driver and crun with the hook; runc through the "
+          "wrapper; podman through the wrapper and through hooks.d) sees fuse.cgprocfs on /proc, MemTotal "
+          "256 MiB in meminfo and procps free, an uptime of its own, and busybox free with no figure over its total")
+    def _():
+        for name in WHOLE + BINDS:
+            o = observed(name)
+            what = "%s (exit %s): %s" % (name, o["rc"], o["out"][-2500:])
+            check_equal(o["rc"], 0, "exit status of " + what)
+            secs = sections(o["out"])
+            check_equal(secs.get("meminfo", "").split(), ["MemTotal:", str(MEM_KB), "kB"], "MemTotal in " + what)
+            if name in WHOLE:
+                on_proc = [line.split()[2] for line in secs.get("mounts", "").splitlines()]
+                check(on_proc[-1:] == ["fuse.cgprocfs"], "/proc's mounts in %s: %s" % (name, on_proc))
+                free = mem_row(secs.get("free", ""))
+                check(free and free[0] == MEM_KB, "procps free's total in " + what)
+            up = float(secs.get("proc_uptime", "0").split()[0] or 0)
+            check(0 < up < 60, "the uptime of %s is %.1f s" % (name, up))
+            bb = mem_row(secs.get("busybox_free", ""))
+            check(bb and all(v <= bb[0] for v in bb), "busybox free's figures in " + what)
+            if name in SYSINFO:
+                check_equal(bb[0], MEM_KB, "busybox free's total (sysinfo(2), answered by the daemon) in " + name)
+        cgtest.diag("docker run --runtime cgprocfs --memory 256m --cpus 0.5:\n" + observed("docker_run")["out"])
+
+    @test("docker update --memory 128m of a running container: its view follows (MemTotal and busybox free)")
+    def _():
+        o = observed("docker_update")
+        check_equal(o["rc"], 0, "docker update, then docker exec: %s" % o["out"])
+        check_equal(o["out"].split()[:3], ["MemTotal:", str(128 << 10), "kB"], "MemTotal after docker update")
+        check_equal((mem_row(o["out"]) or [None])[0], 128 << 10, "busybox free's total after docker update")
+
+    @test("the journal: no line of the hook while the daemon serves; the daemon's log has no warning")
+    def _():
+        check_equal(observed("journal_hook").strip(), "-- No entries --", "the hook's lines in the journal")
+        warnings = [line for line in observed("daemon_log").splitlines() if "warning" in line or "error" in line]
+        check(not warnings, "the daemon's journal has warnings", *warnings)
+
+    @test("with the unit stopped, a runc container with the hook starts with the kernel's /proc (MemTotal the "
+          "guest's), and the hook's line, naming the container, is in the journal")
+    def _():
+        o = observed("runc_no_daemon")
+        check_equal(o["rc"], 0, "runc's exit status with no daemon: %s" % o["out"])
+        secs = sections(o["out"])
+        check_equal(secs.get("meminfo", "").split(), ["MemTotal:", str(observed("guest_memtotal_kb")), "kB"],
+                    "MemTotal with no daemon: %s" % o["out"])
+        lines = [line for line in observed("journal_no_daemon").splitlines() if "runc-nodaemon" in line]
+        check(len(lines) == 1 and "keeps the real /proc" in lines[0], "the hook's lines in the journal",
+              observed("journal_no_daemon"))
+
+    return t
+
+
+def main():
+    cgtest.skip_all_unless_runnable()
+    if shutil.which("linux.uml") is None:
+        print("1..0 # SKIP user-mode-linux is not installed (apt-get install user-mode-linux)")
+        return
+    os.makedirs(lane.debian.CACHE, exist_ok=True)
+    share = tempfile.mkdtemp(prefix="lane-", dir="/var/tmp")
+    try:
+        cgtest.run_tests(make_tests({"share": share}))
+    finally:
+        for name in glob.glob(os.path.join(share, "*.deb")):
+            os.unlink(name)
+        shutil.rmtree(share, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Run in the systemd lane's guest (tests/systemd/lane.py), as root, from
+the share (/lane) that holds the cgprocfs package: install it as an
+operator does, then start containers the ways users do on a systemd +
+cgroup v2 host, each under a 256 MiB limit, and print, as the last line,
+one JSON object of what each one's probe printed (test_systemd.py reads
+it). Nothing here decides what is right: it only runs and records."""
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import time
+
+MEM = 256 << 20
+VIEW = "/var/lib/cgprocfs"
+# What every container prints: its view of memory, time and load, by
+# files, by busybox (sysinfo(2)) and by the guest's procps (its /usr,
+# bound read-only at /usr).
+PROBE = r"""
+echo @@meminfo; head -1 /proc/meminfo
+echo @@mounts; grep " /proc " /proc/mounts
+echo @@busybox_free; busybox free
+echo @@free; /usr/bin/free
+echo @@nproc; /usr/bin/nproc
+echo @@uptime; /usr/bin/uptime
+echo @@proc_uptime; cat /proc/uptime
+echo @@top; /usr/bin/top -bn1 | head -5
+echo @@busybox_uptime; busybox uptime
+echo @@cgroup; cat /proc/self/cgroup
+"""
+obs = {}
+
+
+def sh(cmd, timeout=180):
+    """cmd by bash: {"rc", "out"} (stdout and stderr together)."""
+    started = time.monotonic()
+    try:
+        p = subprocess.run(["bash", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=timeout)
+        rc, out = p.returncode, p.stdout
+    except subprocess.TimeoutExpired as e:
+        rc, out = None, (e.stdout or b"").decode(errors="replace") + "\n(timed out)"
+    return {"rc": rc, "out": out[-6000:], "s": round(time.monotonic() - started, 1)}
+
+
+def record(name, cmd, timeout=180):
+    obs[name] = sh(cmd, timeout)
+    print("%s: rc %s in %s s" % (name, obs[name]["rc"], obs[name]["s"]), flush=True)
+    return obs[name]
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def rootfs(path):
+    """A busybox root with the guest's /usr to be bound in (procps)."""
+    for d in ("bin", "proc", "sys", "dev", "tmp", "etc", "usr", "run"):
+        os.makedirs(os.path.join(path, d), exist_ok=True)
+    shutil.copy2("/bin/busybox", path + "/bin/busybox")
+    for applet in ("sh", "cat", "grep", "head", "sleep", "echo"):
+        os.symlink("busybox", path + "/bin/" + applet)
+    for link in ("lib", "lib64"):
+        os.symlink("usr/" + link, path + "/" + link)
+    write(path + "/etc/passwd", "root:x:0:0:root:/:/bin/sh\n")
+    write(path + "/etc/group", "root:x:0:\n")
+
+
+def install():
+    debs = glob.glob("/lane/cgprocfs_*.deb")
+    record("install", "dpkg -i %s && systemctl is-active cgprocfs && ls %s/proc/.real/self >/dev/null" % (debs[0], VIEW))
+    record("unit", "systemctl show -p ActiveState,SubState,MainPID cgprocfs; journalctl -u cgprocfs -b --no-pager | tail -5")
+
+
+def docker():
+    config = json.load(open("/etc/docker/daemon.json"))
+    config["runtimes"] = {"cgprocfs": {"path": "/usr/bin/cgprocfs-runtime", "runtimeArgs": ["--cgprocfs-always"]}}
+    write("/etc/docker/daemon.json", json.dumps(config))
+    rootfs("/root/bb")
+    record("docker_setup", "systemctl restart docker && tar -C /root/bb -c . | docker import - bb >/dev/null && "
+           "docker info --format '{{.CgroupDriver}} {{.CgroupVersion}}'")
+    run = "docker run --rm -v /usr:/usr:ro --memory 256m --memory-swap 256m "
+    record("docker_run", run + "--runtime cgprocfs --cpus 0.5 bb sh -c '%s'" % PROBE)
+    record("docker_cgroupns_host", run + "--runtime cgprocfs --cgroupns host bb sh -c '%s'" % PROBE)
+    binds = " ".join("-v %s/proc/%s:/proc/%s:ro" % (VIEW, f, f) for f in ("meminfo", "uptime", "loadavg", "stat"))
+    record("docker_binds", run + binds + " bb sh -c '%s'" % PROBE)
+    record("docker_detached", "docker run -d --name long -v /usr:/usr:ro --memory 256m --memory-swap 256m "
+           "--runtime cgprocfs bb sleep 600")
+    record("docker_exec", "docker exec long sh -c '%s'" % PROBE)
+    record("docker_update", "docker update --memory 128m --memory-swap 128m long >/dev/null && sleep 1 && "
+           "docker exec long sh -c 'head -1 /proc/meminfo; busybox free'")
+    record("docker_scope", "systemctl status --no-pager docker-$(docker inspect -f '{{.Id}}' long).scope | head -3")
+    sh("docker rm -f long")
+
+
+def oci_bundle(name, hook, systemd_cgroup=False):
+    """A runc bundle in /root/NAME: a 256 MiB busybox container that runs
+    PROBE, the hook in createContainer if hook."""
+    b = "/root/" + name
+    rootfs(b + "/rootfs")
+    sh("cd %s && runc spec" % b)
+    with open(b + "/config.json") as f:
+        c = json.load(f)
+    c["process"]["terminal"] = False
+    c["process"]["args"] = ["sh", "-c", PROBE]
+    c["mounts"].append({"destination": "/usr", "type": "bind", "source": "/usr", "options": ["rbind", "ro"]})
+    c["linux"]["resources"]["memory"] = {"limit": MEM, "swap": MEM}
+    if systemd_cgroup:
+        c["linux"]["cgroupsPath"] = "system.slice:cgprocfs-lane:%s" % name
+    if hook:
+        c["hooks"] = {"createContainer": [{"path": "/usr/libexec/cgprocfs/cgprocfs-oci-hook",
+                                           "args": ["cgprocfs-oci-hook", "--mountpoint", VIEW]}]}
+    write(b + "/config.json", json.dumps(c))
+    return b
+
+
+def oci():
+    record("runc_hook", "runc run --bundle %s runc-hook" % oci_bundle("runc-hook", True))
+    record("runc_systemd_hook", "runc --systemd-cgroup run --bundle %s runc-sd"
+           % oci_bundle("runc-sd", True, systemd_cgroup=True))
+    record("crun_hook", "crun run --bundle %s crun-hook" % oci_bundle("crun-hook", True))
+    record("runc_wrapper", "cgprocfs-runtime --cgprocfs-always run --bundle %s runc-wrapper"
+           % oci_bundle("runc-wrapper", False))
+
+
+def podman():
+    rootfs("/root/pm")
+    run = "podman run --rm --network none --memory 256m --memory-swap 256m -v /usr:/usr:ro "
+    record("podman_runtime", run + "--runtime /usr/bin/cgprocfs-runtime --annotation io.cgprocfs.enable=true "
+           "--rootfs /root/pm sh -c '%s'" % PROBE)
+    record("podman_hooks_d", run + "--annotation io.cgprocfs.enable=true --rootfs /root/pm sh -c '%s'" % PROBE)
+
+
+def lxc():
+    conf = ("lxc.include = /usr/share/lxc/config/common.conf.d/01-cgprocfs.conf\n"
+            "lxc.cgroup2.memory.max = 256M\nlxc.net.0.type = empty\n"
+            "lxc.mount.entry = /usr usr none bind,ro,create=dir 0 0\n")
+    record("lxc_create", "lxc-create -n bb -t busybox >/dev/null && printf '%s' >>/var/lib/lxc/bb/config && "
+           "lxc-start -n bb && sleep 2 && lxc-info -n bb -s" % conf.replace("\n", "\\n"))
+    record("lxc_busybox", "lxc-attach -n bb --clear-env -- sh -c '%s'" % PROBE)
+    sh("lxc-stop -k -n bb")
+
+
+def no_daemon():
+    """The unit stopped: a container's hook says so in the journal, and the
+    container starts with the kernel's /proc."""
+    record("no_daemon_stop", "systemctl stop cgprocfs; systemctl is-active cgprocfs")
+    record("runc_no_daemon", "runc run --bundle %s runc-nodaemon" % oci_bundle("runc-nodaemon", True))
+    obs["journal_no_daemon"] = sh("journalctl -b --no-pager -t cgprocfs-oci-hook -o cat")["out"]
+    obs["guest_memtotal_kb"] = int(open("/proc/meminfo").readline().split()[1])
+
+
+def main():
+    obs["kernel"] = os.uname().release
+    obs["pid1"] = open("/proc/1/comm").read().strip()
+    obs["cgroup_fs"] = sh("stat -fc %T /sys/fs/cgroup")["out"].strip()
+    # procps's top on the guest's own /proc (its kernel's files): what the
+    # containers' top is compared with.
+    obs["guest_top"] = sh("top -bn1 | head -5")["out"]
+    install()
+    for part in (docker, oci, podman, lxc):
+        try:
+            part()
+        except Exception as e:  # the others still run: one boot shows them all
+            obs[part.__name__ + "_error"] = repr(e)
+    obs["journal_hook"] = sh("journalctl -b --no-pager -t cgprocfs-oci-hook | tail -20")["out"]
+    obs["daemon_log"] = sh("journalctl -u cgprocfs -b --no-pager | tail -40")["out"]
+    no_daemon()
+    print("@@json " + json.dumps(obs))
+
+
+main()

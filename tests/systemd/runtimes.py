@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 
 MEM = 256 << 20
@@ -75,13 +76,19 @@ def install():
     record("unit", "systemctl show -p ActiveState,SubState,MainPID cgprocfs; journalctl -u cgprocfs -b --no-pager | tail -5")
 
 
+def bb_image():
+    """Docker's image bb of a busybox root (rootfs), once."""
+    if not os.path.exists("/root/bb"):
+        rootfs("/root/bb")
+        record("bb_image", "tar -C /root/bb -c . | docker import - bb")
+
+
 def docker():
     config = json.load(open("/etc/docker/daemon.json"))
     config["runtimes"] = {"cgprocfs": {"path": "/usr/bin/cgprocfs-runtime", "runtimeArgs": ["--cgprocfs-always"]}}
     write("/etc/docker/daemon.json", json.dumps(config))
-    rootfs("/root/bb")
-    record("docker_setup", "systemctl restart docker && tar -C /root/bb -c . | docker import - bb >/dev/null && "
-           "docker info --format '{{.CgroupDriver}} {{.CgroupVersion}}'")
+    record("docker_setup", "systemctl restart docker && docker info --format '{{.CgroupDriver}} {{.CgroupVersion}}'")
+    bb_image()
     run = "docker run --rm -v /usr:/usr:ro --memory 256m --memory-swap 256m "
     record("docker_run", run + "--runtime cgprocfs --cpus 0.5 bb sh -c '%s'" % PROBE)
     record("docker_cgroupns_host", run + "--runtime cgprocfs --cgroupns host bb sh -c '%s'" % PROBE)
@@ -144,6 +151,49 @@ def lxc():
     sh("lxc-stop -k -n bb")
 
 
+def cri():
+    """Pods as kubelet starts them (no kubelet: tests/systemd/cri.py speaks
+    its CRI calls), through the shipped containerd snippet's handler with
+    SystemdCgroup = true, each pod's slice under kubepods with the pod's
+    limit on it as kubelet sets it, each container's own on its scope."""
+    import cri as k
+    with open("/lane/containerd-cgprocfs.toml") as f:
+        snippet = f.read()
+    write("/etc/containerd/config.toml",
+          'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "docker.io/lane/pause:1"\n'
+          '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n'
+          '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n  SystemdCgroup = true\n'
+          + snippet.replace("version = 2\n", "") + "  SystemdCgroup = true\n")
+    bb_image()
+    record("cri_setup", "systemctl restart containerd && sleep 2 && "
+           "tar -C /root/bb -c . | docker import --change 'CMD [\"/bin/sleep\", \"1000000\"]' - lane/pause:1 && "
+           "docker save lane/pause:1 bb:latest | ctr -n k8s.io images import - && ctr -n k8s.io images ls -q")
+    obs["cri_version"] = k.version()
+    annotations = {"io.cgprocfs.enable": "true"}
+    # pod: (uid, its slice's MemoryMax, pid namespace, {container: MiB})
+    pods = {"pod-a": ("a1", "384M", k.CONTAINER, {"a": 256, "b": 128}),
+            "pod-b": ("b2", "192M", k.CONTAINER, {"c": 192}),
+            "pod-shared": ("c3", "384M", k.POD, {"d": 256, "e": 128})}
+    ids = []
+    for pod, (uid, pod_max, pid_mode, containers) in pods.items():
+        parent = "kubepods-burstable-pod%s.slice" % uid
+        record("cri_slice_" + pod, "systemctl set-property --runtime %s MemoryMax=%s" % (parent, pod_max))
+        config = k.pod_config(pod, uid, parent, annotations, pid_mode)
+        pod_id = k.run_pod(config, "cgprocfs")
+        ids.append(pod_id)
+        started = {}
+        for name, mib in containers.items():
+            started[name] = k.create_container(pod_id, config, name, "docker.io/library/bb:latest", ["sleep", "600"],
+                                               mib << 20, 50000, pid_mode, [("/usr", "/usr")])
+            k.start_container(started[name])
+        for name, cid in started.items():
+            obs["cri_" + name] = k.exec_sync(cid, ["sh", "-c", PROBE + "echo @@ps; busybox ps -o pid,comm\n"])
+            print("cri_%s: rc %s" % (name, obs["cri_" + name]["rc"]), flush=True)
+    obs["cri_cgroups"] = sh("systemd-cgls --no-pager -u kubepods.slice | grep -v → | head -40")["out"]
+    for pod_id in ids:
+        k.remove_pod(pod_id)
+
+
 def no_daemon():
     """The unit stopped: a container's hook says so in the journal, and the
     container starts with the kernel's /proc."""
@@ -161,7 +211,11 @@ def main():
     # containers' top is compared with.
     obs["guest_top"] = sh("top -bn1 | head -5")["out"]
     install()
-    for part in (docker, oci, podman, lxc):
+    parts = (docker, oci, podman, lxc, cri)
+    # A developer's shortcut: only the parts named (cri needs docker's image).
+    if sys.argv[1:]:
+        parts = [p for p in parts if p.__name__ in sys.argv[1:]]
+    for part in parts:
         try:
             part()
         except Exception as e:  # the others still run: one boot shows them all

@@ -97,6 +97,7 @@ def make_tests(state):
         check_equal(observed("install")["rc"], 0, "dpkg -i, then systemctl is-active: %s" % observed("install")["out"])
         check_equal(observed("docker_setup")["out"].split()[-2:], ["systemd", "2"], "Docker's cgroup driver and version")
         check("SubState=running" in observed("unit")["out"], "the unit", observed("unit")["out"])
+        cgtest.diag("versions:\n" + observed("versions"))
 
     @test("every container with the view over /proc (Docker through cgprocfs-runtime, with --cgroupns host, "
           "docker exec; runc with the cgroupfs and the systemd driver and crun with the hook; runc through the "
@@ -121,6 +122,12 @@ def make_tests(state):
             if name in SYSINFO:
                 check_equal(bb[0], MEM_KB, "busybox free's total (sysinfo(2), answered by the daemon) in " + name)
         cgtest.diag("docker run --runtime cgprocfs --memory 256m --cpus 0.5:\n" + observed("docker_run")["out"])
+
+    @test("the LXC busybox container runs in its cgroup under lxc.payload.bb (LXC on a systemd host)")
+    def _():
+        o = observed("lxc_cgroup")
+        check(o["rc"] == 0 and o["out"].strip().startswith("0::/lxc.payload.bb"), "the LXC container's cgroup",
+              o["out"])
 
     @test("docker update --memory 128m of a running container: its view follows (MemTotal and busybox free)")
     def _():

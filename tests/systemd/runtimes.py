@@ -148,6 +148,7 @@ def lxc():
     record("lxc_create", "lxc-create -n bb -t busybox >/dev/null && printf '%s' >>/var/lib/lxc/bb/config && "
            "lxc-start -n bb && sleep 2 && lxc-info -n bb -s" % conf.replace("\n", "\\n"))
     record("lxc_busybox", "lxc-attach -n bb --clear-env -- sh -c '%s'" % PROBE)
+    record("lxc_cgroup", "cat /proc/$(lxc-info -n bb -p -H)/cgroup")
     sh("lxc-stop -k -n bb")
 
 
@@ -207,6 +208,7 @@ def main():
     obs["kernel"] = os.uname().release
     obs["pid1"] = open("/proc/1/comm").read().strip()
     obs["cgroup_fs"] = sh("stat -fc %T /sys/fs/cgroup")["out"].strip()
+    obs["versions"] = sh("dpkg-query -W systemd docker.io containerd runc crun podman lxc")["out"]
     # procps's top on the guest's own /proc (its kernel's files): what the
     # containers' top is compared with.
     obs["guest_top"] = sh("top -bn1 | head -5")["out"]

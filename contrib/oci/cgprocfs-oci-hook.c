@@ -10,6 +10,7 @@
  * /proc. */
 #include "control.h"
 #include "faults.h"
+#include "say.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +24,6 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <syslog.h>
 #include <unistd.h>
 
 #define PROC_SUPER_MAGIC 0x9fa0
@@ -36,25 +36,7 @@ static gboolean files_mode;
 
 static char *container_id; /* the state's id */
 
-/* One line on stderr (which a runtime shows only when a hook fails) and
- * in the system log (the journal), there with the container's id. */
-static void say_text(const char *text)
-{
-	fprintf(stderr, "cgprocfs-oci-hook: %s\n", text);
-	openlog("cgprocfs-oci-hook", LOG_PID, LOG_DAEMON);
-	syslog(LOG_WARNING, "container %s: %s", container_id ? container_id : "?", text);
-	closelog();
-}
-
-G_GNUC_PRINTF(1, 2)
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	g_autofree char *text = g_strdup_vprintf(fmt, ap);
-	va_end(ap);
-	say_text(text);
-}
+#define say(...) oci_say("cgprocfs-oci-hook", container_id, __VA_ARGS__)
 
 /* The hook gives up, and says so. Its exit status, 0: a container never
  * fails to start for cgprocfs. */
@@ -65,8 +47,7 @@ static int give_up(const char *fmt, ...)
 	va_start(ap, fmt);
 	g_autofree char *text = g_strdup_vprintf(fmt, ap);
 	va_end(ap);
-	g_autofree char *line = g_strconcat(text, "; the container keeps the real /proc", NULL);
-	say_text(line);
+	say("%s; the container keeps the real /proc", text);
 	return 0;
 }
 

@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include "say.h"
 #include "seccomp.h"
 
 #include <json-glib/json-glib.h>
@@ -45,6 +46,7 @@ struct options {
 	const char *runtime;
 	const char *hook;
 	const char *mountpoint;
+	const char *id; /* the container's, for what is said */
 };
 
 /* Take our own options out of argv (in place); the rest is the runtime's. */
@@ -219,7 +221,7 @@ static gboolean notify_sysinfo(const struct options *o, JsonObject *config)
 	if (listener && seccomp_notify_sysinfo(config, listener, &why))
 		return TRUE;
 	if (why)
-		g_printerr("cgprocfs-runtime: %s; the container's sysinfo(2) (free, uptime) is the host's\n", why);
+		oci_say("cgprocfs-runtime", o->id, "%s; the container's sysinfo(2) (free, uptime) is the host's", why);
 	return FALSE;
 }
 
@@ -278,9 +280,10 @@ int main(int argc, char **argv)
 	if (cmd > 0 && (strcmp(argv[cmd], "create") == 0 || strcmp(argv[cmd], "run") == 0)) {
 		g_autoptr(GError) error = NULL;
 		g_autofree char *bundle = bundle_of(argc, argv, cmd);
+		o.id = argc - 1 > cmd ? argv[argc - 1] : NULL; /* create/run's last argument */
 		if (!add_hook(&o, bundle, &error))
-			g_printerr("cgprocfs-runtime: %s; the container starts without the cgprocfs view\n",
-				   error->message);
+			oci_say("cgprocfs-runtime", o.id, "%s; the container starts without the cgprocfs view",
+				error->message);
 	}
 	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
 		printf("cgprocfs-runtime version %s\n", CGPROCFS_VERSION);

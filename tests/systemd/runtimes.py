@@ -224,6 +224,7 @@ def main():
             obs[part.__name__ + "_error"] = repr(e)
     obs["journal_hook"] = sh("journalctl -b --no-pager -t cgprocfs-oci-hook | tail -20")["out"]
     obs["daemon_log"] = sh("journalctl -u cgprocfs -b --no-pager | tail -40")["out"]
+    obs["daemon_warnings"] = sh("journalctl -u cgprocfs -b --no-pager -o cat | grep -E '^cgprocfs: (warning|error)'")["out"]
     no_daemon()
     print("@@json " + json.dumps(obs))
 

@@ -21,6 +21,7 @@ run it). The guest's journal is left in DIR/journal.
 import argparse
 import contextlib
 import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -77,6 +78,8 @@ MASKED = ["apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer", "fs
           "systemd-networkd-wait-online.service", "lxc-net.service", "podman-restart.service",
           "console-getty.service"]
 
+BOOT_DISABLED = ["docker.service", "docker.socket", "containerd.service", "lxc.service", "lxc-monitord.service"]
+
 
 def uml_version():
     versions = os.listdir(UML_MODULES)
@@ -119,6 +122,12 @@ def configure(root, version):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         os.symlink("/dev/null", path)
+    # The runtimes start when the script starts them (the first thing it
+    # does with each), not at boot as well: a one-CPU guest's boot time.
+    run(["systemctl", "--root=" + root, "disable"] + BOOT_DISABLED)
+    # dpkg -i without man-db's index (a quarter of the install's time here).
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(root + "/var/lib/man-db/auto-update")
     # No password, no login: the guest only runs the lane's script.
     run(["chroot", root, "passwd", "-d", "root"])
 
@@ -166,6 +175,9 @@ def image(work, log=print):
             configure(root, version)
             run(["mkfs.ext4", "-q", "-F", "-d", root, path + ".part", IMAGE_SIZE])
             os.replace(path + ".part", path)
+            for old in glob.glob(os.path.join(debian.CACHE, "systemd-lane-*.img")):
+                if old != path:  # made from other inputs
+                    os.unlink(old)
         finally:
             shutil.rmtree(root, ignore_errors=True)
         log("the lane's image made in %.0f s: %s" % (time.monotonic() - started, path))

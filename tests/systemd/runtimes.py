@@ -77,10 +77,11 @@ def install():
 
 
 def bb_image():
-    """Docker's image bb of a busybox root (rootfs), once."""
+    """Docker's image bb of a busybox root (rootfs), once; its command
+    sleeps, so that it serves as the CRI pods' sandbox image too."""
     if not os.path.exists("/root/bb"):
         rootfs("/root/bb")
-        record("bb_image", "tar -C /root/bb -c . | docker import - bb")
+        record("bb_image", "tar -C /root/bb -c . | docker import --change 'CMD [\"/bin/sleep\", \"1000000\"]' - bb")
 
 
 def docker():
@@ -142,11 +143,15 @@ def podman():
 
 
 def lxc():
-    conf = ("lxc.include = /usr/share/lxc/config/common.conf.d/01-cgprocfs.conf\n"
-            "lxc.cgroup2.memory.max = 256M\nlxc.net.0.type = empty\n"
-            "lxc.mount.entry = /usr usr none bind,ro,create=dir 0 0\n")
-    record("lxc_create", "lxc-create -n bb -t busybox >/dev/null && printf '%s' >>/var/lib/lxc/bb/config && "
-           "lxc-start -n bb && sleep 2 && lxc-info -n bb -s" % conf.replace("\n", "\\n"))
+    """A busybox container whose configuration, like the one lxc-create's
+    busybox template writes, includes no common.conf: the shipped file is
+    named in it, as the README says."""
+    rootfs("/var/lib/lxc/bb/rootfs")
+    write("/var/lib/lxc/bb/config", "lxc.rootfs.path = dir:/var/lib/lxc/bb/rootfs\nlxc.uts.name = bb\n"
+          "lxc.init.cmd = /bin/sleep 600\nlxc.net.0.type = empty\nlxc.cgroup2.memory.max = 256M\n"
+          "lxc.mount.auto = proc:mixed sys:ro cgroup:mixed\nlxc.mount.entry = /usr usr none bind,ro 0 0\n"
+          "lxc.include = /usr/share/lxc/config/common.conf.d/01-cgprocfs.conf\n")
+    record("lxc_start", "lxc-start -n bb && lxc-wait -n bb -s RUNNING -t 30 && lxc-info -n bb -s")
     record("lxc_busybox", "lxc-attach -n bb --clear-env -- sh -c '%s'" % PROBE)
     record("lxc_cgroup", "cat /proc/$(lxc-info -n bb -p -H)/cgroup")
     sh("lxc-stop -k -n bb")
@@ -161,14 +166,13 @@ def cri():
     with open("/lane/containerd-cgprocfs.toml") as f:
         snippet = f.read()
     write("/etc/containerd/config.toml",
-          'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "docker.io/lane/pause:1"\n'
+          'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "docker.io/library/bb:latest"\n'
           '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n'
           '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n  SystemdCgroup = true\n'
           + snippet.replace("version = 2\n", "") + "  SystemdCgroup = true\n")
     bb_image()
-    record("cri_setup", "systemctl restart containerd && sleep 2 && "
-           "tar -C /root/bb -c . | docker import --change 'CMD [\"/bin/sleep\", \"1000000\"]' - lane/pause:1 && "
-           "docker save lane/pause:1 bb:latest | ctr -n k8s.io images import - && ctr -n k8s.io images ls -q")
+    record("cri_setup", "systemctl restart containerd && until ctr version >/dev/null 2>&1; do sleep 0.2; done && "
+           "docker save bb:latest | ctr -n k8s.io images import - && ctr -n k8s.io images ls -q")
     obs["cri_version"] = k.version()
     annotations = {"io.cgprocfs.enable": "true"}
     # pod: (uid, its slice's MemoryMax, pid namespace, {container: MiB})

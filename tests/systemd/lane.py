@@ -76,7 +76,8 @@ DOCKER_CONFIG = {"iptables": False, "bridge": "none", "ip-forward": False, "ip-m
 MASKED = ["apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer", "fstrim.timer", "man-db.timer",
           "dpkg-db-backup.timer", "systemd-tmpfiles-clean.timer", "getty@tty1.service", "serial-getty@ttyS0.service",
           "systemd-networkd-wait-online.service", "lxc-net.service", "podman-restart.service",
-          "console-getty.service"]
+          "console-getty.service", "podman.service", "podman.socket", "podman-auto-update.timer",
+          "podman-auto-update.service", "e2scrub_reap.service"]
 
 BOOT_DISABLED = ["docker.service", "docker.socket", "containerd.service", "lxc.service", "lxc-monitord.service"]
 

@@ -137,7 +137,7 @@ struct part {
 };
 
 /* A clone of each part of view (the daemon's detached mount) in
- * trees[i] (-1 for an optional part that could not be cloned). Nothing
+ * trees[i] (-errno for an optional part that could not be cloned). Nothing
  * can be cloned from a detached mount before Linux 6.15 (open_tree
  * answers EINVAL), so the view is attached first, over stage (the
  * container's procfs, which no process of the container uses yet),
@@ -151,9 +151,10 @@ static int clone_parts(int view, const char *stage, const struct part *parts, si
 		return -errno;
 	int r = 0;
 	for (size_t i = 0; i < n && r == 0; i++) {
-		trees[i] = open_tree(view, parts[i].sub, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-		if (trees[i] < 0 && !parts[i].optional) {
-			r = -errno;
+		int tree = open_tree(view, parts[i].sub, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		trees[i] = tree < 0 ? -errno : tree;
+		if (tree < 0 && !parts[i].optional) {
+			r = trees[i];
 			*ret_failed = &parts[i];
 		}
 	}
@@ -205,7 +206,7 @@ static int place_view(int view, int real_tree, const char *proc, const char *cpu
 		return give_up("cannot take %s of the view: %s", failed->sub, g_strerror(-r));
 	}
 	for (size_t i = 0; i < n; i++) {
-		r = trees[i] < 0 ? -errno : put(trees[i], parts[i].target);
+		r = trees[i] < 0 ? trees[i] : put(trees[i], parts[i].target);
 		if (r < 0 && parts[i].optional) {
 			say("cannot mount the CPU view on %s: %s", cpu, g_strerror(-r));
 		} else if (r < 0) {

@@ -137,11 +137,17 @@ def seen(data):
         return str(sum(1 for l in text.splitlines() if l.startswith("cpu") and l[3:4].isdigit()))
     return text
 
+# The inode a wrong text came from (the class the daemon decided: its
+# number's low 52 bits), and the inode of the first right one.
+def inode_if_wrong(fd, out):
+    return os.fstat(fd).st_ino if out and seen(out) != want else 0
+
 def by_read():
     fd = os.open(path, os.O_RDONLY)
     out = b"".join(iter(lambda: os.read(fd, 65536), b""))
+    ino = inode_if_wrong(fd, out)
     os.close(fd)
-    return out
+    return out, ino
 
 def by_sendfile():
     r, w = os.pipe2(os.O_NONBLOCK)
@@ -159,24 +165,29 @@ def by_sendfile():
             out += b
         if n == 0:
             break
+    ino = inode_if_wrong(src, out)
     os.close(src)
     os.close(w)
     os.close(r)
-    return out
+    return out, ino
 
 reads = bad = empty = 0
-first_bad = ""
+first_bad = right_ino = ""
 end = time.monotonic() + seconds
 while time.monotonic() < end:
     way = "sendfile" if reads % 2 else "read"
-    data = by_sendfile() if reads % 2 else by_read()
+    data, ino = by_sendfile() if reads % 2 else by_read()
     reads += 1
     if not data:
         empty += 1
     elif seen(data) != want:
         bad += 1
-        first_bad = first_bad or "%s gave %r" % (way, data[:60])
-print(reads, bad, empty, first_bad)
+        first_bad = first_bad or "%s gave %r (inode %#x, %.3f s in)" % (way, data[:60], ino, seconds - end + time.monotonic())
+    elif not right_ino:
+        fd = os.open(path, os.O_RDONLY)
+        right_ino = "%#x" % os.fstat(fd).st_ino
+        os.close(fd)
+print(reads, bad, empty, first_bad + (", a right one's inode %s" % right_ino if first_bad else ""))
 """
 
 
@@ -348,7 +359,8 @@ def make_tests(d):
                     wrong.append("%s, cpuset %s, %s: %d of %d reads wrong, %d empty (first: %s)"
                                  % (where, name, f, bad, reads, empty, out.split(maxsplit=3)[3:]))
             cgtest.diag("%d reads by %d readers" % (total, len(procs)))
-            check(not wrong, "readers got another view's text or nothing", *wrong)
+            check(not wrong, "readers got another view's text or nothing", *wrong,
+                  "the daemon's warnings:", *[l for l in d.log().splitlines() if "warning" in l][-20:])
         finally:
             for *_, p in procs:
                 if p.poll() is None:

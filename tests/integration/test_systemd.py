@@ -33,7 +33,7 @@ MEM_KB = 256 << 10
 WHOLE = ["docker_run", "docker_cgroupns_host", "docker_exec", "runc_hook", "runc_systemd_hook", "crun_hook",
          "runc_wrapper", "podman_runtime", "podman_hooks_d"]
 SYSINFO = ["docker_run", "docker_cgroupns_host", "docker_exec", "runc_wrapper", "podman_runtime"]
-BINDS = ["docker_binds", "lxc_busybox"]
+BINDS = ["docker_binds", "lxc_busybox", "lxc_system"]
 
 
 def sections(text):
@@ -68,7 +68,8 @@ def make_tests(state):
             res = cgtest.run([os.path.join(TOP, "contrib", "scripts", "build-deb.sh"), share], timeout=600,
                              env=dict(os.environ, DEB_BUILD_OPTIONS="nocheck"))
             check(res[0] == 0, "build-deb.sh failed", describe(res)[-3000:])
-        for path in ("tests/systemd/runtimes.py", "tests/systemd/cri.py", "contrib/kubernetes/containerd-cgprocfs.toml"):
+        for path in ("tests/systemd/runtimes.py", "tests/systemd/cri.py", "contrib/kubernetes/containerd-cgprocfs.toml",
+                     "contrib/kubernetes/cgprocfs-daemonset.yaml"):
             shutil.copy2(os.path.join(TOP, path), share)
         status, output = lane.run_script("python3 /lane/runtimes.py\n", share, timeout=900, log=cgtest.diag)
         for line in output.splitlines():
@@ -116,7 +117,8 @@ def make_tests(state):
                 free = mem_row(secs.get("free", ""))
                 check(free and free[0] == MEM_KB, "procps free's total in " + what)
             up = float(secs.get("proc_uptime", "0").split()[0] or 0)
-            check(0 < up < 60, "the uptime of %s is %.1f s" % (name, up))
+            # A system container's boot under one emulated CPU: up to 150 s.
+            check(0 < up < (200 if name == "lxc_system" else 60), "the uptime of %s is %.1f s" % (name, up))
             bb = mem_row(secs.get("busybox_free", ""))
             check(bb and all(v <= bb[0] for v in bb), "busybox free's figures in " + what)
             if name in SYSINFO:
@@ -128,6 +130,13 @@ def make_tests(state):
         o = observed("lxc_cgroup")
         check(o["rc"] == 0 and o["out"].strip().startswith("0::/lxc.payload.bb"), "the LXC container's cgroup",
               o["out"])
+
+    @test("the Debian system container (LXC, common.conf included as the debian template's configuration "
+          "does) boots systemd to 'running' with the view's files bound, no unit failed")
+    def _():
+        o = observed("lxc_system_start")
+        check_equal(o["out"].split(), ["running", "systemd"], "the system container's state and PID 1 (exit %s)"
+                    % o["rc"], o["out"])
 
     @test("docker update --memory 128m of a running container: its view follows (MemTotal and busybox free)")
     def _():
@@ -165,6 +174,28 @@ def make_tests(state):
             check_equal(len(sleeps), 3 if name in "de" else 1, "sleep processes busybox ps lists in " + what)
         cgtest.diag("a CRI pod's container (256 MiB):\n" + observed("cri_a")["out"])
         cgtest.diag("the pods' cgroups:\n" + observed("cri_cgroups"))
+
+    @test("the DaemonSet's pod as shipped (privileged, host pid, its volumes and command), started through the "
+          "CRI with the unit stopped, serves the view at /var/lib/cgprocfs from its pod's cgroup, its keeper in the "
+          "node's top cgroup; a runc container with the hook then gets the pod daemon's view (MemTotal 256 MiB)")
+    def _():
+        check_equal(observed("ds_image")["rc"], 0, "the DaemonSet's image: %s" % observed("ds_image")["out"])
+        o = observed("ds_serving")
+        lines = o["out"].splitlines()
+        check(lines[:1] == ["fuse.cgprocfs"], "the filesystem at /var/lib/cgprocfs/proc", o["out"],
+              observed("ds_log"))
+        keeper = [line for line in lines[1:] if " --be-keeper " in line]
+        daemon = [line for line in lines[1:] if line not in keeper]
+        pod = "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podd4.slice/cri-containerd-"
+        check(daemon and all(pod in line for line in daemon), "the pod's daemon's processes and their cgroup", *lines)
+        check(len(keeper) == 1 and keeper[0].endswith(": 0::/"), "the keeper and its cgroup", *lines)
+        hooked = observed("ds_runc_hook")
+        secs = sections(hooked["out"])
+        check_equal(secs.get("meminfo", "").split(), ["MemTotal:", str(MEM_KB), "kB"],
+                    "MemTotal in a runc container with the hook (exit %s)" % hooked["rc"], hooked["out"])
+        check_equal([line.split()[2] for line in secs.get("mounts", "").splitlines()][-1:], ["fuse.cgprocfs"],
+                    "/proc's top mount in that container")
+        cgtest.diag("the DaemonSet's pod's processes:\n" + o["out"] + "its log's end:\n" + observed("ds_log"))
 
     @test("with the unit stopped, a runc container with the hook starts with the kernel's /proc (MemTotal the "
           "guest's), and the hook's line, naming the container, is in the journal")

@@ -100,13 +100,16 @@ def namespaces(pid_mode):
     return integer(1, NODE) + integer(2, pid_mode)
 
 
-def pod_config(name, uid, cgroup_parent, annotations, pid_mode):
+def pod_config(name, uid, cgroup_parent, annotations, pid_mode, privileged=False, log_dir=""):
     """PodSandboxConfig as kubelet fills it for a pod of the systemd
     cgroup driver (its slice under kubepods), on the node's network (and
-    so its hostname)."""
+    so its hostname); privileged if any of its containers is; its
+    containers' logs in log_dir if given."""
+    security = message(1, namespaces(pid_mode)) + integer(6, privileged)
     return (message(1, string(1, name), string(2, uid), string(3, "default"))
+            + (string(3, log_dir) if log_dir else b"")
             + mapping(7, annotations)
-            + message(8, string(1, cgroup_parent), message(2, message(1, namespaces(pid_mode)))))
+            + message(8, string(1, cgroup_parent), message(2, security)))
 
 
 def run_pod(config, handler):
@@ -114,16 +117,23 @@ def run_pod(config, handler):
     return call("RunPodSandbox", message(1, config) + string(2, handler))[1][0].decode()
 
 
-def create_container(pod_id, config, name, image, argv, memory, cpu_quota, pid_mode, mounts=()):
+# Mount.propagation
+PRIVATE, HOST_TO_CONTAINER, BIDIRECTIONAL = 0, 1, 2
+
+
+def create_container(pod_id, config, name, image, argv, memory, cpu_quota, pid_mode, mounts=(),
+                     privileged=False):
     """CreateContainer of image running argv, with kubelet's resources
-    (memory limit = swap limit, cpu quota per 100 ms): its id."""
-    resources = (integer(1, 100000) + integer(2, cpu_quota) + integer(3, 512) + integer(4, memory)
-                 + integer(10, memory))
-    security = message(3, namespaces(pid_mode))
+    (memory limit = swap limit, cpu quota per 100 ms; none where 0) and
+    mounts of (target, source) read-only or (target, source, propagation)
+    read-write, as kubelet gives hostPath volumes: its id."""
+    resources = (integer(1, 100000 if cpu_quota else 0) + integer(2, cpu_quota) + integer(3, 512)
+                 + integer(4, memory) + integer(10, memory))
+    security = integer(2, privileged) + message(3, namespaces(pid_mode))
+    binds = b"".join(message(7, string(1, m[0]), string(2, m[1]), integer(3, len(m) == 2),
+                             integer(5, m[2] if len(m) > 2 else PRIVATE)) for m in mounts)
     container = (message(1, string(1, name)) + message(2, string(1, image)) + strings(3, argv[:1])
-                 + strings(4, argv[1:])
-                 + b"".join(message(7, string(1, target), string(2, source), integer(3, True))
-                            for target, source in mounts)
+                 + strings(4, argv[1:]) + binds + string(11, name + ".log")
                  + message(15, message(1, resources) + message(2, security)))
     return call("CreateContainer", string(1, pod_id) + message(2, container) + message(3, config))[1][0].decode()
 

@@ -80,6 +80,7 @@ def bb_image():
     """Docker's image bb of a busybox root (rootfs), once; its command
     sleeps, so that it serves as the CRI pods' sandbox image too."""
     if not os.path.exists("/root/bb"):
+        sh("systemctl is-active -q docker || systemctl start docker")
         rootfs("/root/bb")
         record("bb_image", "tar -C /root/bb -c . | docker import --change 'CMD [\"/bin/sleep\", \"1000000\"]' - bb")
 
@@ -157,6 +158,30 @@ def lxc():
     sh("lxc-stop -k -n bb")
 
 
+def lxc_system():
+    """A Debian system container, systemd its init, configured as the
+    debian template's are (common.conf included, and so the package's
+    common.conf.d file): the guest's /usr bound read-only, a copy of its
+    /etc with no service enabled (the package's unit, the lane's)."""
+    root = "/var/lib/lxc/deb/rootfs"
+    for d in ("proc", "sys", "dev", "tmp", "run", "usr", "var/log", "var/tmp", "root"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    for link in ("bin", "sbin", "lib", "lib64"):
+        os.symlink("usr/" + link, os.path.join(root, link))
+    sh("cp -a /etc %s/etc && rm -rf %s/etc/systemd/system/*.wants && "
+       "ln -sf /dev/null %s/etc/systemd/system/cgprocfs.service && echo deb > %s/etc/hostname && : > %s/etc/fstab"
+       % ((root,) * 5))
+    write("/var/lib/lxc/deb/config", "lxc.include = /usr/share/lxc/config/common.conf\n"
+          "lxc.rootfs.path = dir:%s\nlxc.uts.name = deb\nlxc.net.0.type = empty\n"
+          "lxc.cgroup2.memory.max = 256M\nlxc.mount.entry = /usr usr none bind,ro 0 0\n" % root)
+    record("lxc_system_start", "lxc-start -n deb && lxc-wait -n deb -s RUNNING -t 30 && "
+           "until lxc-attach -n deb -- test -S /run/systemd/private; do sleep 0.5; done; "
+           "timeout 150 lxc-attach -n deb -- systemctl is-system-running --wait; "
+           "lxc-attach -n deb -- cat /proc/1/comm; lxc-attach -n deb -- systemctl --failed --no-legend", 200)
+    record("lxc_system", "lxc-attach -n deb --clear-env -- sh -c '%s'" % PROBE)
+    sh("lxc-stop -k -n deb")
+
+
 def cri():
     """Pods as kubelet starts them (no kubelet: tests/systemd/cri.py speaks
     its CRI calls), through the shipped containerd snippet's handler with
@@ -208,6 +233,57 @@ def no_daemon():
     obs["guest_memtotal_kb"] = int(open("/proc/meminfo").readline().split()[1])
 
 
+def image_of(name, files):
+    """Docker's and containerd's image name: files (and the libraries
+    they load) in a root of their own, as contrib/Containerfile's final
+    stage holds the package's files and their libraries."""
+    root = "/root/image-" + name
+    for d in ("proc", "sys", "dev", "tmp", "run", "etc"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    libs = sh("ldd %s | grep -o '/[^ :]*'" % " ".join(files))["out"].split()
+    for path in set(files + libs):
+        os.makedirs(os.path.dirname(root + path), exist_ok=True)
+        shutil.copy2(path, root + path)
+    return sh("tar -C %s -c . | docker import - %s && docker save %s | ctr -n k8s.io images import - >/dev/null"
+              % (root, name, name))
+
+
+def daemonset():
+    """The DaemonSet's pod as shipped (contrib/kubernetes/cgprocfs-daemonset.yaml:
+    privileged, the node's pid namespace, its hostPath volumes and command)
+    started through the CRI as kubelet starts it, the unit stopped: the
+    view at /var/lib/cgprocfs is its daemon's, a container with the hook
+    gets it, and the daemon's keeper left the pod's cgroup for the node's
+    top one (--keeper-cgroup=/)."""
+    import cri as k
+    import yaml
+    with open("/lane/cgprocfs-daemonset.yaml") as f:
+        spec = yaml.safe_load(f)["spec"]["template"]["spec"]
+    c = spec["containers"][0]
+    volumes = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
+    for v in spec["volumes"]:
+        if v["hostPath"].get("type") == "DirectoryOrCreate":
+            os.makedirs(v["hostPath"]["path"], exist_ok=True)
+    mounts = [(m["mountPath"], volumes[m["name"]],
+               k.BIDIRECTIONAL if m.get("mountPropagation") == "Bidirectional" else k.PRIVATE)
+              for m in c["volumeMounts"]]
+    obs["ds_image"] = image_of(c["image"].split(":")[0], ["/usr/sbin/cgprocfs", "/usr/bin/nsenter"])
+    pid_mode = k.NODE if spec.get("hostPID") else k.POD
+    config = k.pod_config("cgprocfs-ds", "d4", "kubepods-besteffort-podd4.slice", {}, pid_mode, privileged=True,
+                           log_dir="/var/log/pods/cgprocfs-ds")
+    pod_id = k.run_pod(config, "runc")
+    cid = k.create_container(pod_id, config, c["name"], c["image"], c["command"], 0, 0, pid_mode, mounts,
+                             privileged=c["securityContext"]["privileged"])
+    k.start_container(cid)
+    record("ds_serving", "for i in $(seq 300); do ls %s/proc/.real/self >/dev/null 2>&1 && break; sleep 0.2; done; "
+           "findmnt -no FSTYPE -T %s/proc; for p in $(pgrep -f '^(/usr/sbin/cgprocfs|cgprocfs-keeper) '); do "
+           "echo $(tr '\\0' ' ' < /proc/$p/cmdline): $(cat /proc/$p/cgroup); done"
+           % (VIEW, VIEW))
+    record("ds_runc_hook", "runc run --bundle %s ds-runc" % oci_bundle("ds-runc", True))
+    obs["ds_log"] = sh("tail -5 /var/log/pods/cgprocfs-ds/%s.log" % c["name"])["out"]
+    k.remove_pod(pod_id)
+
+
 def main():
     obs["kernel"] = os.uname().release
     obs["pid1"] = open("/proc/1/comm").read().strip()
@@ -217,7 +293,7 @@ def main():
     # containers' top is compared with.
     obs["guest_top"] = sh("top -bn1 | head -5")["out"]
     install()
-    parts = (docker, oci, podman, lxc, cri)
+    parts = (docker, oci, podman, lxc, lxc_system, cri)
     # A developer's shortcut: only the parts named (cri needs docker's image).
     if sys.argv[1:]:
         parts = [p for p in parts if p.__name__ in sys.argv[1:]]
@@ -230,6 +306,12 @@ def main():
     obs["daemon_log"] = sh("journalctl -u cgprocfs -b --no-pager | tail -40")["out"]
     obs["daemon_warnings"] = sh("journalctl -u cgprocfs -b --no-pager -o cat | grep -E '^cgprocfs: (warning|error)'")["out"]
     no_daemon()
+    # With the unit stopped: the DaemonSet's pod serves the view instead.
+    if not sys.argv[1:] or "daemonset" in sys.argv[1:]:
+        try:
+            daemonset()
+        except Exception as e:
+            obs["daemonset_error"] = repr(e)
     print("@@json " + json.dumps(obs))
 
 

@@ -136,7 +136,7 @@ def make_tests(state):
     def _():
         o = observed("lxc_system_start")
         check_equal(o["out"].split(), ["running", "systemd"], "the system container's state and PID 1 (exit %s)"
-                    % o["rc"], o["out"])
+                    % o["rc"])
 
     @test("docker update --memory 128m of a running container: its view follows (MemTotal and busybox free)")
     def _():
@@ -192,7 +192,7 @@ def make_tests(state):
         hooked = observed("ds_runc_hook")
         secs = sections(hooked["out"])
         check_equal(secs.get("meminfo", "").split(), ["MemTotal:", str(MEM_KB), "kB"],
-                    "MemTotal in a runc container with the hook (exit %s)" % hooked["rc"], hooked["out"])
+                    "MemTotal in a runc container with the hook (exit %s): %s" % (hooked["rc"], hooked["out"]))
         check_equal([line.split()[2] for line in secs.get("mounts", "").splitlines()][-1:], ["fuse.cgprocfs"],
                     "/proc's top mount in that container")
         cgtest.diag("the DaemonSet's pod's processes:\n" + o["out"] + "its log's end:\n" + observed("ds_log"))

@@ -66,8 +66,12 @@ stage "build (gcc)" cgprocfs_build
 stage "build (clang, fuzzers)" build_clang
 
 status=0
-stage "meson test (unit, mount)" contrib/scripts/unit-beside.sh build --print-errorlogs --num-processes 2 ||
-	{ status=1 && contrib/scripts/failed-tests.py build; }
+# The two user-mode Linux guests together, then the other tests.
+stage "meson test (guests)" meson test -C build --no-rebuild --print-errorlogs --num-processes 2 --suite guest \
+	--logbase testlog-guest || status=1
+stage "meson test (unit, mount)" contrib/scripts/unit-beside.sh build --print-errorlogs --num-processes 2 \
+	--no-suite guest || status=1
+[ $status -eq 0 ] || contrib/scripts/failed-tests.py build
 stage "fuzzers' seeds" fuzz_seeds || status=1
 rm -rf build-tsan build-asan
 CC=$clang stage "tsan (build, scenarios)" logged tsan "tsan: concurrency scenarios clean" \

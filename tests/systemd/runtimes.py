@@ -6,11 +6,14 @@ one JSON object of what each one's probe printed (test_systemd.py reads
 it). Nothing here decides what is right: it only runs and records."""
 
 import glob
+import hashlib
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 
 MEM = 256 << 20
@@ -71,6 +74,10 @@ def rootfs(path):
 
 
 def install():
+    # The host may still be building the package (test_systemd builds it
+    # while the guest boots): it removes the mark when it is there.
+    while os.path.exists("/lane/deb-building"):
+        time.sleep(0.2)
     debs = glob.glob("/lane/cgprocfs_*.deb")
     record("install", "dpkg -i %s && systemctl is-active cgprocfs && ls %s/proc/.real/self >/dev/null" % (debs[0], VIEW))
     record("unit", "systemctl show -p ActiveState,SubState,MainPID cgprocfs; journalctl -u cgprocfs -b --no-pager | tail -5")
@@ -85,11 +92,17 @@ def bb_image():
         record("bb_image", "tar -C /root/bb -c . | docker import --change 'CMD [\"/bin/sleep\", \"1000000\"]' - bb")
 
 
-def docker():
+def docker_setup():
+    """Docker configured as the README says, started (before the package
+    is installed: a runtime's program is looked for at a container's
+    start)."""
     config = json.load(open("/etc/docker/daemon.json"))
     config["runtimes"] = {"cgprocfs": {"path": "/usr/bin/cgprocfs-runtime", "runtimeArgs": ["--cgprocfs-always"]}}
     write("/etc/docker/daemon.json", json.dumps(config))
     record("docker_setup", "systemctl restart docker && docker info --format '{{.CgroupDriver}} {{.CgroupVersion}}'")
+
+
+def docker():
     bb_image()
     run = "docker run --rm -v /usr:/usr:ro --memory 256m --memory-swap 256m "
     record("docker_run", run + "--runtime cgprocfs --cpus 0.5 bb sh -c '%s'" % PROBE)
@@ -233,19 +246,42 @@ def no_daemon():
     obs["guest_memtotal_kb"] = int(open("/proc/meminfo").readline().split()[1])
 
 
+def blob(layout, data, media_type):
+    """data as a blob of the OCI layout: its descriptor."""
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    with open(os.path.join(layout, "blobs", "sha256", digest[7:]), "wb") as f:
+        f.write(data)
+    return {"mediaType": media_type, "digest": digest, "size": len(data)}
+
+
 def image_of(name, files):
-    """Docker's and containerd's image name: files (and the libraries
-    they load) in a root of their own, as contrib/Containerfile's final
-    stage holds the package's files and their libraries."""
-    root = "/root/image-" + name
+    """containerd's image docker.io/library/NAME: files and the libraries
+    they load in a root of their own (as contrib/Containerfile's final
+    stage holds the package's files and their libraries), one layer of an
+    OCI image layout imported with ctr."""
+    root, layout = "/root/image-" + name, "/root/layout-" + name
     for d in ("proc", "sys", "dev", "tmp", "run", "etc"):
         os.makedirs(os.path.join(root, d), exist_ok=True)
     libs = sh("ldd %s | grep -o '/[^ :]*'" % " ".join(files))["out"].split()
     for path in set(files + libs):
         os.makedirs(os.path.dirname(root + path), exist_ok=True)
         shutil.copy2(path, root + path)
-    return sh("tar -C %s -c . | docker import - %s && docker save %s | ctr -n k8s.io images import - >/dev/null"
-              % (root, name, name))
+    os.makedirs(os.path.join(layout, "blobs", "sha256"), exist_ok=True)
+    layer = io.BytesIO()
+    with tarfile.open(fileobj=layer, mode="w") as t:
+        t.add(root, arcname=".")
+    layer_desc = blob(layout, layer.getvalue(), "application/vnd.oci.image.layer.v1.tar")
+    config = {"architecture": "amd64", "os": "linux", "config": {},
+              "rootfs": {"type": "layers", "diff_ids": [layer_desc["digest"]]}}
+    manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "config": blob(layout, json.dumps(config).encode(), "application/vnd.oci.image.config.v1+json"),
+                "layers": [layer_desc]}
+    desc = blob(layout, json.dumps(manifest).encode(), manifest["mediaType"])
+    desc["annotations"] = {"io.containerd.image.name": "docker.io/library/%s:latest" % name,
+                           "org.opencontainers.image.ref.name": "latest"}
+    write(layout + "/index.json", json.dumps({"schemaVersion": 2, "manifests": [desc]}))
+    write(layout + "/oci-layout", '{"imageLayoutVersion": "1.0.0"}')
+    return sh("tar -C %s -c . | ctr -n k8s.io images import - && ctr -n k8s.io images ls -q" % layout)
 
 
 def daemonset():
@@ -292,6 +328,7 @@ def main():
     # procps's top on the guest's own /proc (its kernel's files): what the
     # containers' top is compared with.
     obs["guest_top"] = sh("top -bn1 | head -5")["out"]
+    docker_setup()
     install()
     parts = (docker, oci, podman, lxc, lxc_system, cri)
     # A developer's shortcut: only the parts named (cri needs docker's image).

@@ -169,6 +169,9 @@ gboolean cgroups_move(pid_t pid, const char *path, GError **error);
  * be blocked in every thread. */
 int lifecycle_serve(const struct daemon_config *cfg);
 
+/* cgprocfs --reload PID (daemon/reload.c): the exit status. */
+int reload_run(pid_t pid);
+
 /* After taking a view over from a dead daemon, whose process watches died
  * with it (recover.c): watch every live process of the view's procfs
  * (proc_fd) for session s again, and drop the kernel's entries of numbers

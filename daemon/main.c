@@ -23,7 +23,7 @@ static char *socket_for(const char *mountpoint)
 struct options {
 	gboolean debug_enabled, version, foreground, replace, no_memory_view, no_swap_view, no_loadavg,
 		no_io_view, keep_views_on_stop, files_only;
-	int keeper_wait;
+	int keeper_wait, reload_pid;
 	char *keeper_cgroup;
 	char *cpu_limit;
 	char *scope;
@@ -89,6 +89,9 @@ static gboolean parse_options(int *argc, char ***argv, struct options *o, GError
 		  NULL },
 		{ "replace", 0, 0, G_OPTION_ARG_NONE, &o->replace,
 		  "Take over from the cgprocfs serving MOUNTPOINT: its views go on without a remount", NULL },
+		{ "reload", 0, 0, G_OPTION_ARG_INT, &o->reload_pid,
+		  "Start this binary with the options of the daemon PID to take over from it (--replace), and wait "
+		  "until it has: a service manager's reload (the unit's ExecReload)", "PID" },
 		{ "control-socket", 0, 0, G_OPTION_ARG_FILENAME, &o->control_socket,
 		  "Where OCI hooks attach containers (default /run/cgprocfs/<mountpoint, / as ->.sock)", "PATH" },
 		{ "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &o->fuse_opts,
@@ -259,6 +262,10 @@ int main(int argc, char **argv)
 	if (!usable) {
 		log_failure(error); /* the usage is wrong */
 		status = 2;
+		goto out;
+	}
+	if (o.reload_pid > 0) {
+		status = reload_run(o.reload_pid);
 		goto out;
 	}
 	if (o.version) {

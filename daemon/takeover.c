@@ -14,6 +14,9 @@
 #include <errno.h>
 #include <poll.h>
 #include <unistd.h>
+#ifdef HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 /* How long a taker whose daemon died half-way waits for that daemon's
  * keeper to see it (the keeper hands over only once its daemon is gone). */
@@ -124,6 +127,13 @@ void takeover_resume(struct daemon *d)
 
 void takeover_done(struct daemon *d)
 {
+#ifdef HAVE_LIBSYSTEMD
+	/* Under a service manager (a reload: cgprocfs --reload), this daemon
+	 * is the unit's main process from now on; said before the daemon
+	 * taken from hears "serving" and exits. */
+	if (!d->from_keeper)
+		sd_notifyf(0, "MAINPID=%d", (int)getpid());
+#endif
 	handover_done(&d->ho);
 	fault_point("take-serving");
 	g_message("took over the host view and %u container view(s) from %s", d->ho.sessions->len - 1,

@@ -86,6 +86,18 @@ def check_reader(reader, across):
     return res
 
 
+def reload(pid):
+    """cgprocfs --reload pid: its exit status and its output (the new
+    daemon's too: it keeps the output it was given, as under systemd the
+    journal; so a file, not a pipe that would stay open)."""
+    with tempfile.TemporaryFile(mode="w+") as out:
+        rc = subprocess.run([cgtest.daemon_exe(), "--reload", str(pid)], stdout=out, stderr=out,
+                            timeout=120).returncode
+        time.sleep(0.5)  # the new daemon's last lines
+        out.seek(0)
+        return rc, out.read()
+
+
 def serves(d):
     """Fail unless daemon d answers: its view shows this process as the
     real procfs does."""
@@ -470,6 +482,31 @@ def make_tests():
                 check(not problems, "the new daemon did not stop cleanly", *problems, new.log())
             finally:
                 new.stop()
+
+    @test("--reload PID (the unit's ExecReload): this binary, with the running daemon's options, takes over "
+          "from it; readers see no error, the old daemon exits 0, --reload exits 0 once it has; --reload of a "
+          "pid that is no daemon fails with one line, and the daemon serves on")
+    def _():
+        with Daemon(args=["--keeper-wait=7"]) as old, reader_in_view(old.mnt, 3) as reader:
+            serves(old)
+            time.sleep(1)
+            rc, err = reload(old.process.pid)
+            check_equal(rc, 0, "--reload's exit status (%s)" % err.strip())
+            check(old.process.poll() is not None, "the old daemon runs on after --reload returned", old.log())
+            check_equal(old.process.returncode, 0, "the old daemon's exit status")
+            check_reader(reader, "the reload")
+            # The oldest of the new daemon's processes (its notifier, forked, has its command line)
+            new = [int(p) for p in cgtest.run(["pgrep", "-o", "-f", "--", "--replace --keeper-wait=7 " + old.mnt])[1].split()]
+            check_equal(len(new), 1, "daemons started by --reload with the old one's options (%s)" % err.strip())
+            try:
+                check(os.path.exists(os.path.join(old.proc, ".real", "self")), "the new daemon does not serve")
+                rc, err = reload(os.getpid())
+                check(rc == 1 and len(err.strip().splitlines()) == 2 and "serves on" in err,
+                      "--reload of the test's own pid: exit %d, %r" % (rc, err))
+                check(os.path.exists(os.path.join(old.proc, ".real", "self")), "the daemon stopped serving")
+            finally:
+                os.kill(new[0], signal.SIGTERM)
+                cgtest.wait_until(lambda: not os.path.exists("/proc/%d" % new[0]), timeout=15)
 
     @test("SIGKILL of the daemon, then a new one on the same mountpoint (plain, then with --replace): it "
           "takes the views over from the keeper, and readers in the view see no error")

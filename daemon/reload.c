@@ -12,6 +12,7 @@
 #include "cleanup.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <sys/syscall.h>
@@ -51,22 +52,49 @@ static GStrv new_argv(pid_t pid, GError **error)
 	return (GStrv)g_ptr_array_free(g_steal_pointer(&argv), FALSE);
 }
 
-/* Wait for whichever ends first: the old daemon (the takeover is done,
- * 0) or the new one (it failed: its status). */
-static int wait_takeover(int old_fd, pid_t child)
+/* Start argv as a grandchild, so that systemd, not this process, is its
+ * parent when it says it is the main process (systemd warns that it may
+ * not notice the exit of a main process that is not its child): its
+ * pidfd, or -errno. This process runs no other thread: fork is safe. */
+static int spawn_detached(char *const *argv)
 {
-	_cleanup_close_ int child_fd = (int)syscall(SYS_pidfd_open, child, 0);
-	struct pollfd p[2] = { { .fd = old_fd, .events = POLLIN }, { .fd = child_fd, .events = POLLIN } };
-	int status = 0;
+	int pipefd[2];
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t mid = fork();
+	if (mid == 0) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		(void)!write(pipefd[1], &pid, sizeof(pid));
+		_exit(0);
+	}
+	close(pipefd[1]);
+	pid_t pid = -1;
+	ssize_t n = mid < 0 ? -1 : read(pipefd[0], &pid, sizeof(pid));
+	int err = errno;
+	close(pipefd[0]);
+	if (mid > 0)
+		(void)waitpid(mid, NULL, 0);
+	if (n != sizeof(pid) || pid < 0)
+		return mid < 0 || n < 0 ? -err : -ECHILD;
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Wait for whichever ends first: the old daemon (the takeover is done,
+ * 0) or the new one (it failed, -ECHILD). */
+static int wait_takeover(int old_fd, int new_fd)
+{
+	struct pollfd p[2] = { { .fd = old_fd, .events = POLLIN }, { .fd = new_fd, .events = POLLIN } };
 
 	if (poll(p, 2, RELOAD_WAIT_MS) < 0)
 		return -errno;
-	if (p[1].revents || child_fd < 0) {
-		if (waitpid(child, &status, 0) < 0)
-			return -errno;
-		return WIFEXITED(status) && WEXITSTATUS(status) ? WEXITSTATUS(status) : 1;
-	}
-	return p[0].revents ? 0 : -ETIMEDOUT;
+	if (p[0].revents)
+		return 0;
+	return p[1].revents ? -ECHILD : -ETIMEDOUT;
 }
 
 int reload_run(pid_t pid)
@@ -74,25 +102,24 @@ int reload_run(pid_t pid)
 	g_autoptr(GError) error = NULL;
 	_cleanup_close_ int old_fd = (int)syscall(SYS_pidfd_open, pid, 0);
 	g_auto(GStrv) argv = old_fd < 0 ? NULL : new_argv(pid, &error);
-	GPid child;
+	_cleanup_close_ int new_fd = -1;
 
 	if (old_fd < 0)
 		log_set_message(&error, "no process %d to take over from (give the daemon's pid)", (int)pid);
-	if (argv && !g_spawn_async(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &child, &error))
-		g_prefix_error(&error, "cannot start %s: ", argv[0]);
+	if (argv && (new_fd = spawn_detached(argv)) < 0)
+		log_set_message(&error, "cannot start %s: %s", argv[0], g_strerror(-new_fd));
 	if (error) {
 		g_prefix_error(&error, "reload: ");
 		log_failure(g_steal_pointer(&error));
 		return 1;
 	}
-	int r = wait_takeover(old_fd, child);
+	int r = wait_takeover(old_fd, new_fd);
 	if (r == 0)
-		g_message("reload: the new daemon (pid %d) took over from pid %d", (int)child, (int)pid);
+		g_message("reload: a new daemon took over from pid %d", (int)pid);
 	else if (r == -ETIMEDOUT)
-		g_warning("reload: the new daemon (pid %d) did not take over within %d s", (int)child,
-			  RELOAD_WAIT_MS / 1000);
+		g_warning("reload: the new daemon did not take over within %d s", RELOAD_WAIT_MS / 1000);
 	else
-		g_warning("reload: the new daemon failed (%s): pid %d serves on", r < 0 ? g_strerror(-r) : "see above",
-			  (int)pid);
+		g_warning("reload: the new daemon failed (%s): pid %d serves on",
+			  r == -ECHILD ? "see above" : g_strerror(-r), (int)pid);
 	return r == 0 ? 0 : 1;
 }

@@ -118,16 +118,16 @@ def docker():
     sh("docker rm -f long")
 
 
-def oci_bundle(name, hook, systemd_cgroup=False):
+def oci_bundle(name, hook, systemd_cgroup=False, script=PROBE):
     """A runc bundle in /root/NAME: a 256 MiB busybox container that runs
-    PROBE, the hook in createContainer if hook."""
+    script (PROBE), the hook in createContainer if hook."""
     b = "/root/" + name
     rootfs(b + "/rootfs")
     sh("cd %s && runc spec" % b)
     with open(b + "/config.json") as f:
         c = json.load(f)
     c["process"]["terminal"] = False
-    c["process"]["args"] = ["sh", "-c", PROBE]
+    c["process"]["args"] = ["sh", "-c", script]
     c["mounts"].append({"destination": "/usr", "type": "bind", "source": "/usr", "options": ["rbind", "ro"]})
     c["linux"]["resources"]["memory"] = {"limit": MEM, "swap": MEM}
     if systemd_cgroup:
@@ -193,6 +193,71 @@ def lxc_system():
            "lxc-attach -n deb -- cat /proc/1/comm; lxc-attach -n deb -- systemctl --failed --no-legend", 200)
     record("lxc_system", "lxc-attach -n deb --clear-env -- sh -c '%s'" % PROBE)
     sh("lxc-stop -k -n deb")
+
+
+# Reads meminfo, stat and uptime every 10 ms for SECONDS, and (SYSINFO 1)
+# busybox free (sysinfo(2)); counts the reads that failed and those that
+# gave the host's MemTotal, not the 256 MiB limit.
+READER = r"""
+ok=0; failed=0; host=0; sys=0; end=$(( $(date +%s) + SECONDS ))
+while [ $(date +%s) -lt $end ]; do
+  if m=$(head -1 /proc/meminfo 2>&1) && cat /proc/stat /proc/uptime >/dev/null 2>&1; then
+    case "$m" in *" 262144 kB") ok=$((ok+1));; *) host=$((host+1)); echo "got: $m";; esac
+  else
+    failed=$((failed+1)); echo "failed: $m"
+  fi
+  [ SYSINFO = 0 ] || busybox free | grep -q "^Mem: *262144 " || sys=$((sys+1))
+  sleep 0.01
+done
+echo "reads $ok failed $failed host $host sysinfo_host $sys"
+"""
+
+
+def reader(seconds, sysinfo):
+    return READER.replace("SECONDS", str(seconds)).replace("SYSINFO", "1" if sysinfo else "0")
+
+
+def operator():
+    """What operators do while containers read: systemctl restart, systemctl
+    reload, dpkg -i of the package over itself (its postinst reloads).
+    Readers: a Docker container through the wrapper (sysinfo too), a runc
+    container through the wrapper, the LXC busybox container (file binds),
+    a host process in a 256 MiB scope with the host view's meminfo bound."""
+    seconds = 40
+    bb_image()
+    readers = {
+        "docker": "docker run --rm --memory 256m --memory-swap 256m --runtime cgprocfs bb sh -c '%s'"
+                  % reader(seconds, True),
+        "runc": "cgprocfs-runtime --cgprocfs-always run --bundle %s runc-reader"
+                % oci_bundle("runc-reader", False, script=reader(seconds, True)),
+        "lxc": "lxc-start -n bb && lxc-wait -n bb -s RUNNING -t 30 && lxc-attach -n bb -- sh -c '%s'"
+               % reader(seconds, False),
+        "host": "systemd-run -q --scope -p MemoryMax=256M unshare -m sh -c 'mount --bind %s/proc/meminfo "
+                "/proc/meminfo && %s'" % (VIEW, reader(seconds, False).replace("'", "")),
+    }
+    procs = {name: subprocess.Popen(["bash", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for name, cmd in readers.items()}
+    time.sleep(8)  # all reading
+    record("op_restart", "systemctl restart cgprocfs && sleep 3 && systemctl is-active cgprocfs")
+    record("op_reload", "systemctl reload cgprocfs && sleep 3 && systemctl is-active cgprocfs")
+    record("op_reinstall", "dpkg -i %s >/dev/null && sleep 3 && systemctl is-active cgprocfs"
+           % glob.glob("/lane/cgprocfs_*.deb")[0])
+    obs["op_stuck"] = sh("ps -eo pid,ppid,stat,wchan:30,args | grep -E 'cgprocfs|head|cat|busybox|docker|runc|lxc' "
+                         "| grep -v grep; journalctl -u cgprocfs -b --no-pager -o cat | tail -30")["out"]
+    for name, p in procs.items():
+        try:
+            out = p.communicate(timeout=seconds + 20)[0]
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out = p.communicate()[0] + "\n(timed out)"
+        obs["op_reader_" + name] = {"rc": p.returncode, "out": out[-3000:]}
+    # What is left: the unit's processes, and what serves.
+    obs["op_processes"] = sh("systemctl show -p MainPID --value cgprocfs; "
+                             "for p in $(pgrep -f '^(/usr/sbin/cgprocfs|cgprocfs-keeper) '); do "
+                             "echo $p $(tr '\\0' ' ' < /proc/$p/cmdline); done; ls /run/cgprocfs")["out"]
+    obs["op_journal"] = sh("journalctl -u cgprocfs -b --no-pager -o cat | grep -E 'reload|took over|warning' | "
+                           "tail -20")["out"]
+    sh("lxc-stop -k -n bb")
 
 
 def cri():
@@ -330,7 +395,7 @@ def main():
     obs["guest_top"] = sh("top -bn1 | head -5")["out"]
     docker_setup()
     install()
-    parts = (docker, oci, podman, lxc, lxc_system, cri)
+    parts = (docker, oci, podman, lxc, lxc_system, operator, cri)
     # A developer's shortcut: only the parts named (cri needs docker's image).
     if sys.argv[1:]:
         parts = [p for p in parts if p.__name__ in sys.argv[1:]]

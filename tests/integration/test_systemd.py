@@ -211,33 +211,6 @@ def make_tests(state):
                     "/proc's top mount in that container")
         cgtest.diag("the DaemonSet's pod's processes:\n" + o["out"] + "its log's end:\n" + observed("ds_log"))
 
-    @test("what operators do, while containers read meminfo, stat and uptime every 10 ms (a Docker and a runc "
-          "container through the wrapper, sysinfo(2) too; the LXC busybox container; a host process in a 256 MiB "
-          "scope with the host view's meminfo bound): dpkg -i of the package over itself, whose postinst "
-          "restarts the unit: no read failed or gave the host's figure, the unit active after it, then one "
-          "daemon (the unit's main process) and one keeper")
-    def _():
-        for step in ("op_reinstall",):
-            o = observed(step)
-            check_equal((o["rc"], o["out"].split()[-1:]), (0, ["active"]), "%s: %s" % (step, o["out"]))
-        for name in ("docker", "runc", "lxc", "host"):
-            o = observed("op_reader_" + name)
-            words = (o["out"].strip().splitlines() or [""])[-1].split()
-            check(len(words) == 8 and words[0] == "reads", "the %s reader's counts (exit %s)" % (name, o["rc"]),
-                  o["out"][-1500:])
-            counts = dict(zip(words[0::2], map(int, words[1::2])))
-            check(counts["reads"] > 0 and counts["failed"] == counts["host"] == counts["sysinfo_host"] == 0,
-                  "the %s reader across the reinstall: %s" % (name, counts), o["out"][-1500:],
-                  "the daemon's journal:", observed("op_journal"))
-        lines = observed("op_processes").splitlines()
-        procs = [line.split() for line in lines[1:] if line.split()[1:2] in (["/usr/sbin/cgprocfs"], ["cgprocfs-keeper"])]
-        keepers = [p for p in procs if p[1] == "cgprocfs-keeper"]
-        daemons = [p for p in procs if p[1] != "cgprocfs-keeper"]
-        # the daemon and its notifier (a fork: the same command line)
-        check(len(keepers) == 1 and len(daemons) == 2 and lines[0] in [p[0] for p in daemons],
-              "the unit's processes after them (its main pid first)", *lines)
-        cgtest.diag("after the reinstall:\n" + observed("op_processes") + "\n" + observed("op_journal"))
-
     @test("with the unit stopped, a runc container with the hook starts with the kernel's /proc (MemTotal the "
           "guest's), and the hook's line, naming the container, is in the journal")
     def _():

@@ -219,9 +219,9 @@ def reader(seconds, sysinfo):
 
 def operator():
     """What an operator's upgrade does while containers read: dpkg -i of
-    the package over itself, whose postinst restarts the unit (a second
-    restart in a row is left out: the daemon that took the views over from
-    the keeper did not stop on SIGTERM within the unit's 90 s, README).
+    the package over itself, whose postinst restarts the unit, then
+    systemctl restart (with --keep-views-on-stop, the second stop did not
+    end the daemon that took the views over within 90 s: README).
     Readers: a Docker container through the wrapper (sysinfo too), a runc
     container through the wrapper, the LXC busybox container (file binds),
     a host process in a 256 MiB scope with the host view's meminfo bound."""
@@ -242,6 +242,7 @@ def operator():
     time.sleep(8)  # all reading
     record("op_reinstall", "dpkg -i %s >/dev/null && sleep 3 && systemctl is-active cgprocfs"
            % glob.glob("/lane/cgprocfs_*.deb")[0])
+    record("op_restart", "systemctl restart cgprocfs && sleep 3 && systemctl is-active cgprocfs")
     for name, p in procs.items():
         try:
             out = p.communicate(timeout=seconds + 20)[0]
@@ -408,9 +409,12 @@ def main():
     obs["journal_hook"] = sh("journalctl -b --no-pager -t cgprocfs-oci-hook | tail -20")["out"]
     obs["daemon_log"] = sh("journalctl -u cgprocfs -b --no-pager | tail -40")["out"]
     obs["daemon_warnings"] = sh("journalctl -u cgprocfs -b --no-pager -o cat | grep -E '^cgprocfs: (warning|error)'")["out"]
-    # Restarts last: a takeover from the keeper warns on Linux 6.1 (no
-    # request resend), which the journal checks above do not look for.
-    if not sys.argv[1:] or "operator" in sys.argv[1:]:
+    # Only when named (not in test_systemd): what a restart does to readers
+    # while the unit runs the daemon with --keep-views-on-stop (README,
+    # "Upgrading without a remount": a known fault, reproduced here).
+    if "operator" in sys.argv[1:]:
+        sh("sed -i 's|^ExecStart=/usr/sbin/cgprocfs |&--keep-views-on-stop |' /lib/systemd/system/cgprocfs.service "
+           "&& systemctl daemon-reload && systemctl restart cgprocfs")
         try:
             operator()
         except Exception as e:

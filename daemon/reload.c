@@ -10,12 +10,12 @@
 #include "log.h"
 
 #include "cleanup.h"
+#include "pidns.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,7 +39,7 @@ static GStrv new_argv(pid_t pid, GError **error)
 	}
 	exe[n] = '\0';
 	if (!g_file_get_contents(path, &text, &len, NULL) || len == 0) {
-		log_set_message(error, "no process %d to take over from (give the daemon's pid)", (int)pid);
+		log_set_message(error, "cannot read the command line of process %d", (int)pid);
 		return NULL;
 	}
 	g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
@@ -80,8 +80,7 @@ static int spawn_detached(char *const *argv)
 		(void)waitpid(mid, NULL, 0);
 	if (n != sizeof(pid) || pid < 0)
 		return mid < 0 || n < 0 ? -err : -ECHILD;
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	return fd < 0 ? -errno : fd;
+	return pidns_pidfd_open(-1, pid, 0);
 }
 
 /* Wait for whichever ends first: the old daemon (the takeover is done,
@@ -100,7 +99,7 @@ static int wait_takeover(int old_fd, int new_fd)
 int reload_run(pid_t pid)
 {
 	g_autoptr(GError) error = NULL;
-	_cleanup_close_ int old_fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	_cleanup_close_ int old_fd = pidns_pidfd_open(-1, pid, 0);
 	g_auto(GStrv) argv = old_fd < 0 ? NULL : new_argv(pid, &error);
 	_cleanup_close_ int new_fd = -1;
 

@@ -60,10 +60,14 @@ def write(path, text):
         f.write(text)
 
 
+def make_dirs(root, names):
+    for d in names:
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+
+
 def rootfs(path):
     """A busybox root with the guest's /usr to be bound in (procps)."""
-    for d in ("bin", "proc", "sys", "dev", "tmp", "etc", "usr", "run"):
-        os.makedirs(os.path.join(path, d), exist_ok=True)
+    make_dirs(path, ("bin", "proc", "sys", "dev", "tmp", "etc", "usr", "run"))
     shutil.copy2("/bin/busybox", path + "/bin/busybox")
     for applet in ("sh", "cat", "grep", "head", "sleep", "echo"):
         os.symlink("busybox", path + "/bin/" + applet)
@@ -177,8 +181,7 @@ def lxc_system():
     common.conf.d file): the guest's /usr bound read-only, a copy of its
     /etc with no service enabled (the package's unit, the lane's)."""
     root = "/var/lib/lxc/deb/rootfs"
-    for d in ("proc", "sys", "dev", "tmp", "run", "usr", "var/log", "var/tmp", "root"):
-        os.makedirs(os.path.join(root, d), exist_ok=True)
+    make_dirs(root, ("proc", "sys", "dev", "tmp", "run", "usr", "var/log", "var/tmp", "root"))
     for link in ("bin", "sbin", "lib", "lib64"):
         os.symlink("usr/" + link, os.path.join(root, link))
     sh("cp -a /etc %s/etc && rm -rf %s/etc/systemd/system/*.wants && "
@@ -327,8 +330,7 @@ def image_of(name, files):
     stage holds the package's files and their libraries), one layer of an
     OCI image layout imported with ctr."""
     root, layout = "/root/image-" + name, "/root/layout-" + name
-    for d in ("proc", "sys", "dev", "tmp", "run", "etc"):
-        os.makedirs(os.path.join(root, d), exist_ok=True)
+    make_dirs(root, ("proc", "sys", "dev", "tmp", "run", "etc"))
     libs = sh("ldd %s | grep -o '/[^ :]*'" % " ".join(files))["out"].split()
     for path in set(files + libs):
         os.makedirs(os.path.dirname(root + path), exist_ok=True)

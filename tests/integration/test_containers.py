@@ -87,6 +87,12 @@ echo @@nproc; nproc
 PS_PROBE = VIEW_MARK + r"""
 sleep 30 &
 bg=$!
+# Until it has exec'd, the sleep is a copy of this shell (its args are the
+# shell's): wait for that in the kernel's own procfs, not through the view.
+for i in $(seq 200); do
+    case "$(tr '\0' ' ' < /proc/.real/$bg/cmdline)" in "sleep 30"*) break;; esac
+    sleep 0.01
+done
 echo @@sh; echo $$
 echo @@bg; echo $bg
 echo @@ps; ps -o pid,comm,args

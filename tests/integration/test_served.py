@@ -104,14 +104,20 @@ for name in sys.argv[2:]:
     whole = ways["read 1M"]
     tail = sh(["tail", "-n", "3", path])
     head = sh(["head", "-c", "100", path])
-    st = os.stat(path)
+    # st_size of an open file is its own open's text's length: stat's
+    # counters move, so a later open's text can be a digit longer.
+    fd = os.open(path, os.O_RDONLY)
+    own = os.read(fd, 1 << 20)
+    own_size = os.fstat(fd).st_size
+    os.close(fd)
     res[name] = {
         "ways": {k: norm(name, v) for k, v in ways.items()},
         "tail": norm(name, tail) if not name.endswith(("cpuinfo", "stat")) else tail.decode().count("\n"),
         "head": head.decode()[:20],
         "whole_head": whole.decode()[:20],
-        "size": st.st_size,
-        "len": len(whole),
+        "size": own_size,
+        "len": len(own),
+        "path_size": os.stat(path).st_size,
         "processors": whole.decode().count("processor\t:"),
         "cpu_lines": sum(1 for l in whole.decode().splitlines() if l.split()[0].startswith("cpu")) if name.endswith("stat") else 0,
         "cmp": subprocess.run(["cmp", "-s", path, "/dev/stdin"], input=whole).returncode if name.startswith("sys/") else 0,
@@ -276,6 +282,7 @@ def make_tests(d):
                     check_equal(r["size"], r["len"], "%s, %s: st_size vs the bytes read" % (where, name))
                     if not name.endswith("stat"):  # its counters move between two reads
                         check_equal(r["head"], r["whole_head"], "%s, %s: head -c" % (where, name))
+                        check_equal(r["path_size"], r["len"], "%s, %s: st_size of the path" % (where, name))
                     check_equal(r["cmp"], 0, "%s, %s: cmp -s against its own text" % (where, name))
                 check_equal(got["proc/cpuinfo"]["processors"], n, "%s: processors in cpuinfo" % where)
                 check_equal(got["proc/stat"]["cpu_lines"], n + 1, "%s: cpu lines in stat" % where)

@@ -5,9 +5,11 @@
 #include "cleanup.h"
 
 #include <errno.h>
+#include <linux/kcmp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -67,6 +69,12 @@ void control_close_fds(struct control_msg *msg)
 {
 	close_fds(msg->fds, MIN(msg->n_fds, CONTROL_MAX_FDS));
 	msg->n_fds = 0;
+}
+
+gboolean control_same_file(int a, int b)
+{
+	const pid_t self = getpid();
+	return syscall(SYS_kcmp, self, self, KCMP_FILE, a, b) == 0;
 }
 
 /* ------------------------------------------------------ the lower layer -- */

@@ -85,6 +85,9 @@ int control_decode(const char *text, size_t len, unsigned n_fds, struct control_
 const char *control_word_text(enum control_word word);
 /* Close the fds of msg, and forget them. */
 void control_close_fds(struct control_msg *msg);
+/* Whether fds a and b of this process are one open file (a file passed
+ * twice comes as two fds): FALSE where the kernel cannot tell (no kcmp). */
+gboolean control_same_file(int a, int b);
 
 /* A listening socket at path (its directory made, 0600, any old one
  * replaced): the fd, or -errno. */

@@ -140,18 +140,25 @@ static int hand_over(int conn, const struct held *h)
 	return r < 0 ? r : handover_finish(conn, NULL);
 }
 
-/* Keep a container's seccomp notification fd, and let go of those whose
- * container is gone (every process of the filter: the fd hangs up). */
+/* Keep a container's seccomp notification fd, once (a daemon gives it
+ * again with everything), and let go of those whose container is gone
+ * (every process of the filter: the fd hangs up). */
 static void keep_notify(struct held *h, int fd)
 {
+	gboolean held = FALSE;
 	for (guint i = h->notify->len; i-- > 0;) {
 		struct pollfd p = { .fd = g_array_index(h->notify, int, i) };
 		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL))) {
 			close(p.fd);
 			g_array_remove_index_fast(h->notify, i);
+		} else {
+			held = held || control_same_file(p.fd, fd);
 		}
 	}
-	g_array_append_val(h->notify, fd);
+	if (held)
+		close(fd);
+	else
+		g_array_append_val(h->notify, fd);
 }
 
 /* "publish", answered on sock. */

@@ -109,13 +109,20 @@ static int seccomp_fd_of(const char *state, gsize len, GArray *fds)
 }
 
 /* Answer fd's notifications (a socket: an LXC monitor's requests) from now
- * on; the keeper holds a copy. */
+ * on; the keeper holds a copy. One taken twice (an older keeper kept each
+ * once more at every takeover) is answered on one fd: on the other, a
+ * notification would already be gone. */
 static void adopt(struct sysinfo_listener *l, int fd)
 {
 	int type;
 	socklen_t len = sizeof(type);
 	gboolean lxc = getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
+	for (guint i = 0; i < l->notify->len; i++)
+		if (control_same_file(g_array_index(l->notify, struct notify, i).fd, fd)) {
+			close(fd);
+			return;
+		}
 	g_array_append_val(l->notify, ((struct notify){ .fd = fd, .lxc = lxc }));
 	keeper_keep_notify(l->keeper, fd);
 }
@@ -281,6 +288,11 @@ static gboolean handle_notification(struct sysinfo_listener *l, struct notify *n
 {
 	g_autofree struct seccomp_notif *req = g_malloc0(req_size);
 	g_autofree struct seccomp_notif_resp *resp = g_malloc0(resp_size);
+	/* The receive waits for a notification, under the lock: only if one
+	 * is still there (another fd of the same filter may have taken it). */
+	struct pollfd still = { .fd = n->fd, .events = POLLIN };
+	if (poll(&still, 1, 0) != 1 || !(still.revents & POLLIN))
+		return !(still.revents & (POLLHUP | POLLERR | POLLNVAL));
 	if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
 		return errno == EINTR || errno == ENOENT; /* ENOENT: the caller went */
 	int r = -ENOSYS;

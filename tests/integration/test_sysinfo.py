@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -263,6 +264,57 @@ def make_tests(d, lab):
             check_equal(own.take_over(), 0, "the replaced daemon's exit status")
             calls_go_on([c], "--replace")
             check_calls([c])
+
+    def notify_fds(pid):
+        """How many seccomp notification fds process pid holds."""
+        n = 0
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            with contextlib.suppress(OSError):
+                n += os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:seccomp notify"
+        return n
+
+    @test("a container whose sysinfo calls come seldom (one on SIGUSR1), across three takeovers in a row (two "
+          "from the keeper of a killed daemon, then --replace): each daemon and its keeper hold its notification "
+          "fd once, a call after each takeover is answered with the container's total, and the last daemon "
+          "stops on SIGTERM")
+    def _():
+        with cgtest.Daemon() as own, contextlib.ExitStack() as stack:
+            script = "trap 'sysinfo-probe' USR1; echo ready; while :; do sleep 0.1; done"
+            c = stack.enter_context(Container(lab, script, mountpoint=own.mnt, edit=notify(own, ["sysinfo"])))
+            c.start_detached()
+            out = os.path.join(c.bundle, "stdout")
+
+            def lines():
+                with open(out) as f:
+                    return f.read().splitlines()
+
+            check(cgtest.wait_until(lambda: lines() == ["ready"], timeout=10), "the container did not start", lines())
+            init = c.state()["pid"]
+
+            def call(after):
+                seen = len(lines())
+                os.kill(init, signal.SIGUSR1)
+                check(cgtest.wait_until(lambda: len(lines()) > seen, timeout=10),
+                      "no answer to a sysinfo call after %s" % after, lines(), own.log())
+                check_equal(int(lines()[seen].split()[0]), LIMIT, "sysinfo's total after %s" % after)
+
+            call("the start")
+            for i, step in enumerate(("a SIGKILL", "a second SIGKILL", "--replace")):
+                if step == "--replace":
+                    check_equal(own.take_over(), 0, "the replaced daemon's exit status")
+                else:
+                    own.crash_and_restart()
+                # said once its keeper was given everything
+                check(cgtest.wait_until(lambda: own.log().count("took over the host view") == i + 1, timeout=10),
+                      "no takeover said after %s" % step, own.log())
+                keepers = cgtest.wait_until(lambda: [k for k in [cgtest.keepers_of(own.mnt)] if len(k) == 1],
+                                            timeout=10)
+                check(keepers, "not one keeper after %s" % step, cgtest.keepers_of(own.mnt))
+                held = {"daemon": notify_fds(own.process.pid), "keeper": notify_fds(keepers[0][0])}
+                check_equal(held, {"daemon": 1, "keeper": 1}, "notification fds held after %s" % step)
+                call(step)
+            problems = own.stop()
+            check(not problems, "the last daemon did not stop cleanly", *problems, own.log())
 
     @test("the daemon logged no error")
     def _():

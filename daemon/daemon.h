@@ -169,8 +169,9 @@ gboolean cgroups_move(pid_t pid, const char *path, GError **error);
  * be blocked in every thread. */
 int lifecycle_serve(const struct daemon_config *cfg);
 
-/* cgprocfs --reload PID (daemon/reload.c): the exit status. */
-int reload_run(pid_t pid);
+/* cgprocfs --reload PID (daemon/reload.c): the exit status. args: the new
+ * daemon's options and mountpoint, or NULL for those of PID. */
+int reload_run(pid_t pid, char **args);
 
 /* After taking a view over from a dead daemon, whose process watches died
  * with it (recover.c): watch every live process of the view's procfs

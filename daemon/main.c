@@ -90,8 +90,9 @@ static gboolean parse_options(int *argc, char ***argv, struct options *o, GError
 		{ "replace", 0, 0, G_OPTION_ARG_NONE, &o->replace,
 		  "Take over from the cgprocfs serving MOUNTPOINT: its views go on without a remount", NULL },
 		{ "reload", 0, 0, G_OPTION_ARG_INT, &o->reload_pid,
-		  "Start this binary with the options of the daemon PID to take over from it (--replace), and wait "
-		  "until it has: a service manager's reload (the unit's ExecReload)", "PID" },
+		  "Start this binary with the other options and mountpoint given (or, with none, those of the "
+		  "daemon PID) to take over from PID (--replace), and wait until it has: a service manager's reload "
+		  "(the unit's ExecReload)", "PID" },
 		{ "control-socket", 0, 0, G_OPTION_ARG_FILENAME, &o->control_socket,
 		  "Where OCI hooks attach containers (default /run/cgprocfs/<mountpoint, / as ->.sock)", "PATH" },
 		{ "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &o->fuse_opts,
@@ -247,11 +248,28 @@ static int serve(const struct options *o)
 	return lifecycle_serve(&cfg);
 }
 
+/* The arguments of cgprocfs --reload=PID ARGS... but --reload's: the new
+ * daemon's options and mountpoint, or NULL (none: the running one's). */
+static GStrv reload_args(char **argv)
+{
+	g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func(g_free);
+	for (char **a = argv + 1; *a; a++)
+		if (strcmp(*a, "--reload") == 0 && a[1])
+			a++;
+		else if (!g_str_has_prefix(*a, "--reload="))
+			g_ptr_array_add(args, g_strdup(*a));
+	if (args->len == 0)
+		return NULL;
+	g_ptr_array_add(args, NULL);
+	return (GStrv)g_ptr_array_free(g_steal_pointer(&args), FALSE);
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
 	GError *error = NULL;
 	int status;
+	g_auto(GStrv) given = g_strdupv(argv); /* before parsing takes the options out */
 
 	/* The keeper, started by a daemon (keeper.c). */
 	if (argc > 1 && strcmp(argv[1], KEEPER_ARG) == 0)
@@ -265,7 +283,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (o.reload_pid > 0) {
-		status = reload_run(o.reload_pid);
+		g_auto(GStrv) args = reload_args(given);
+		status = reload_run(o.reload_pid, args);
 		goto out;
 	}
 	if (o.version) {

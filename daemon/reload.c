@@ -1,6 +1,7 @@
 /* A service manager's reload (the unit's ExecReload=cgprocfs --reload
- * $MAINPID): a new daemon, this binary with the options the running one
- * was started with, takes over from it (--replace, README "Upgrading
+ * $MAINPID $CGPROCFS_ARGS): a new daemon, this binary with the options
+ * given (the unit's, which may have changed), or else those the running
+ * one was started with, takes over from it (--replace, README "Upgrading
  * without a remount"), and this process waits until it has, or has
  * failed. The new daemon tells the service manager that it is the main
  * process now (takeover.c) before the old one hears "serving" and exits:
@@ -23,13 +24,13 @@
  * 60 s to say "serving" before it stops it. */
 #define RELOAD_WAIT_MS (90 * 1000)
 
-/* The new daemon's command line: this binary, --replace, then the
- * running daemon's own options and mountpoint (from its cmdline). */
-static GStrv new_argv(pid_t pid, GError **error)
+/* The new daemon's command line: this binary, --replace, then args, or
+ * else the running daemon's own options and mountpoint (its cmdline). */
+static GStrv new_argv(pid_t pid, char **args, GError **error)
 {
 	g_autofree char *path = g_strdup_printf("/proc/%d/cmdline", (int)pid);
 	g_autofree char *text = NULL;
-	gsize len;
+	gsize len = 0;
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
@@ -38,14 +39,17 @@ static GStrv new_argv(pid_t pid, GError **error)
 		return NULL;
 	}
 	exe[n] = '\0';
-	if (!g_file_get_contents(path, &text, &len, NULL) || len == 0) {
+	if (!args && (!g_file_get_contents(path, &text, &len, NULL) || len == 0)) {
 		log_set_message(error, "cannot read the command line of process %d", (int)pid);
 		return NULL;
 	}
 	g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
 	g_ptr_array_add(argv, g_strdup(exe));
 	g_ptr_array_add(argv, g_strdup("--replace"));
-	for (const char *arg = text + strlen(text) + 1; arg < text + len; arg += strlen(arg) + 1)
+	for (char **a = args; a && *a; a++)
+		if (strcmp(*a, "--replace") != 0)
+			g_ptr_array_add(argv, g_strdup(*a));
+	for (const char *arg = text ? text + strlen(text) + 1 : NULL; arg && arg < text + len; arg += strlen(arg) + 1)
 		if (strcmp(arg, "--replace") != 0)
 			g_ptr_array_add(argv, g_strdup(arg));
 	g_ptr_array_add(argv, NULL);
@@ -96,11 +100,11 @@ static int wait_takeover(int old_fd, int new_fd)
 	return p[1].revents ? -ECHILD : -ETIMEDOUT;
 }
 
-int reload_run(pid_t pid)
+int reload_run(pid_t pid, char **args)
 {
 	g_autoptr(GError) error = NULL;
 	_cleanup_close_ int old_fd = pidns_pidfd_open(-1, pid, 0);
-	g_auto(GStrv) argv = old_fd < 0 ? NULL : new_argv(pid, &error);
+	g_auto(GStrv) argv = old_fd < 0 ? NULL : new_argv(pid, args, &error);
 	_cleanup_close_ int new_fd = -1;
 
 	if (old_fd < 0)

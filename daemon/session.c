@@ -121,10 +121,14 @@ int session_take_up(struct session *s, int fuse_fd, unsigned proto_minor, gboole
 
 void session_resend(struct session *s)
 {
+	static gint said;
 	const struct fuse_out_header h = { .len = sizeof(h), .error = NOTIFY_RESEND, .unique = 0 };
-	if (write(fuse_session_fd(s->se), &h, sizeof(h)) != (ssize_t)sizeof(h))
-		g_warning("the kernel cannot resend the requests a dead daemon had taken (%s): "
-			  "those wait until their callers are killed", g_strerror(errno));
+	/* What the kernel can do, said once (at every takeover from a keeper,
+	 * on every view, it is the same): the daemon taken from may have left
+	 * none (a stop with --keep-views-on-stop answers what it took). */
+	if (write(fuse_session_fd(s->se), &h, sizeof(h)) != (ssize_t)sizeof(h) && !g_atomic_int_exchange(&said, 1))
+		g_message("this kernel cannot resend the requests a dead daemon had taken (%s; Linux 6.9 can): "
+			  "any such request waits until its caller is killed", g_strerror(errno));
 }
 
 int session_start(struct session *s, session_ended_fn ended, void *data)

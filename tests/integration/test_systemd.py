@@ -211,6 +211,39 @@ def make_tests(state):
                     "/proc's top mount in that container")
         cgtest.diag("the DaemonSet's pod's processes:\n" + o["out"] + "its log's end:\n" + observed("ds_log"))
 
+    @test("what an operator does, in turn, while a Docker and a runc container through the wrapper (sysinfo too), "
+          "the LXC container (file binds) and a host process with the host view's meminfo bound read every 10 ms: "
+          "an upgrade from an older version (dpkg -i: its postinst), dpkg -i over itself, systemctl reload, "
+          "systemctl restart, a crash of the main process: each is another daemon, none a failed read or a host "
+          "figure; one daemon and one keeper are left, and /run/cgprocfs holds what serves")
+    def _():
+        pids = [observed("op_pid_before")]
+        for name in ("upgrade", "reinstall", "reload", "restart", "crash"):
+            o = observed("op_" + name)
+            check_equal(o["rc"], 0, "%s, then systemctl is-active: %s" % (name, o["out"]))
+            check(o["pid"] not in pids, "the main pid after %s is %s, as before it (%s)" % (name, o["pid"], pids))
+            pids.append(o["pid"])
+        check_equal(observed("op_version"), "0.1.0", "the package's version after the upgrade")
+        for name in ("docker", "runc", "lxc", "host"):
+            o = observed("op_reader_" + name)
+            last = (o["out"].strip().splitlines() or [""])[-1].split()
+            what = "the %s reader (exit %s): %s" % (name, o["rc"], o["out"][-1500:])
+            check(o["rc"] == 0 and last[:1] == ["reads"], what)
+            counts = dict(zip(last[0::2], (int(v) for v in last[1::2])))
+            check(counts["reads"] >= 1000, "%d reads only by %s" % (counts["reads"], what))
+            check_equal({k: counts[k] for k in ("failed", "host", "sysinfo_host")},
+                        {"failed": 0, "host": 0, "sysinfo_host": 0}, "failed and host-valued reads by " + what)
+        lines = observed("op_processes").splitlines()
+        daemons = [line for line in lines[1:] if "--be-keeper" not in line]
+        keepers = [line for line in lines[1:] if "--be-keeper" in line]
+        check(len(daemons) == 1 and daemons[0].split()[0] == lines[0] and len(keepers) == 1,
+              "the processes left: the main pid, then each daemon and keeper", *lines)
+        left = set(observed("op_run").split())
+        check(left <= {"var-lib-cgprocfs.sock" + end for end in ("", ".keeper", ".seccomp", ".lxc", ".scopes",
+                                                                  ".cputime.log")},
+              "/run/cgprocfs holds %s" % sorted(left))
+        cgtest.diag("the unit's journal:\n" + observed("op_journal"))
+
     @test("with the unit stopped, a runc container with the hook starts with the kernel's /proc (MemTotal the "
           "guest's), and the hook's line, naming the container, is in the journal")
     def _():

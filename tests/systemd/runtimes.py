@@ -18,6 +18,7 @@ import time
 
 MEM = 256 << 20
 VIEW = "/var/lib/cgprocfs"
+PREV_DEB = "/root/cgprocfs-prev.deb"
 # What every container prints: its view of memory, time and load, by
 # files, by busybox (sysinfo(2)) and by the guest's procps (its /usr,
 # bound read-only at /usr).
@@ -82,8 +83,11 @@ def install():
     # while the guest boots): it removes the mark when it is there.
     while os.path.exists("/lane/deb-building"):
         time.sleep(0.2)
-    debs = glob.glob("/lane/cgprocfs_*.deb")
-    record("install", "dpkg -i %s && systemctl is-active cgprocfs && ls %s/proc/.real/self >/dev/null" % (debs[0], VIEW))
+    # The package as an older version (its version with ~prev: dpkg sorts it
+    # before), which operator() upgrades from.
+    sh("rm -rf /root/prev && dpkg-deb -R %s /root/prev && sed -i 's/^Version: .*/&~prev/' /root/prev/DEBIAN/control "
+       "&& dpkg-deb -b /root/prev %s" % (glob.glob("/lane/cgprocfs_*.deb")[0], PREV_DEB))
+    record("install", "dpkg -i %s && systemctl is-active cgprocfs && ls %s/proc/.real/self >/dev/null" % (PREV_DEB, VIEW))
     record("unit", "systemctl show -p ActiveState,SubState,MainPID cgprocfs; journalctl -u cgprocfs -b --no-pager | tail -5")
 
 
@@ -220,15 +224,32 @@ def reader(seconds, sysinfo):
     return READER.replace("SECONDS", str(seconds)).replace("SYSINFO", "1" if sysinfo else "0")
 
 
+def main_pid():
+    return sh("systemctl show -p MainPID --value cgprocfs")["out"].strip()
+
+
+# What an operator does, in turn, while the readers read: each is recorded
+# with the unit's main pid after it (each must be another daemon's).
+ACTIONS = [
+    ("upgrade", "dpkg -i /lane/cgprocfs_*.deb >/dev/null"),  # from PREV_DEB's version: the postinst
+    ("reinstall", "dpkg -i /lane/cgprocfs_*.deb >/dev/null"),  # over itself
+    ("reload", "systemctl reload cgprocfs"),
+    ("restart", "systemctl restart cgprocfs"),
+    # a crash: Restart=on-failure starts it again 1 s later
+    ("crash", "old=$(systemctl show -p MainPID --value cgprocfs); systemctl kill --kill-whom=main -s KILL cgprocfs; "
+              "for i in $(seq 100); do new=$(systemctl show -p MainPID --value cgprocfs); "
+              "[ $new != $old ] && [ $new != 0 ] && systemctl -q is-active cgprocfs && break; sleep 0.1; done"),
+]
+
+
 def operator():
-    """What an operator's upgrade does while containers read: dpkg -i of
-    the package over itself, whose postinst restarts the unit, then
-    systemctl restart (with --keep-views-on-stop, the second stop did not
-    end the daemon that took the views over within 90 s: README).
-    Readers: a Docker container through the wrapper (sysinfo too), a runc
-    container through the wrapper, the LXC busybox container (file binds),
-    a host process in a 256 MiB scope with the host view's meminfo bound."""
-    seconds = 30
+    """What an operator's actions do to containers reading the whole time:
+    an upgrade from the older version, dpkg -i over itself, systemctl
+    reload, systemctl restart, a crash of the main process. Readers: a
+    Docker container through the wrapper (sysinfo too), a runc container
+    through the wrapper, the LXC busybox container (file binds), a host
+    process in a 256 MiB scope with the host view's meminfo bound."""
+    seconds = 40
     bb_image()
     readers = {
         "docker": "docker run --rm --memory 256m --memory-swap 256m --runtime cgprocfs bb sh -c '%s'"
@@ -243,20 +264,23 @@ def operator():
     procs = {name: subprocess.Popen(["bash", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for name, cmd in readers.items()}
     time.sleep(8)  # all reading
-    record("op_reinstall", "dpkg -i %s >/dev/null && sleep 3 && systemctl is-active cgprocfs"
-           % glob.glob("/lane/cgprocfs_*.deb")[0])
-    record("op_restart", "systemctl restart cgprocfs && sleep 3 && systemctl is-active cgprocfs")
+    obs["op_pid_before"] = main_pid()
+    for name, cmd in ACTIONS:
+        record("op_" + name, cmd + " && sleep 2 && systemctl is-active cgprocfs", timeout=120)
+        obs["op_" + name]["pid"] = main_pid()
     for name, p in procs.items():
         try:
-            out = p.communicate(timeout=seconds + 20)[0]
+            out = p.communicate(timeout=seconds + 30)[0]
         except subprocess.TimeoutExpired:
             p.kill()
             out = p.communicate()[0] + "\n(timed out)"
         obs["op_reader_" + name] = {"rc": p.returncode, "out": out[-3000:]}
-    # What is left: the unit's processes, and what serves.
+    # What is left: the unit's main pid, the daemons and keepers, and what serves.
     obs["op_processes"] = sh("systemctl show -p MainPID --value cgprocfs; "
                              "for p in $(pgrep -f '^(/usr/sbin/cgprocfs|cgprocfs-keeper) '); do "
-                             "echo $p $(tr '\\0' ' ' < /proc/$p/cmdline); done; ls /run/cgprocfs")["out"]
+                             "echo $p $(tr '\\0' ' ' < /proc/$p/cmdline); done")["out"]
+    obs["op_run"] = sh("ls -A /run/cgprocfs")["out"]
+    obs["op_version"] = sh("dpkg-query -W -f '${Version}' cgprocfs")["out"]
     obs["op_journal"] = sh("journalctl -u cgprocfs -b --no-pager -o short-monotonic | "
                            "grep -vE '^ +(bind|unshare|or from|containers:|stop with)' | tail -40")["out"]
     sh("lxc-stop -k -n bb")
@@ -399,7 +423,7 @@ def main():
     obs["guest_top"] = sh("top -bn1 | head -5")["out"]
     docker_setup()
     install()
-    parts = (docker, oci, podman, lxc, lxc_system, cri)
+    parts = (docker, oci, podman, lxc, lxc_system, cri, operator)
     # A developer's shortcut: only the parts named (cri needs docker's image).
     if sys.argv[1:]:
         parts = [p for p in parts if p.__name__ in sys.argv[1:]]
@@ -411,16 +435,6 @@ def main():
     obs["journal_hook"] = sh("journalctl -b --no-pager -t cgprocfs-oci-hook | tail -20")["out"]
     obs["daemon_log"] = sh("journalctl -u cgprocfs -b --no-pager | tail -40")["out"]
     obs["daemon_warnings"] = sh("journalctl -u cgprocfs -b --no-pager -o cat | grep -E '^cgprocfs: (warning|error)'")["out"]
-    # Only when named (not in test_systemd): what a restart does to readers
-    # while the unit runs the daemon with --keep-views-on-stop (README,
-    # "Upgrading without a remount": a known fault, reproduced here).
-    if "operator" in sys.argv[1:]:
-        sh("sed -i 's|^ExecStart=/usr/sbin/cgprocfs |&--keep-views-on-stop |' /lib/systemd/system/cgprocfs.service "
-           "&& systemctl daemon-reload && systemctl restart cgprocfs")
-        try:
-            operator()
-        except Exception as e:
-            obs["operator_error"] = repr(e)
     no_daemon()
     # With the unit stopped: the DaemonSet's pod serves the view instead.
     if not sys.argv[1:] or "daemonset" in sys.argv[1:]:

@@ -86,12 +86,21 @@ def check_reader(reader, across):
     return res
 
 
-def reload(pid):
-    """cgprocfs --reload pid: its exit status and its output (the new
+def process_state(pid):
+    """The state letter of process pid (Z: exited, not reaped), or "gone"."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(") ", 1)[1][:1]
+    except OSError:
+        return "gone"
+
+
+def reload(pid, args=()):
+    """cgprocfs --reload pid [args]: its exit status and its output (the new
     daemon's too: it keeps the output it was given, as under systemd the
     journal; so a file, not a pipe that would stay open)."""
     with tempfile.TemporaryFile(mode="w+") as out:
-        rc = subprocess.run([cgtest.daemon_exe(), "--reload", str(pid)], stdout=out, stderr=out,
+        rc = subprocess.run([cgtest.daemon_exe(), "--reload", str(pid)] + list(args), stdout=out, stderr=out,
                             timeout=120).returncode
         time.sleep(0.5)  # the new daemon's last lines
         out.seek(0)
@@ -484,8 +493,9 @@ def make_tests():
                 new.stop()
 
     @test("--reload PID (the unit's ExecReload): this binary, with the running daemon's options, takes over "
-          "from it; readers see no error, the old daemon exits 0, --reload exits 0 once it has; --reload of a "
-          "pid that is no daemon fails with one line, and the daemon serves on")
+          "from it; readers see no error, the old daemon exits 0, --reload exits 0 once it has; --reload PID "
+          "OPTIONS MOUNTPOINT starts it with those instead; --reload of a pid that is no daemon fails with one "
+          "line, and the daemon serves on")
     def _():
         with Daemon(args=["--keeper-wait=7"]) as old, reader_in_view(old.mnt, 3) as reader:
             serves(old)
@@ -500,6 +510,13 @@ def make_tests():
             check_equal(len(new), 1, "daemons started by --reload with the old one's options (%s)" % err.strip())
             try:
                 check(os.path.exists(os.path.join(old.proc, ".real", "self")), "the new daemon does not serve")
+                rc, err = reload(new[0], ["--keeper-wait=9", old.mnt])
+                check_equal(rc, 0, "the exit status of --reload with options (%s)" % err.strip())
+                given = [int(p) for p in cgtest.run(["pgrep", "-o", "-f", "--", "--replace --keeper-wait=9 " + old.mnt])[1].split()]
+                check_equal(len(given), 1, "daemons started by --reload with the options given (%s)" % err.strip())
+                check(cgtest.wait_until(lambda: process_state(new[0]) in ("gone", "Z"), timeout=5),
+                      "the daemon reloaded from runs on (%s)" % process_state(new[0]))
+                new = given
                 rc, err = reload(os.getpid())
                 check(rc == 1 and len(err.strip().splitlines()) == 2 and "serves on" in err,
                       "--reload of the test's own pid: exit %d, %r" % (rc, err))

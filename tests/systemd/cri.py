@@ -149,6 +149,12 @@ def exec_sync(cid, argv, timeout=60):
     return {"rc": got.get(3, [0])[0], "out": out.decode(errors="replace")}
 
 
+def stop_container(cid, grace):
+    """StopContainer: SIGTERM, and SIGKILL grace seconds later (kubelet's
+    terminationGracePeriodSeconds)."""
+    call("StopContainer", string(1, cid) + integer(2, grace), timeout=grace + 60)
+
+
 def remove_pod(pod_id):
     call("StopPodSandbox", string(1, pod_id))
     call("RemovePodSandbox", string(1, pod_id))

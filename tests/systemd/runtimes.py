@@ -202,26 +202,29 @@ def lxc_system():
     sh("lxc-stop -k -n deb")
 
 
-# Reads meminfo, stat and uptime every 10 ms for SECONDS, and (SYSINFO 1)
+# Reads meminfo, stat and uptime (by the shell's read: no process per
+# file, so that the one CPU is left to what the operator runs) every 10 ms
+# until the file STOP is there (at most 60,000 times), and (SYSINFO 1)
 # busybox free (sysinfo(2)); counts the reads that failed and those that
 # gave the host's MemTotal, not the 256 MiB limit.
 READER = r"""
-ok=0; failed=0; host=0; sys=0; end=$(( $(date +%s) + SECONDS ))
-while [ $(date +%s) -lt $end ]; do
-  if m=$(head -1 /proc/meminfo 2>&1) && cat /proc/stat /proc/uptime >/dev/null 2>&1; then
+ok=0; failed=0; host=0; sys=0; n=0
+while [ ! -e STOP ] && [ $n -lt 60000 ]; do
+  if read m < /proc/meminfo && read s < /proc/stat && read u < /proc/uptime; then
     case "$m" in *" 262144 kB") ok=$((ok+1));; *) host=$((host+1)); echo "got: $m";; esac
   else
-    failed=$((failed+1)); echo "failed: $m"
+    failed=$((failed+1))
   fi
   [ SYSINFO = 0 ] || busybox free | grep -q "^Mem: *262144 " || sys=$((sys+1))
+  n=$((n+1))
   sleep 0.01
 done
 echo "reads $ok failed $failed host $host sysinfo_host $sys"
 """
 
 
-def reader(seconds, sysinfo):
-    return READER.replace("SECONDS", str(seconds)).replace("SYSINFO", "1" if sysinfo else "0")
+def reader(stop, sysinfo):
+    return READER.replace("STOP", stop).replace("SYSINFO", "1" if sysinfo else "0")
 
 
 def main_pid():
@@ -249,17 +252,19 @@ def operator():
     Docker container through the wrapper (sysinfo too), a runc container
     through the wrapper, the LXC busybox container (file binds), a host
     process in a 256 MiB scope with the host view's meminfo bound."""
-    seconds = 40
     bb_image()
+    os.makedirs("/root/op", exist_ok=True)
+    # Where each reader looks for its stop file, from the guest's side.
+    stops = ["/root/op/stop", "/root/runc-reader/rootfs/stop", "/var/lib/lxc/bb/rootfs/stop"]
     readers = {
-        "docker": "docker run --rm --memory 256m --memory-swap 256m --runtime cgprocfs bb sh -c '%s'"
-                  % reader(seconds, True),
+        "docker": "docker run --rm -v /root/op:/op --memory 256m --memory-swap 256m --runtime cgprocfs bb sh -c '%s'"
+                  % reader("/op/stop", True),
         "runc": "cgprocfs-runtime --cgprocfs-always run --bundle %s runc-reader"
-                % oci_bundle("runc-reader", False, script=reader(seconds, True)),
+                % oci_bundle("runc-reader", False, script=reader("/stop", True)),
         "lxc": "lxc-start -n bb && lxc-wait -n bb -s RUNNING -t 30 && lxc-attach -n bb -- sh -c '%s'"
-               % reader(seconds, False),
+               % reader("/stop", False),
         "host": "systemd-run -q --scope -p MemoryMax=256M unshare -m sh -c 'mount --bind %s/proc/meminfo "
-                "/proc/meminfo && %s'" % (VIEW, reader(seconds, False).replace("'", "")),
+                "/proc/meminfo && %s'" % (VIEW, reader("/root/op/stop", False).replace("'", "")),
     }
     procs = {name: subprocess.Popen(["bash", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for name, cmd in readers.items()}
@@ -268,9 +273,12 @@ def operator():
     for name, cmd in ACTIONS:
         record("op_" + name, cmd + " && sleep 2 && systemctl is-active cgprocfs", timeout=120)
         obs["op_" + name]["pid"] = main_pid()
+    time.sleep(3)  # reading after the last one too
+    for stop in stops:
+        write(stop, "")
     for name, p in procs.items():
         try:
-            out = p.communicate(timeout=seconds + 30)[0]
+            out = p.communicate(timeout=60)[0]
         except subprocess.TimeoutExpired:
             p.kill()
             out = p.communicate()[0] + "\n(timed out)"
@@ -278,7 +286,7 @@ def operator():
     # What is left: the unit's main pid, the daemons and keepers, and what serves.
     obs["op_processes"] = sh("systemctl show -p MainPID --value cgprocfs; "
                              "for p in $(pgrep -f '^(/usr/sbin/cgprocfs|cgprocfs-keeper) '); do "
-                             "echo $p $(tr '\\0' ' ' < /proc/$p/cmdline); done")["out"]
+                             "echo $p $(cat /proc/$p/comm): $(tr '\\0' ' ' < /proc/$p/cmdline); done")["out"]
     obs["op_run"] = sh("ls -A /run/cgprocfs")["out"]
     obs["op_version"] = sh("dpkg-query -W -f '${Version}' cgprocfs")["out"]
     obs["op_journal"] = sh("journalctl -u cgprocfs -b --no-pager -o short-monotonic | "
@@ -377,17 +385,10 @@ def image_of(name, files):
     return sh("tar -C %s -c . | ctr -n k8s.io images import - && ctr -n k8s.io images ls -q" % layout)
 
 
-def daemonset():
-    """The DaemonSet's pod as shipped (contrib/kubernetes/cgprocfs-daemonset.yaml:
-    privileged, the node's pid namespace, its hostPath volumes and command)
-    started through the CRI as kubelet starts it, the unit stopped: the
-    view at /var/lib/cgprocfs is its daemon's, a container with the hook
-    gets it, and the daemon's keeper left the pod's cgroup for the node's
-    top one (--keeper-cgroup=/)."""
+def ds_pod(spec, uid):
+    """The DaemonSet's pod (spec: its template's) as kubelet starts it,
+    its log in /var/log/pods/cgprocfs-<uid>: the pod's and its container's ids."""
     import cri as k
-    import yaml
-    with open("/lane/cgprocfs-daemonset.yaml") as f:
-        spec = yaml.safe_load(f)["spec"]["template"]["spec"]
     c = spec["containers"][0]
     volumes = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
     for v in spec["volumes"]:
@@ -396,20 +397,58 @@ def daemonset():
     mounts = [(m["mountPath"], volumes[m["name"]],
                k.BIDIRECTIONAL if m.get("mountPropagation") == "Bidirectional" else k.PRIVATE)
               for m in c["volumeMounts"]]
-    obs["ds_image"] = image_of(c["image"].split(":")[0], ["/usr/sbin/cgprocfs", "/usr/bin/nsenter"])
     pid_mode = k.NODE if spec.get("hostPID") else k.POD
-    config = k.pod_config("cgprocfs-ds", "d4", "kubepods-besteffort-podd4.slice", {}, pid_mode, privileged=True,
-                           log_dir="/var/log/pods/cgprocfs-ds")
+    config = k.pod_config("cgprocfs-" + uid, uid, "kubepods-besteffort-pod%s.slice" % uid, {}, pid_mode,
+                          privileged=True, log_dir="/var/log/pods/cgprocfs-" + uid)
     pod_id = k.run_pod(config, "runc")
     cid = k.create_container(pod_id, config, c["name"], c["image"], c["command"], 0, 0, pid_mode, mounts,
                              privileged=c["securityContext"]["privileged"])
     k.start_container(cid)
-    record("ds_serving", "for i in $(seq 300); do ls %s/proc/.real/self >/dev/null 2>&1 && break; sleep 0.2; done; "
+    return pod_id, cid
+
+
+SERVING = ("for i in $(seq 300); do ls %s/proc/.real/self >/dev/null 2>&1 && break; sleep 0.2; done; "
            "findmnt -no FSTYPE -T %s/proc; for p in $(pgrep -f '^(/usr/sbin/cgprocfs|cgprocfs-keeper) '); do "
-           "echo $(tr '\\0' ' ' < /proc/$p/cmdline): $(cat /proc/$p/cgroup); done"
-           % (VIEW, VIEW))
+           "echo $(tr '\\0' ' ' < /proc/$p/cmdline): $(cat /proc/$p/cgroup); done" % (VIEW, VIEW))
+
+
+def daemonset():
+    """The DaemonSet's pod as shipped (contrib/kubernetes/cgprocfs-daemonset.yaml:
+    privileged, the node's pid namespace, its hostPath volumes and command)
+    started through the CRI as kubelet starts it, the unit stopped: the
+    view at /var/lib/cgprocfs is its daemon's, a container with the hook
+    gets it, and the daemon's keeper left the pod's cgroup for the node's
+    top one (--keeper-cgroup=/). Then a rollout as kubelet does one with
+    the manifest's strategy (the old pod stopped with its grace period,
+    then the new one started) while a container with the hook reads."""
+    import cri as k
+    import yaml
+    with open("/lane/cgprocfs-daemonset.yaml") as f:
+        spec = yaml.safe_load(f)["spec"]["template"]["spec"]
+    c = spec["containers"][0]
+    obs["ds_image"] = image_of(c["image"].split(":")[0], ["/usr/sbin/cgprocfs", "/usr/bin/nsenter"])
+    pod_id, cid = ds_pod(spec, "d4")
+    record("ds_serving", SERVING)
     record("ds_runc_hook", "runc run --bundle %s ds-runc" % oci_bundle("ds-runc", True))
-    obs["ds_log"] = sh("tail -5 /var/log/pods/cgprocfs-ds/%s.log" % c["name"])["out"]
+    obs["ds_log"] = sh("tail -5 /var/log/pods/cgprocfs-d4/%s.log" % c["name"])["out"]
+    reading = subprocess.Popen(["runc", "run", "--bundle", oci_bundle("ds-reader", True, script=reader("/stop", False)),
+                                "ds-reader"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(3)
+    started = time.monotonic()
+    k.stop_container(cid, spec.get("terminationGracePeriodSeconds", 30))
+    k.remove_pod(pod_id)
+    pod_id, cid = ds_pod(spec, "d5")
+    record("ds_rollout", SERVING)
+    obs["ds_rollout"]["s"] = round(time.monotonic() - started, 1)
+    time.sleep(3)
+    write("/root/ds-reader/rootfs/stop", "")
+    try:
+        out = reading.communicate(timeout=60)[0]
+    except subprocess.TimeoutExpired:
+        reading.kill()
+        out = reading.communicate()[0] + "\n(timed out)"
+    obs["ds_reader"] = {"rc": reading.returncode, "out": out[-2000:]}
+    obs["ds_rollout_log"] = sh("tail -5 /var/log/pods/cgprocfs-d5/%s.log" % c["name"])["out"]
     k.remove_pod(pod_id)
 
 
@@ -421,12 +460,13 @@ def main():
     # procps's top on the guest's own /proc (its kernel's files): what the
     # containers' top is compared with.
     obs["guest_top"] = sh("top -bn1 | head -5")["out"]
+    sh("rm -f /var/lib/man-db/auto-update")  # no man-db trigger: dpkg -i took 30-60 s on the lane
     docker_setup()
     install()
-    parts = (docker, oci, podman, lxc, lxc_system, cri, operator)
+    parts = [docker, oci, podman, lxc, lxc_system, cri]
     # A developer's shortcut: only the parts named (cri needs docker's image).
     if sys.argv[1:]:
-        parts = [p for p in parts if p.__name__ in sys.argv[1:]]
+        parts = [p for p in parts + [operator] if p.__name__ in sys.argv[1:]]
     for part in parts:
         try:
             part()
@@ -434,7 +474,14 @@ def main():
             obs[part.__name__ + "_error"] = repr(e)
     obs["journal_hook"] = sh("journalctl -b --no-pager -t cgprocfs-oci-hook | tail -20")["out"]
     obs["daemon_log"] = sh("journalctl -u cgprocfs -b --no-pager | tail -40")["out"]
-    obs["daemon_warnings"] = sh("journalctl -u cgprocfs -b --no-pager -o cat | grep -E '^cgprocfs: (warning|error)'")["out"]
+    warnings = "journalctl -u cgprocfs -b --no-pager -o cat | grep -E '^cgprocfs: (warning|error)'"
+    obs["daemon_warnings"] = sh(warnings)["out"]
+    if not sys.argv[1:]:
+        try:
+            operator()
+        except Exception as e:
+            obs["operator_error"] = repr(e)
+        obs["op_warnings"] = sh(warnings)["out"][len(obs["daemon_warnings"]):]
     no_daemon()
     # With the unit stopped: the DaemonSet's pod serves the view instead.
     if not sys.argv[1:] or "daemonset" in sys.argv[1:]:

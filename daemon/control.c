@@ -40,6 +40,7 @@ static const struct word_rule {
 	[CONTROL_PUBLISH] = { "publish", 0, 0, 0, FALSE },
 	[CONTROL_LEAVE] = { "leave", 0, 0, 0, FALSE },
 	[CONTROL_NOTIFY] = { "notify", 0, 1, 1, FALSE },
+	[CONTROL_INFLIGHT] = { "inflight", 0, 1, 1, FALSE },
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(rules) == CONTROL_LAST_WORD + 1);
 

@@ -51,8 +51,9 @@ enum control_word {
 	CONTROL_PUBLISH,  /* to the keeper: listen at your path now; ok | error */
 	CONTROL_LEAVE,    /* to the keeper: the views are another's; go, leaving the path */
 	CONTROL_NOTIFY,   /* a container's seccomp notification fd (daemon/sysinfo.c), + the fd */
+	CONTROL_INFLIGHT, /* the daemon's requests in hand (daemon/inflight.h), + their memfd */
 };
-#define CONTROL_LAST_WORD CONTROL_NOTIFY
+#define CONTROL_LAST_WORD CONTROL_INFLIGHT
 
 struct control_msg {
 	enum control_word word;
@@ -139,6 +140,7 @@ struct handover {
 	int listener;      /* the control socket's listening socket; -1 if none came (or once taken) */
 	int seccomp_listeners[2]; /* the seccomp listeners' (daemon/sysinfo.c); the same */
 	GArray *notify;    /* int: containers' seccomp notification fds; -1 once taken */
+	int inflight;      /* a keeper's: its dead daemon's requests in hand; -1 if none came (or once taken) */
 };
 /* Take the sessions on conn, a daemon's or a keeper's that answered "ok"
  * to "handover" (control_ask_handover, keeper_connect). 0, or -errno with
@@ -160,6 +162,7 @@ int handover_send_session(int conn, unsigned proto_minor, int fuse_fd, int ns_fd
 int handover_send_watch(int conn, unsigned session, pid_t pid, int pidfd, GError **error);
 int handover_send_listener(int conn, int listen_fd, const int seccomp_fds[2], GError **error);
 int handover_send_notify(int conn, int notify_fd, GError **error);
+int handover_send_inflight(int conn, int inflight_fd, GError **error);
 int handover_finish(int conn, GError **error);
 /* After a handover on conn failed: SIGKILL the new daemon if it is still
  * connected, and wait until it is gone, so that nothing it took up is
@@ -192,6 +195,9 @@ void keeper_keep_listener(struct keeper *k, int listen_fd, const int seccomp_fds
 /* A container's seccomp notification fd: the keeper holds a copy (never
  * reading from it) until every process of its filter is gone. */
 void keeper_keep_notify(struct keeper *k, int notify_fd);
+/* The daemon's requests in hand (inflight.h): the keeper holds their memfd
+ * (the last one given), for the next daemon if this one dies. */
+void keeper_keep_inflight(struct keeper *k, int inflight_fd);
 void keeper_drop(struct keeper *k, unsigned id);
 /* Have the keeper listen at its path (again), where a new daemon finds
  * it, once it holds every view (it has read what was sent before): 0, or

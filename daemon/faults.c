@@ -13,6 +13,14 @@ void fault_set_role(const char *role)
 	fault_role = role;
 }
 
+gboolean fault_armed(void)
+{
+	static gsize armed;
+	if (g_once_init_enter(&armed))
+		g_once_init_leave(&armed, g_getenv("CGPROCFS_FAULT") ? 2 : 1);
+	return armed == 2;
+}
+
 void fault_point(const char *point)
 {
 	const char *want = g_getenv("CGPROCFS_FAULT");

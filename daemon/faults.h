@@ -7,6 +7,11 @@
  * those tests, fault_point does nothing. */
 #pragma once
 
+#include <glib.h>
+
 /* This process's role from now on ("daemon" until set): a static string. */
 void fault_set_role(const char *role);
 void fault_point(const char *point);
+/* Whether a fault is asked for at all (read once): for points on the
+ * serving path. */
+gboolean fault_armed(void);

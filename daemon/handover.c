@@ -28,7 +28,7 @@ static int take_one(struct handover *h, int conn, GError **error)
 
 	int r = control_receive(conn,
 				CONTROL_WORD(CONTROL_SESSION) | CONTROL_WORD(CONTROL_WATCH) | CONTROL_WORD(CONTROL_LISTENER) |
-					CONTROL_WORD(CONTROL_NOTIFY) | CONTROL_WORD(CONTROL_END) |
+					CONTROL_WORD(CONTROL_NOTIFY) | CONTROL_WORD(CONTROL_INFLIGHT) | CONTROL_WORD(CONTROL_END) |
 					CONTROL_WORD(CONTROL_ERROR),
 				&m, error);
 	if (r < 0) {
@@ -54,6 +54,10 @@ static int take_one(struct handover *h, int conn, GError **error)
 		g_array_append_val(h->notify, m.fds[0]);
 		return 1;
 	}
+	if (m.word == CONTROL_INFLIGHT && h->inflight < 0 && h->sessions->len > 0) {
+		h->inflight = m.fds[0];
+		return 1;
+	}
 	if (m.word == CONTROL_LISTENER && h->listener < 0 && h->sessions->len > 0) {
 		h->listener = m.fds[0];
 		h->seccomp_listeners[0] = m.n_fds == 3 ? m.fds[1] : -1;
@@ -69,7 +73,7 @@ static int take_one(struct handover *h, int conn, GError **error)
 
 int handover_take(int given_conn, struct handover *ret, GError **error)
 {
-	struct handover h = { .conn = -1, .listener = -1, .seccomp_listeners = { -1, -1 } };
+	struct handover h = { .conn = -1, .listener = -1, .seccomp_listeners = { -1, -1 }, .inflight = -1 };
 	int r;
 
 	_cleanup_close_ int conn = given_conn;
@@ -118,10 +122,12 @@ void handover_clear(struct handover *h)
 		close(h->conn);
 	if (h->listener >= 0)
 		close(h->listener);
+	if (h->inflight >= 0)
+		close(h->inflight);
 	for (int i = 0; i < 2; i++)
 		if (h->seccomp_listeners[i] >= 0)
 			close(h->seccomp_listeners[i]);
-	h->conn = h->listener = h->seccomp_listeners[0] = h->seccomp_listeners[1] = -1;
+	h->conn = h->listener = h->seccomp_listeners[0] = h->seccomp_listeners[1] = h->inflight = -1;
 }
 
 int handover_send_session(int conn, unsigned proto_minor, int fuse_fd, int ns_fd, GError **error)
@@ -153,6 +159,12 @@ int handover_send_listener(int conn, int listen_fd, const int seccomp_fds[2], GE
 		.fds = { listen_fd, seccomp_fds[0], seccomp_fds[1] },
 		.n_fds = seccomp_fds[0] >= 0 && seccomp_fds[1] >= 0 ? 3 : 1,
 	};
+	return control_send(conn, &m, error);
+}
+
+int handover_send_inflight(int conn, int inflight_fd, GError **error)
+{
+	const struct control_msg m = { .word = CONTROL_INFLIGHT, .fds = { inflight_fd }, .n_fds = 1 };
 	return control_send(conn, &m, error);
 }
 

@@ -72,6 +72,7 @@ struct held {
 	int listener;         /* the control socket's listening socket, or -1 */
 	int seccomp_listeners[2]; /* the seccomp listeners', or -1 */
 	GArray *notify;       /* int: containers' seccomp notification fds */
+	int inflight;         /* the daemon's requests in hand (inflight.h), or -1 */
 	const char *path;     /* where new daemons find it, once published */
 	int listen_fd;        /* listening there; -1 before "publish" */
 	ino_t ino;            /* of its socket at path */
@@ -133,6 +134,8 @@ static int hand_over(int conn, const struct held *h)
 	}
 	for (guint i = 0; r == 0 && i < h->notify->len; i++)
 		r = handover_send_notify(conn, g_array_index(h->notify, int, i), NULL);
+	if (r == 0 && h->inflight >= 0)
+		r = handover_send_inflight(conn, h->inflight, NULL);
 	if (r == 0 && h->listener >= 0)
 		r = handover_send_listener(conn, h->listener, h->seccomp_listeners, NULL);
 	if (r == 0)
@@ -179,7 +182,7 @@ static gboolean from_daemon(int sock, struct held *h, enum control_word *ret_sai
 {
 	const unsigned words = CONTROL_WORD(CONTROL_KEEP) | CONTROL_WORD(CONTROL_DROP) | CONTROL_WORD(CONTROL_QUIT) |
 			       CONTROL_WORD(CONTROL_LISTENER) | CONTROL_WORD(CONTROL_PUBLISH) |
-			       CONTROL_WORD(CONTROL_LEAVE) | CONTROL_WORD(CONTROL_NOTIFY);
+			       CONTROL_WORD(CONTROL_LEAVE) | CONTROL_WORD(CONTROL_NOTIFY) | CONTROL_WORD(CONTROL_INFLIGHT);
 	g_autoptr(GError) err = NULL;
 	struct control_msg m;
 
@@ -216,6 +219,11 @@ static gboolean from_daemon(int sock, struct held *h, enum control_word *ret_sai
 		return TRUE;
 	case CONTROL_NOTIFY:
 		keep_notify(h, m.fds[0]);
+		return TRUE;
+	case CONTROL_INFLIGHT:
+		if (h->inflight >= 0)
+			close(h->inflight);
+		h->inflight = m.fds[0];
 		return TRUE;
 	case CONTROL_KEEP: {
 		struct kept *k = g_new(struct kept, 1);
@@ -321,6 +329,7 @@ int keeper_run(int argc, char **argv)
 		.listener = -1,
 		.seccomp_listeners = { -1, -1 },
 		.notify = g_array_new(FALSE, FALSE, sizeof(int)),
+		.inflight = -1,
 		.path = argv[2],
 		.listen_fd = -1,
 	};
@@ -465,6 +474,14 @@ void keeper_keep_notify(struct keeper *k, int notify_fd)
 	if (k)
 		send_to_keeper(k, &m, "the keeper cannot hold a container's seccomp notifications: its sysinfo(2) "
 					"fails if this daemon dies");
+}
+
+void keeper_keep_inflight(struct keeper *k, int inflight_fd)
+{
+	const struct control_msg m = { .word = CONTROL_INFLIGHT, .fds = { inflight_fd }, .n_fds = 1 };
+	if (k && inflight_fd >= 0)
+		send_to_keeper(k, &m, "the keeper cannot hold the requests in hand: if this daemon dies, on Linux "
+					"before 6.9 they wait until their callers are killed");
 }
 
 void keeper_drop(struct keeper *k, unsigned id)

@@ -562,7 +562,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		.cfg = cfg,
 		.proc_fd = -1,
 		.sys_cpu_fd = -1,
-		.ho = { .conn = -1, .listener = -1, .seccomp_listeners = { -1, -1 } },
+		.ho = { .conn = -1, .listener = -1, .seccomp_listeners = { -1, -1 }, .inflight = -1 },
 		.real_path = g_build_filename(cfg->mountpoint, "proc", ".real", NULL),
 		.real_opts = real_proc_options(),
 		.notifier = notifier,

@@ -16,6 +16,7 @@
 #include "server.h"
 
 #include "caller.h"
+#include "inflight.h"
 #include "metrics.h"
 
 #include <errno.h>
@@ -62,6 +63,7 @@ struct server *server_new(struct notifier *notifier)
 	struct server *sv = g_new0(struct server, 1);
 
 	sv->notifier = notifier;
+	sv->inflight = inflight_new();
 	g_mutex_init(&sv->lock);
 	g_cond_init(&sv->changed);
 	sv->by_id = g_hash_table_new(g_int64_hash, g_int64_equal);
@@ -92,11 +94,24 @@ void server_free(struct server *sv)
 	}
 	close(sv->epoll_fd);
 	close(sv->wake_fd);
+	inflight_free(sv->inflight);
+	inflight_free(sv->replay);
 	g_queue_clear(&sv->held);
 	g_hash_table_unref(sv->by_id);
 	g_cond_clear(&sv->changed);
 	g_mutex_clear(&sv->lock);
 	g_free(sv);
+}
+
+int server_inflight_fd(struct server *sv)
+{
+	return inflight_fd(sv->inflight);
+}
+
+void server_answer_taken_from(struct server *sv, int fd)
+{
+	inflight_free(sv->replay);
+	sv->replay = fd >= 0 ? inflight_adopt(fd) : NULL;
 }
 
 static void count_request(struct server *sv, const struct fuse_buf *buf)

@@ -13,6 +13,8 @@
 
 struct server {
 	struct notifier *notifier;
+	struct inflight *inflight; /* the requests in hand (NULL: not kept) */
+	struct inflight *replay;   /* a dead daemon's, answered by sessions taken up from it (NULL: none) */
 	GMutex lock;         /* guards everything below but requests */
 	GCond changed;       /* workers, respawn or a session's end changed */
 	int epoll_fd;
@@ -44,6 +46,7 @@ struct session {
 	struct fuse_session *se;
 	struct server *server;
 	gboolean resend; /* taken up from a dead daemon: resend on serving */
+	guint64 key;     /* inflight_key: whose requests in hand are its */
 	/* Under server->lock from session_start on: */
 	guint64 id;        /* in server->by_id while served (0: not yet) */
 	unsigned busy;     /* workers reading or answering a request of it */

@@ -4,6 +4,8 @@
 
 #include "cleanup.h"
 #include "control.h"
+#include "faults.h"
+#include "inflight.h"
 #include "view.h"
 
 #include <errno.h>
@@ -33,20 +35,32 @@ struct session *session_new(struct server *sv, struct view *view, struct pidwatc
 	return s;
 }
 
+/* A request taken is kept until it is answered (inflight.h).
+ * userdata: the session's ops_state, its first member. */
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
-	return read(fd, buf, len);
+	const struct session *s = userdata;
+	ssize_t n = read(fd, buf, len);
+	if (n > 0)
+		inflight_taken(s->server->inflight, s->key, buf, (size_t)n);
+	if (n >= (ssize_t)sizeof(struct fuse_in_header) && ((struct fuse_in_header *)buf)->opcode == FUSE_READ &&
+	    fault_armed())
+		fault_point("read-taken"); /* a daemon dying with a read in hand */
+	return n;
 }
 
 /* Answers go straight to the kernel, notifications (unique 0) through
- * the notifier. userdata: the session's ops_state, its first member. */
+ * the notifier. */
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	const struct session *s = userdata;
 	const struct fuse_out_header *h = iov[0].iov_base;
 	if (count > 0 && iov[0].iov_len >= sizeof(*h) && h->unique == 0)
 		return notifier_writev(s->server->notifier, fd, iov, count);
-	return writev(fd, iov, count);
+	ssize_t n = writev(fd, iov, count);
+	if (count > 0 && iov[0].iov_len >= sizeof(*h))
+		inflight_answered(s->server->inflight, h->unique);
+	return n;
 }
 
 void session_batch_notifications(struct session *s, gboolean on)
@@ -119,31 +133,57 @@ int session_take_up(struct session *s, int fuse_fd, unsigned proto_minor, gboole
 /* FUSE 7.40 (Linux 6.9); older headers lack it. */
 #define NOTIFY_RESEND 7
 
-void session_resend(struct session *s)
+gboolean session_resend(struct session *s)
 {
-	static gint said;
 	const struct fuse_out_header h = { .len = sizeof(h), .error = NOTIFY_RESEND, .unique = 0 };
-	/* What the kernel can do, said once (at every takeover from a keeper,
-	 * on every view, it is the same): the daemon taken from may have left
-	 * none (a stop with --keep-views-on-stop answers what it took). */
-	if (write(fuse_session_fd(s->se), &h, sizeof(h)) != (ssize_t)sizeof(h) && !g_atomic_int_exchange(&said, 1))
-		g_message("this kernel cannot resend the requests a dead daemon had taken (%s; Linux 6.9 can): "
-			  "any such request waits until its caller is killed", g_strerror(errno));
+	return write(fuse_session_fd(s->se), &h, sizeof(h)) == (ssize_t)sizeof(h);
 }
+
+/* One request the dead daemon had taken, answered here as if read now. */
+static void answer_kept(void *data, const struct fuse_in_header *req, size_t len)
+{
+	struct session *s = data;
+	if (len == 0) { /* only its header was kept */
+		const struct fuse_out_header h = { .len = sizeof(h), .error = -EIO, .unique = req->unique };
+		(void)!write(fuse_session_fd(s->se), &h, sizeof(h));
+		return;
+	}
+	const struct fuse_buf buf = { .size = len, .mem = (void *)req };
+	fuse_session_process_buf(s->se, &buf);
+}
+
+/* The requests of s that the dead daemon had taken, which this kernel
+ * cannot resend: answered by a thread of their own (as a worker, it acts
+ * as their callers), while the workers serve s. */
+static gpointer answer_taken(gpointer data)
+{
+	struct session *s = data;
+	inflight_each(s->server->replay, s->key, answer_kept, s);
+	return NULL;
+}
+
+/* Said once (every view taken up is the same). */
+static gint unanswerable_said;
 
 int session_start(struct session *s, session_ended_fn ended, void *data)
 {
 	int fd = fuse_session_fd(s->se);
 
+	s->key = inflight_key(session_ns_fd(s));
 	/* Even if it is not served here: whoever serves it next needs them. */
-	if (s->resend)
-		session_resend(s);
+	gboolean resent = s->resend && session_resend(s);
 	/* Workers only read what epoll said is there, but a request can go
 	 * (its caller interrupted) before it is read. */
 	int flags = fcntl(fd, F_GETFL);
 	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
 		return -errno;
-	return server_add(s->server, s, ended, data);
+	int r = server_add(s->server, s, ended, data);
+	if (r == 0 && s->resend && !resent && s->server->replay)
+		g_thread_join(g_thread_new("answer-taken", answer_taken, s));
+	else if (r == 0 && s->resend && !resent && !g_atomic_int_exchange(&unanswerable_said, 1))
+		g_warning("this kernel cannot resend the requests a dead daemon had taken (Linux 6.9 can), and that "
+			  "daemon kept none for the next: any such request waits until its caller is killed");
+	return r;
 }
 
 /* session_serve's end callback. */

@@ -37,6 +37,15 @@ void server_resume(struct server *sv);
  * -ECANCELED. FALSE if a worker is still answering after 10 s. */
 gboolean server_drain(struct server *sv);
 
+/* The memfd of the requests in hand (inflight.h), for the keeper: -1 if
+ * none are kept. */
+int server_inflight_fd(struct server *sv);
+/* fd (taken; -1: none): the requests in hand of the dead daemon whose
+ * keeper the sessions are taken from, answered by each one taken up with
+ * resend where the kernel cannot resend them. Before any such session
+ * starts. */
+void server_answer_taken_from(struct server *sv, int fd);
+
 /* cgprocfs_requests_total, by operation, over every session (Prometheus text). */
 void server_render_stats(struct server *sv, GString *out);
 
@@ -61,8 +70,9 @@ int session_mount(struct session *s, const char *mountpoint);
  * answered (once this session serves). 0 or -errno. */
 int session_take_up(struct session *s, int fuse_fd, unsigned proto_minor, gboolean resend);
 /* Have the kernel send again the requests that a daemon which died (or
- * was stopped) had taken from s and not answered. */
-void session_resend(struct session *s);
+ * was stopped) had taken from s and not answered: FALSE if it cannot
+ * (before Linux 6.9). */
+gboolean session_resend(struct session *s);
 
 /* How a session ended: 0 (its mount went away, or session_exit),
  * -ECANCELED (drained), or -errno. Called once, by a worker or by the

@@ -105,6 +105,8 @@ gboolean takeover_take(struct daemon *d, GError **error)
 		r = 0;
 	if (r < 0)
 		g_prefix_error(error, "cannot take over %s: ", cfg->mountpoint);
+	else if (d->from_keeper)
+		server_answer_taken_from(d->server, steal_fd(&d->ho.inflight));
 	return r == 0;
 }
 
@@ -156,6 +158,7 @@ static int keep_all(struct daemon *d, GError **error)
 {
 	/* INIT was answered by now (the .real mount, or the one before). */
 	keeper_keep(d->keeper, 0, session_proto_minor(d->host), session_fuse_fd(d->host), -1);
+	keeper_keep_inflight(d->keeper, server_inflight_fd(d->server));
 	containers_keep_all(d->containers);
 	if (d->sysinfo)
 		sysinfo_listener_keep_all(d->sysinfo);

@@ -1,0 +1,165 @@
+/* Requests taken and not answered, in shared memory (inflight.h). */
+#include "inflight.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* More than the workers of any daemon have in hand at once. */
+#define SLOTS 128
+/* Every request this file system answers but a long write fits. */
+#define SLOT_BYTES 4096
+#define MAGIC UINT64_C(0x6367696e666c3031) /* "cginfl01" */
+/* A slot being filled: not to be taken, nor answered. */
+#define FILLING UINT64_MAX
+
+struct slot {
+	guint64 unique; /* 0: free; published last, once the rest is written */
+	guint64 key;
+	guint32 len;    /* the request's; 0 if only its header is here */
+	guint32 pad;
+	union {
+		struct fuse_in_header header;
+		unsigned char bytes[SLOT_BYTES];
+	} req;
+};
+
+struct table {
+	guint64 magic;
+	guint64 slots;
+	struct slot slot[SLOTS];
+};
+
+struct inflight {
+	int fd;
+	struct table *t;
+};
+
+/* The slot this thread filled last: where its answer is looked for first. */
+static __thread unsigned last_slot;
+
+static struct inflight *map(int fd)
+{
+	void *p = mmap(NULL, sizeof(struct table), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return NULL;
+	}
+	struct inflight *f = g_new(struct inflight, 1);
+	*f = (struct inflight){ .fd = fd, .t = p };
+	return f;
+}
+
+struct inflight *inflight_new(void)
+{
+	int fd = memfd_create("cgprocfs-inflight", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, sizeof(struct table)) < 0) {
+		g_warning("cannot keep the requests in hand for a daemon after this one (%s): if it dies, on Linux "
+			  "before 6.9 they wait until their callers are killed", g_strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	struct inflight *f = map(fd);
+	if (f) {
+		f->t->magic = MAGIC;
+		f->t->slots = SLOTS;
+	}
+	return f;
+}
+
+struct inflight *inflight_adopt(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_size != (off_t)sizeof(struct table)) {
+		close(fd);
+		return NULL;
+	}
+	struct inflight *f = map(fd);
+	if (f && (f->t->magic != MAGIC || f->t->slots != SLOTS)) {
+		inflight_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+void inflight_free(struct inflight *f)
+{
+	if (!f)
+		return;
+	munmap(f->t, sizeof(struct table));
+	close(f->fd);
+	g_free(f);
+}
+
+int inflight_fd(const struct inflight *f)
+{
+	return f ? f->fd : -1;
+}
+
+guint64 inflight_key(int ns_fd)
+{
+	struct stat st;
+	return ns_fd >= 0 && fstat(ns_fd, &st) == 0 ? (guint64)st.st_ino : 0;
+}
+
+/* Whether the kernel waits for an answer to a request of opcode. */
+static gboolean answered_op(guint32 opcode)
+{
+	return opcode != FUSE_FORGET && opcode != FUSE_BATCH_FORGET && opcode != FUSE_INTERRUPT &&
+	       opcode != FUSE_NOTIFY_REPLY && opcode != FUSE_INIT && opcode != FUSE_DESTROY;
+}
+
+void inflight_taken(struct inflight *f, guint64 key, const void *req, size_t len)
+{
+	const struct fuse_in_header *h = req;
+	if (!f || len < sizeof(*h) || h->unique == 0 || !answered_op(h->opcode))
+		return;
+	for (unsigned i = 0; i < SLOTS; i++) {
+		unsigned n = (last_slot + i) % SLOTS;
+		struct slot *s = &f->t->slot[n];
+		guint64 free_slot = 0;
+		if (!__atomic_compare_exchange_n(&s->unique, &free_slot, FILLING, FALSE, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
+			continue;
+		s->key = key;
+		s->len = len <= SLOT_BYTES ? (guint32)len : 0;
+		memcpy(s->req.bytes, req, len <= SLOT_BYTES ? len : sizeof(*h));
+		__atomic_store_n(&s->unique, h->unique, __ATOMIC_RELEASE);
+		last_slot = n;
+		return;
+	}
+}
+
+void inflight_answered(struct inflight *f, guint64 unique)
+{
+	if (!f || unique == 0)
+		return;
+	for (unsigned i = 0; i < SLOTS; i++) {
+		struct slot *s = &f->t->slot[(last_slot + i) % SLOTS];
+		if (__atomic_load_n(&s->unique, __ATOMIC_RELAXED) == unique) {
+			__atomic_store_n(&s->unique, 0, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+}
+
+void inflight_each(struct inflight *f, guint64 key, inflight_fn fn, void *data)
+{
+	for (unsigned i = 0; f && i < SLOTS; i++) {
+		struct slot *s = &f->t->slot[i];
+		guint64 unique = __atomic_load_n(&s->unique, __ATOMIC_ACQUIRE);
+		if (unique == 0 || unique == FILLING || s->key != key)
+			continue;
+		/* A copy: the slot is another process's memory, and aligned
+		 * as libfuse wants a request. */
+		const size_t kept = s->len ? s->len : sizeof(struct fuse_in_header);
+		g_autofree struct fuse_in_header *req = g_malloc(kept);
+		memcpy(req, s->req.bytes, kept);
+		if (req->unique == unique && (s->len == 0 || req->len == s->len))
+			fn(data, req, s->len);
+		__atomic_store_n(&s->unique, 0, __ATOMIC_RELEASE);
+	}
+}

@@ -1,0 +1,37 @@
+/* The requests a daemon has taken from the kernel and not answered yet,
+ * kept in memory it shares with its keeper (a memfd the keeper holds), so
+ * that a daemon taking over from the keeper of one that died answers
+ * them. Linux 6.9 and later resend them on request (session_resend);
+ * before, the kernel keeps them as taken, and their callers would wait
+ * until killed. Each is kept whole in a slot (a request longer than a
+ * slot, its header only: it is answered EIO); a daemon with every slot
+ * in use keeps no more until one is answered. Only requests that get an
+ * answer are kept (not FORGET, INTERRUPT, NOTIFY_REPLY). */
+#pragma once
+
+#include <glib.h>
+#include <linux/fuse.h>
+
+struct inflight;
+
+/* This daemon's: NULL if no memfd could be made (said once). */
+struct inflight *inflight_new(void);
+/* A dead daemon's, from its keeper: takes fd; NULL if fd is not one. */
+struct inflight *inflight_adopt(int fd);
+void inflight_free(struct inflight *f);
+/* The memfd, for the keeper (-1 for NULL). */
+int inflight_fd(const struct inflight *f);
+
+/* The key of a session: its pid namespace's inode, 0 for the host's
+ * (ns_fd -1); the same in every daemon. */
+guint64 inflight_key(int ns_fd);
+/* req (len bytes, a request as read from /dev/fuse) was taken for the
+ * session of key; f may be NULL. */
+void inflight_taken(struct inflight *f, guint64 key, const void *req, size_t len);
+/* The request unique was answered (by this thread, mostly). */
+void inflight_answered(struct inflight *f, guint64 unique);
+
+/* Each request of key's session still unanswered in f: fn(data, req,
+ * len), len the whole request's, or 0 if only its header was kept. */
+typedef void (*inflight_fn)(void *data, const struct fuse_in_header *req, size_t len);
+void inflight_each(struct inflight *f, guint64 key, inflight_fn fn, void *data);

@@ -105,6 +105,17 @@ static gint injected_failures;
 /* This thread's own: a restore failed on it. Until one succeeds, it acts
  * as nobody (every caller_* call is -EIO). */
 static __thread gboolean unrestored;
+static __thread pid_t serving;
+
+void caller_set_serving(pid_t tid)
+{
+	serving = tid;
+}
+
+pid_t caller_serving(void)
+{
+	return serving;
+}
 
 /* Give this thread the daemon's capabilities, groups and filesystem ids
  * back. 0 or -EIO. */

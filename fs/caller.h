@@ -29,6 +29,12 @@ struct caller_status {
 	GArray *groups; /* gid_t */
 };
 
+/* The thread whose request this thread serves now (0: none, as in a
+ * background thread): set for each request. It waits for the answer, and
+ * may not be asleep yet when the daemon looks at it (fs/loadavg.c). */
+void caller_set_serving(pid_t tid);
+pid_t caller_serving(void);
+
 /* Parse status text. 0 or -EINVAL; ret->groups is set on success. */
 int caller_parse_status(const char *text, size_t len, struct caller_status *ret);
 

@@ -1,5 +1,7 @@
 #include "loadavg.h"
 
+#include "caller.h"
+
 #include "dirwalk.h"
 #include "procfile.h"
 
@@ -85,6 +87,7 @@ struct count {
 	struct loadavgs *l;
 	int dirfd;
 	struct tally tally;
+	pid_t asking;     /* caller_serving(): not counted as running or blocked */
 	pid_t newest_tid; /* the newest thread, as the daemon numbers it */
 	uint64_t newest_start;
 };
@@ -104,8 +107,12 @@ static void count_threads(struct count *c, const char *dir)
 		    procfile_pid_stat(c->l->proc_fd, (pid_t)tid, &st) < 0)
 			continue;
 		c->tally.total++;
-		c->tally.running += st.state == 'R';
-		c->tally.active += st.state == 'R' || st.state == 'D';
+		/* The reader this answers for waits for it (between queueing
+		 * its request and sleeping it may still show R). */
+		if ((pid_t)tid != c->asking) {
+			c->tally.running += st.state == 'R';
+			c->tally.active += st.state == 'R' || st.state == 'D';
+		}
 		if (st.start_time > c->newest_start || (st.start_time == c->newest_start && tid > (guint64)c->newest_tid)) {
 			c->newest_start = st.start_time;
 			c->newest_tid = (pid_t)tid;
@@ -142,7 +149,7 @@ static gboolean sample(struct loadavgs *l, const char *group, struct tally *ret)
 	g_autofree char *dir = cgroup_relative_dir(l->h, group);
 	if (!dir || (strcmp(dir, ".") != 0 && faccessat(l->h->root_fd, dir, F_OK, 0) < 0))
 		return FALSE;
-	struct count c = { l, l->h->root_fd, { 0, 0, 0, 0 }, 0, 0 };
+	struct count c = { l, l->h->root_fd, { 0, 0, 0, 0 }, caller_serving(), 0, 0 };
 	count_subtree(&c, dir);
 	guint levels;
 	if (c.newest_tid && procfile_nspid(l->proc_fd, c.newest_tid, &levels, &c.tally.newest) < 0)

@@ -15,6 +15,7 @@ static struct ops_state *state(fuse_req_t req)
 static struct caller req_caller(fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	caller_set_serving(ctx->pid);
 	return (struct caller){
 		.tid = ctx->pid,
 		.uid = ctx->uid,

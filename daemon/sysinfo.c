@@ -264,6 +264,10 @@ static int answer(struct sysinfo_listener *l, struct notify *n, int notify_fd, i
 	int r = ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0 ? -errno : 0;
 	if (r == 0)
 		r = answer_of(l, n, (pid_t)req->pid, &s);
+	/* Again, just before the write: a caller interrupted while the
+	 * answer was made runs on, and its buffer may be in use again. */
+	if (r == 0 && ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)
+		r = -errno;
 	if (r == 0 && pwrite(mem, &s, sizeof(s), (off_t)req->data.args[0]) != (ssize_t)sizeof(s))
 		r = -EFAULT;
 	return r;
@@ -334,6 +338,9 @@ static gboolean handle_lxc_request(struct sysinfo_listener *l, struct notify *n,
 	size_t n_fds = c && c->cmsg_type == SCM_RIGHTS ? (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) : 0;
 	if (n_fds)
 		memcpy(fds, CMSG_DATA(c), MIN(n_fds, (size_t)LXC_FDS) * sizeof(int));
+	/* Room is rounded up: one more fd than LXC sends can come. */
+	for (size_t i = LXC_FDS; i < n_fds; i++)
+		close(((int *)CMSG_DATA(c))[i]);
 	gboolean whole = got >= (ssize_t)(sizeof(msg) + sizeof(req) + sizeof(resp)) && n_fds == LXC_FDS &&
 			 msg.sizes.seccomp_notif == k->seccomp_notif && msg.sizes.seccomp_notif_resp == k->seccomp_notif_resp &&
 			 msg.sizes.seccomp_data == k->seccomp_data;
@@ -342,7 +349,11 @@ static gboolean handle_lxc_request(struct sysinfo_listener *l, struct notify *n,
 		respond(l, &req, r, &resp);
 	}
 	struct msghdr out = { .msg_iov = iov, .msg_iovlen = whole ? 3 : 0 };
-	gboolean sent = sendmsg(n->fd, &out, MSG_NOSIGNAL) >= 0;
+	/* Never waiting: a peer that does not read its answers is dropped
+	 * (it would hold every container's sysinfo here). */
+	gboolean sent = sendmsg(n->fd, &out, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0;
+	if (!sent && errno == EAGAIN)
+		g_warning("dropped an LXC monitor's connection that does not read its answers");
 	for (size_t i = 0; i < MIN(n_fds, (size_t)LXC_FDS); i++)
 		close(fds[i]);
 	return sent;

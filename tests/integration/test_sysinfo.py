@@ -7,6 +7,7 @@ peer that is not root, or one that sends no fd, changes nothing.
 
 Needs what test_containers needs (runc, a static busybox, the hook)."""
 
+import array
 import contextlib
 import json
 import os
@@ -211,6 +212,42 @@ def make_tests(d, lab):
         with open(os.path.join(d.proc, "meminfo")) as f:
             check("MemTotal" in f.read(), "the view stopped serving")
         check(d.process.poll() is None, "the daemon exited", d.log())
+
+    def fd_count(pid):
+        return len(os.listdir("/proc/%d/fd" % pid))
+
+    @test("LXC's socket (.lxc): a root peer that sends messages with 4 fds leaks none of them in the daemon, and "
+          "one that never reads its answers is dropped: a container's sysinfo calls are answered meanwhile")
+    def _():
+        path = listener_path(d)[:-len(".seccomp")] + ".lxc"
+        fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(4)]
+        before = fd_count(d.process.pid)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.connect(path)
+            for _ in range(200):
+                s.sendmsg([b"x" * 200], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())])
+                s.recv(4096)  # its (empty) answer
+        for fd in fds:
+            os.close(fd)
+        check(cgtest.wait_until(lambda: fd_count(d.process.pid) <= before + 2, timeout=5),
+              "the daemon holds %d fds after 200 messages of 4, %d before" % (fd_count(d.process.pid), before))
+        mute = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        mute.connect(path)
+        mute.setblocking(False)
+        sent = 0
+        with contextlib.suppress(BlockingIOError):
+            for _ in range(100000):
+                mute.send(b"y" * 64)
+                sent += 1
+        try:
+            with Container(lab, "exec sysinfo-probe %d 10000" % LIMIT, edit=notify(d, ["sysinfo"])) as c:
+                c.start_detached()
+                check(cgtest.wait_until(lambda: calls(c)[0] >= 100, timeout=20),
+                      "a container's sysinfo calls were not answered while a peer that never reads had sent %d "
+                      "messages" % sent, calls(c))
+                check_calls([c])
+        finally:
+            mute.close()
 
     def calls(c):
         """The last "calls failed other" line a looping container printed."""

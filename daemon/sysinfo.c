@@ -140,11 +140,14 @@ static void take_connection(struct sysinfo_listener *l, int conn)
 {
 	if (!peer_is_root(conn))
 		return;
-	struct timeval limit = { .tv_sec = 1 };
-	setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+	/* A second for the whole state, however it trickles in: the listener
+	 * answers every container's sysinfo meanwhile. */
+	const gint64 deadline = g_get_monotonic_time() + G_USEC_PER_SEC;
 	g_autoptr(GString) state = g_string_new(NULL);
 	g_autoptr(GArray) fds = g_array_new(FALSE, FALSE, sizeof(int));
-	for (;;) {
+	for (gint64 left; (left = deadline - g_get_monotonic_time()) > 0;) {
+		struct timeval limit = { .tv_sec = left / G_USEC_PER_SEC, .tv_usec = left % G_USEC_PER_SEC };
+		setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
 		char data[4096];
 		union {
 			struct cmsghdr h;

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
@@ -248,6 +249,23 @@ def make_tests(d, lab):
                 check_calls([c])
         finally:
             mute.close()
+
+    @test("the runtimes' socket (.seccomp): a root peer that sends its state a byte every half second holds the "
+          "listener at most a second; a container's sysinfo calls go on meanwhile")
+    def _():
+        with Container(lab, "exec sysinfo-probe %d 10000" % LIMIT, edit=notify(d, ["sysinfo"])) as c:
+            c.start_detached()
+            check(cgtest.wait_until(lambda: calls(c)[0] >= 100, timeout=20), "the container made no calls", calls(c))
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(listener_path(d))
+                seen = calls(c)[0]
+                for _ in range(12):  # 6 s of a trickle
+                    with contextlib.suppress(OSError):
+                        s.send(b"{")
+                    time.sleep(0.5)
+                during = calls(c)[0] - seen
+            check(during >= 200, "%d sysinfo calls answered in the 6 s a peer trickled its state" % during)
+            check_calls([c])
 
     def calls(c):
         """The last "calls failed other" line a looping container printed."""

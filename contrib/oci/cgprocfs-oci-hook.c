@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -134,6 +135,7 @@ struct part {
 	const char *sub;
 	const char *target;
 	gboolean optional;
+	int target_fd; /* where to mount it, if not at target (-1) */
 };
 
 /* A clone of each part of view (the daemon's detached mount) in
@@ -164,10 +166,38 @@ static int clone_parts(int view, const char *stage, const struct part *parts, si
 	return r;
 }
 
-/* Move tree (a clone) to target: 0 or -errno. */
-static int put(int tree, const char *target)
+/* Move tree (a clone) to target (or target_fd, if not -1): 0 or -errno. */
+static int put(int tree, const char *target, int target_fd)
 {
-	return move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno : 0;
+	int r = target_fd >= 0 ? move_mount(tree, "", target_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
+			       : move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH);
+	return r < 0 ? -errno : 0;
+}
+
+/* rootfs/sys/devices/system/cpu, walked with no link followed (the
+ * image's links would lead the mount anywhere: with no /sys mount, sys/
+ * is the image's own), if it is sysfs: an O_PATH fd, else -1 (said once
+ * where it is there but not sysfs). */
+static int sysfs_cpu_dir(const char *rootfs)
+{
+	static const char *const names[] = { "sys", "devices", "system", "cpu" };
+	int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (size_t i = 0; fd >= 0 && i < G_N_ELEMENTS(names); i++) {
+		int next = openat(fd, names[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int err = errno;
+		close(fd);
+		fd = next;
+		if (fd < 0 && err != ENOENT)
+			say("no CPU view: %s/sys/devices/system/cpu is not a directory of the container's own "
+			    "(%s at %s)", rootfs, g_strerror(err), names[i]);
+	}
+	struct statfs sfs;
+	if (fd >= 0 && (fstatfs(fd, &sfs) < 0 || sfs.f_type != SYSFS_MAGIC)) {
+		say("no CPU view: %s/sys/devices/system/cpu is not sysfs", rootfs);
+		close(fd);
+		fd = -1;
+	}
+	return fd;
 }
 
 static void close_all(int *fds, size_t n)
@@ -181,7 +211,7 @@ static void close_all(int *fds, size_t n)
  * real_tree (the container's own procfs) at proc/.real, or only
  * cpuinfo and stat (--mode files); and the CPU directory over cpu if
  * the container has one. 0 (give_up's when it could not). */
-static int place_view(int view, int real_tree, const char *proc, const char *cpu)
+static int place_view(int view, int real_tree, const char *proc, const char *cpu, int cpu_fd)
 {
 	g_autofree char *cpuinfo = g_build_filename(proc, "cpuinfo", NULL);
 	g_autofree char *stat = g_build_filename(proc, "stat", NULL);
@@ -189,13 +219,13 @@ static int place_view(int view, int real_tree, const char *proc, const char *cpu
 	struct part parts[3];
 	size_t n = 0;
 	if (files_mode) {
-		parts[n++] = (struct part){ "proc/cpuinfo", cpuinfo, FALSE };
-		parts[n++] = (struct part){ "proc/stat", stat, FALSE };
+		parts[n++] = (struct part){ "proc/cpuinfo", cpuinfo, FALSE, -1 };
+		parts[n++] = (struct part){ "proc/stat", stat, FALSE, -1 };
 	} else {
-		parts[n++] = (struct part){ "proc", proc, FALSE };
+		parts[n++] = (struct part){ "proc", proc, FALSE, -1 };
 	}
-	if (access(cpu, F_OK) == 0)
-		parts[n++] = (struct part){ "sys/devices/system/cpu", cpu, TRUE };
+	if (cpu_fd >= 0)
+		parts[n++] = (struct part){ "sys/devices/system/cpu", cpu, TRUE, cpu_fd };
 	int trees[G_N_ELEMENTS(parts)] = { -1, -1, -1 };
 	const struct part *failed;
 	int r = clone_parts(view, proc, parts, n, trees, &failed);
@@ -206,7 +236,7 @@ static int place_view(int view, int real_tree, const char *proc, const char *cpu
 		return give_up("cannot take %s of the view: %s", failed->sub, g_strerror(-r));
 	}
 	for (size_t i = 0; i < n; i++) {
-		r = trees[i] < 0 ? trees[i] : put(trees[i], parts[i].target);
+		r = trees[i] < 0 ? trees[i] : put(trees[i], parts[i].target, parts[i].target_fd);
 		if (r < 0 && parts[i].optional) {
 			say("cannot mount the CPU view on %s: %s", cpu, g_strerror(-r));
 		} else if (r < 0) {
@@ -215,7 +245,7 @@ static int place_view(int view, int real_tree, const char *proc, const char *cpu
 		}
 	}
 	close_all(trees, n);
-	if (!files_mode && (r = put(real_tree, real)) < 0) {
+	if (!files_mode && (r = put(real_tree, real, -1)) < 0) {
 		/* a view without its .real would break the container */
 		umount2(proc, MNT_DETACH);
 		return give_up("cannot mount the container's procfs at %s: %s", real, g_strerror(-r));
@@ -295,7 +325,11 @@ static int run(const char *state_text)
 	if (view < 0)
 		return give_up("%s", error->message);
 	fault_point("attach-got");
-	return place_view(view, real_tree, proc, cpu);
+	int cpu_fd = sysfs_cpu_dir(rootfs);
+	int r = place_view(view, real_tree, proc, cpu, cpu_fd);
+	if (cpu_fd >= 0)
+		close(cpu_fd);
+	return r;
 }
 
 int main(int argc, char **argv)

@@ -940,7 +940,10 @@ def make_tests(d, lab):
 
     @test("runc: psutil's suite in a container fails, with the view, only what the 1-CPU view explains")
     def _():
-        suite = "exec %s -m unittest %s" % (cgtest.PYTHON, " ".join(PSUTIL_MODULES))
+        # Not exec'd: as PID 1 the runner would be the reaper of the
+        # grandchild test_wait_non_children orphans, and waitpid would
+        # answer for it (racing its parent's end), with or without the view.
+        suite = "%s -m unittest %s" % (cgtest.PYTHON, " ".join(PSUTIL_MODULES))
 
         def run(name, hook):
             with Container(lab, suite, hook=hook, edit=host_python) as c:
@@ -1174,6 +1177,24 @@ def make_tests(d, lab):
                   "got: %r" % text, "expected one line with %r and 'real /proc'" % words)
             check_equal(section(sections(result[1]), "processors", result).strip(), str(host),
                         "grep -c ^processor /proc/cpuinfo (%s)" % where)
+
+    @test("runc with no /sys mount, the image's sys/devices/system/cpu a link to ../../../etc: the hook mounts "
+          "no CPU view through the link (the container's /etc is its own) and says why in one line")
+    def _():
+        def no_sys(config):
+            config["mounts"] = [m for m in config["mounts"] if m["destination"] != "/sys"]
+        probe = VIEW_MARK + "echo @@etc; ls /etc\n"
+        with Container(lab, probe, capture_hook=True, edit=no_sys) as c:
+            root = os.path.join(c.bundle, "rootfs")
+            os.makedirs(os.path.join(root, "etc"))
+            open(os.path.join(root, "etc", "marker"), "w").close()
+            os.makedirs(os.path.join(root, "sys", "devices", "system"))
+            os.symlink("../../../etc", os.path.join(root, "sys", "devices", "system", "cpu"))
+            secs, result = c.run_ok("the probe with a linked CPU directory")
+            text, rc = c.hook_output()
+        check_view_in_place(secs, result)
+        check_equal(section(secs, "etc", result).split(), ["marker"], "the container's /etc (its own)")
+        check(rc == 0 and "no CPU view" in (text or ""), "the hook's exit status and stderr: %s %r" % (rc, text))
 
     # 7. ---------------------------------------------------------------
 

@@ -14,6 +14,10 @@
 #define DAEMON_DEFAULT_MOUNTPOINT "/var/lib/cgprocfs"
 #define DAEMON_CONTROL_DIR "/run/cgprocfs"
 
+/* The content classes' key of the mountpoint whose key file is path
+ * (classkey.c): read, or made and kept there. */
+void classkey_load(const char *path);
+
 struct daemon_config {
 	const char *mountpoint;    /* absolute, canonical */
 	const char *fuse_options;  /* extra -o options for the FUSE mount, or NULL */

@@ -218,6 +218,8 @@ static int serve(const struct options *o)
 		socket_path = socket_for(mountpoint);
 		keeper_path = g_strconcat(socket_path, ".keeper", NULL);
 	}
+	g_autofree char *key_path = g_strconcat(socket_path, ".key", NULL);
+	classkey_load(key_path);
 	g_autofree char *joined = o->fuse_opts ? g_strjoinv(",", o->fuse_opts) : NULL;
 	raise_fd_limit();
 	const struct daemon_config cfg = {

@@ -1,6 +1,6 @@
 #include "cputime.h"
 
-#include "hash.h"
+#include "classhash.h"
 #include "ino.h"
 #include "procfile.h"
 #include "scope.h"
@@ -43,9 +43,7 @@ void cputime_key_unref(gpointer key)
 
 static uint64_t hash_key(const char *what, const uint64_t *head, size_t n, const char *group)
 {
-	uint64_t h = hash_fnv(hash_fnv(HASH_FNV_START, what, strlen(what)), head, n * sizeof(head[0]));
-	h = hash_fnv(h, group, strlen(group)) & INO_SERVED_CLASS_MASK;
-	return h ? h : 1;
+	return classhash(what, head, n * sizeof(head[0]), group, strlen(group));
 }
 
 /* uptime: the namespace's epoch, the CPUs and the CPU time of the cgroup. */

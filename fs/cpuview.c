@@ -1,7 +1,7 @@
 #include "cpuview.h"
 
 #include "classes.h"
-#include "hash.h"
+#include "classhash.h"
 #include "ino.h"
 #include "procfile.h"
 #include "reports.h"
@@ -207,11 +207,7 @@ static uint64_t map_class(const struct cpu_map *m)
 {
 	/* What the map shows: the host's files, or these CPUs. */
 	const unsigned head[2] = { m->is_host, m->count };
-	uint64_t h = hash_fnv(HASH_FNV_START, head, sizeof(head));
-	if (!m->is_host)
-		h = hash_fnv(h, m->host, m->count * sizeof(m->host[0]));
-	h &= INO_SERVED_CLASS_MASK;
-	return h ? h : 1;
+	return classhash("cpus:", head, sizeof(head), m->host, m->is_host ? 0 : m->count * sizeof(m->host[0]));
 }
 
 /* ----------------------------------------------------------- renderers -- */

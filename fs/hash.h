@@ -1,5 +1,6 @@
 /* FNV-1a, 64 bits: a hash that is the same in every process and build, for
- * numbers the kernel keeps across daemons (fs/names.c, content classes). */
+ * numbers the kernel keeps across daemons (fs/names.c; content classes are
+ * keyed, fs/classhash.h). */
 #pragma once
 
 #include <stddef.h>

@@ -1,7 +1,7 @@
 #include "iogroups.h"
 
 #include "diskview.h"
-#include "hash.h"
+#include "classhash.h"
 #include "ino.h"
 #include "procfile.h"
 #include "scope.h"
@@ -85,9 +85,7 @@ struct deciders *iogroups_pressure_deciders(struct iogroups *g)
 
 static uint64_t class_of(const char *prefix, const char *group)
 {
-	uint64_t h = hash_fnv(HASH_FNV_START, prefix, strlen(prefix));
-	h = hash_fnv(h, group, strlen(group)) & INO_SERVED_CLASS_MASK;
-	return h ? h : 1;
+	return classhash(prefix, NULL, 0, group, strlen(group));
 }
 
 uint64_t iogroups_disk_class(gconstpointer group)

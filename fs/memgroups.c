@@ -1,7 +1,7 @@
 #include "memgroups.h"
 
 #include "deciders.h"
-#include "hash.h"
+#include "classhash.h"
 #include "ino.h"
 #include "procfile.h"
 #include "reports.h"
@@ -46,9 +46,7 @@ void memgroups_free(struct memgroups *m)
 
 uint64_t memgroups_class(gconstpointer group)
 {
-	uint64_t h = hash_fnv(HASH_FNV_START, "memory:", 7);
-	h = hash_fnv(h, group, strlen(group)) & INO_SERVED_CLASS_MASK;
-	return h ? h : 1;
+	return classhash("memory:", NULL, 0, group, strlen(group));
 }
 
 static gpointer find_group(void *data, pid_t tid)

@@ -23,6 +23,9 @@ MEMORY = "/sys/fs/cgroup/memory"
 TOP = "cgprocfs-memtest-%d" % os.getpid()
 MIB = 1 << 20
 LIMIT = 256 * MIB
+# Two cgroup names (and their MiB) whose unkeyed memory classes were one.
+COLLIDE_TOP = "cgprocfs-collide"
+COLLIDING = (("chazh9ru85666", 128), ("c9f2stqsk4fiv", 384))
 SWAP = 64 * MIB
 
 # What a caller sees, as JSON: before and after touching 100 MiB.
@@ -263,6 +266,32 @@ def make_tests(d):
                              % (size, bad, reads, empty, out.split(maxsplit=3)[3:]))
         check(not wrong, "readers got another cgroup's meminfo", *wrong)
 
+    @test("two cgroups whose names a tenant chose so that their unkeyed classes are one (a 52-bit FNV-1a "
+          "collision) each see their own MemTotal, whichever reads first")
+    def _():
+        # Security review, issue 39 finding 3: a class was FNV-1a of the
+        # cgroup's path, so a tenant with a delegated subtree could name a
+        # cgroup into another's class and read (or set) its figures. The
+        # pair is tests/unit/test_classhash.c's; its paths are fixed, as
+        # the hash was of them.
+        g = state["groups"] = state.get("groups") or Groups()
+        top = g.make(COLLIDE_TOP) if not os.path.isdir(os.path.join(MEMORY, COLLIDE_TOP)) else None
+        if top is None:
+            g.made.append(os.path.join(MEMORY, COLLIDE_TOP))
+        seen, inodes = {}, {}
+        groups = [(name, g.make(os.path.join(COLLIDE_TOP, name), size * MIB)) for name, size in COLLIDING]
+        code = ("import os; p = '%s/proc/meminfo'; t = open(p).read(); "
+                "print(os.stat(p).st_ino, t.split()[1])" % d.mnt)
+        for name, group in groups + groups:
+            res = cgtest.run(cgtest.in_cgroups([group], [cgtest.PYTHON, "-c", code]))
+            ino, total = cgtest.check_ran(res, "meminfo read in " + name).split()
+            seen.setdefault(name, []).append(int(total) // 1024)
+            inodes[name] = ino
+        cgtest.diag("inodes: %s" % inodes)
+        wrong = ["%s (%d MiB): MemTotal %s MiB" % (name, size, seen[name])
+                 for name, size in COLLIDING if seen[name] != [size, size]]
+        check(not wrong, "a cgroup read the other's meminfo", *wrong)
+
     @test("no cgroup of the test is left")
     def _():
         g = state.pop("groups", None)
@@ -281,8 +310,9 @@ def main():
     try:
         cgtest.run_with_daemon(make_tests)
     finally:  # after a failure: whatever is left, children first
-        top = os.path.join(MEMORY, TOP)
-        cgtest.remove_cgroups([p for p, _, _ in os.walk(top, topdown=False)] if os.path.isdir(top) else [], MEMORY)
+        for top in (os.path.join(MEMORY, TOP), os.path.join(MEMORY, COLLIDE_TOP)):
+            cgtest.remove_cgroups([p for p, _, _ in os.walk(top, topdown=False)] if os.path.isdir(top) else [],
+                                  MEMORY)
 
 
 if __name__ == "__main__":

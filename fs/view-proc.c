@@ -4,6 +4,7 @@
  * caller. */
 #include "view-internal.h"
 
+#include "classhash.h"
 #include "cleanup.h"
 #include "delegate.h"
 #include "dirwalk.h"
@@ -15,6 +16,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Per-pid entries the daemon does not simply delegate. */
@@ -105,6 +107,50 @@ int proc_index_pid_entries(struct view *v)
 	return v->pid_entry_names->len < 2 ? -ENOENT : 0;
 }
 
+/* What decides who may read pid's served files, as the kernel checks it
+ * (ptrace_may_access): its ids, capabilities, user namespace, and whether
+ * it is dumpable (the owner of its directory). A setuid exec changes it;
+ * its files then get other inodes, so that the page cache an old reader's
+ * fd reads through (a private map, sendfile) never holds a text of the
+ * process the reader may no longer read. 0 if the process is gone. */
+static uint64_t access_tag(struct view *v, pid_t pid)
+{
+	char path[48];
+	g_autoptr(GBytes) text = NULL;
+	struct stat dir, ns;
+
+	snprintf(path, sizeof(path), "%d/status", (int)pid);
+	if (procfile_read_at(v->cfg.proc_fd, path, &text) < 0)
+		return 0;
+	snprintf(path, sizeof(path), "%d/ns/user", (int)pid);
+	gboolean has_ns = fstatat(v->cfg.proc_fd, path, &ns, 0) == 0;
+	snprintf(path, sizeof(path), "%d", (int)pid);
+	if (fstatat(v->cfg.proc_fd, path, &dir, 0) < 0)
+		return 0;
+	GString *decides = g_string_new(NULL);
+	const char *const fields[] = { "Uid:", "Gid:", "Groups:", "CapPrm:", "CapEff:", NULL };
+	gsize len;
+	const char *data = g_bytes_get_data(text, &len);
+	g_autofree char *status = g_strndup(data, len);
+	g_auto(GStrv) lines = g_strsplit(status, "\n", -1);
+	for (char **l = lines; *l; l++)
+		for (const char *const *f = fields; *f; f++)
+			if (g_str_has_prefix(*l, *f))
+				g_string_append_printf(decides, "%s\n", *l);
+	const uint64_t head[] = { dir.st_uid, dir.st_gid, has_ns ? ns.st_dev : 0, has_ns ? ns.st_ino : 0 };
+	uint64_t tag = classhash("access:", head, sizeof(head), decides->str, decides->len);
+	g_string_free(decides, TRUE);
+	return tag & ((UINT64_C(1) << INO_TAG_BITS) - 1);
+}
+
+/* The tag of a pid directory's entry of kind. */
+static uint64_t entry_tag(struct view *v, enum node_kind kind, pid_t pid, uint64_t dir_tag)
+{
+	if (kind == NODE_PID_MAGIC)
+		return (uint64_t)(guint)g_atomic_int_add(&v->magic_generation, 1);
+	return kind == NODE_PID_FILE ? dir_tag ^ access_tag(v, pid) : dir_tag;
+}
+
 /* The process behind a pid node, if it is still the one the node names:
  * -ENOENT once it is gone, -ESTALE once its pid is another process's. The
  * kernel then walks the path again, asking every name afresh (a walk that
@@ -117,7 +163,10 @@ static int pid_node_process(struct view *v, uint64_t ino, struct pid_stat *ret)
 	int r = procfile_pid_stat(v->cfg.proc_fd, ino_pid(ino), &st);
 	if (r < 0)
 		return r;
-	if (ino_process_tag(st.start_time) != ino_tag(ino))
+	uint64_t tag = ino_process_tag(st.start_time);
+	if (ino_kind(ino) == NODE_PID_FILE)
+		tag ^= access_tag(v, ino_pid(ino));
+	if (tag != ino_tag(ino))
 		return -ESTALE;
 	*ret = st;
 	return 0;
@@ -323,9 +372,7 @@ static int pid_dir_lookup(struct view *v, const struct caller *c, uint64_t paren
 		return 0;
 	}
 	enum node_kind kind = pid_entry_kind(name);
-	uint64_t tag = kind == NODE_PID_MAGIC ? (uint64_t)(guint)g_atomic_int_add(&v->magic_generation, 1)
-					      : ino_tag(parent);
-	ret->ino = ino_pid_make(kind, ino_pid(parent), index, tag);
+	ret->ino = ino_pid_make(kind, ino_pid(parent), index, entry_tag(v, kind, ino_pid(parent), ino_tag(parent)));
 	return 0;
 }
 
@@ -342,7 +389,7 @@ static void list_pid_entry(const struct dirent *de, void *data)
 	if (index == 0)
 		return;
 	enum node_kind kind = pid_entry_kind(de->d_name);
-	uint64_t tag = kind == NODE_PID_MAGIC ? 0 : ino_tag(l->parent);
+	uint64_t tag = kind == NODE_PID_MAGIC ? 0 : entry_tag(l->v, kind, ino_pid(l->parent), ino_tag(l->parent));
 	view_dirent_add(l->entries, de->d_name, ino_pid_make(kind, ino_pid(l->parent), index, tag),
 			kind == NODE_PID_FILE ? S_IFREG : S_IFLNK);
 }
@@ -414,9 +461,16 @@ static int pid_file_open(struct view *v, const struct caller *c, uint64_t ino, G
 	if (r < 0)
 		return r;
 	/* The memo's text is the same for every caller who may open it (the
-	 * open checks): the open tells the kernel its size, for sendfile. */
+	 * open checks): the open tells the kernel its size, for sendfile. A
+	 * process that exec'd meanwhile may be another's to read: its text
+	 * is not this inode's (the kernel looks the name up again). */
 	*ret_version = VIEW_FRESH;
-	return smaps_read(v->cfg.smaps, c, v->cfg.pid_ns, ino_pid(ino), st.start_time, ret);
+	r = smaps_read(v->cfg.smaps, c, v->cfg.pid_ns, ino_pid(ino), st.start_time, ret);
+	if (r == 0 && pid_node_process(v, ino, &st) < 0) {
+		g_clear_pointer(ret, g_bytes_unref);
+		return -ESTALE;
+	}
+	return r;
 }
 
 const struct kind_ops proc_pid_file_ops = {

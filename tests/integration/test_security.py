@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
@@ -217,7 +218,96 @@ def make_tests(d):
         check(not bad, "the view's access decision differs from the kernel's", *bad,
               "(daemon bug: caller credentials are emulated in the daemon's user namespace)")
 
+    @test("smaps_rollup of a process that exec'd a setuid program is another inode than before, and an fd "
+          "opened before never shows that program's figures, by sendfile or a private map")
+    def _():
+        # Security review, issue 39 finding 1: one inode per pid and start
+        # time held the texts of the process before and after a setuid
+        # exec; a text a root reader's open stored in its page cache (one
+        # longer than the inode's size) was what an old fd of the owner
+        # read through the cache (a private map; sendfile on Linux 6.5 to
+        # 6.17). The kernel answers such an fd ESRCH (its mm is gone).
+        out = exec_leak(d.proc)
+        check("error" not in out, "the nobody reader failed", out)
+        old, setuid, later = (rss_of(out[k]) for k in ("before", "root", "sendfile"))
+        cgtest.diag("Rss before the exec %s kB, the setuid program's %s kB; the old fd then read %s kB "
+                    "by sendfile, %s by a private map" % (old, setuid, later, rss_of(out["mmap"])))
+        check(setuid != old, "no test: the setuid program's Rss is the shell's", out)
+        check(later != setuid and rss_of(out["mmap"]) != setuid,
+              "the old fd read the setuid program's smaps_rollup", out)
+        check(out["ino"] != out["root_ino"], "one inode (%d) before and after the setuid exec: its page cache "
+              "may hold the setuid program's text for the fd opened before" % out["ino"])
+
     return t
+
+
+# The nobody reader of exec_leak: opens proc/<pid>/smaps_rollup, reads it
+# and maps it, then (told on stdin) reads the map and the fd by sendfile.
+EXEC_READER = r"""
+import json, mmap, os, sys
+path = sys.argv[1]
+fd = os.open(path, os.O_RDONLY)
+out = {"before": os.pread(fd, 65536, 0).decode(), "ino": os.fstat(fd).st_ino}
+size = os.fstat(fd).st_size
+m = mmap.mmap(fd, size, mmap.MAP_PRIVATE, mmap.PROT_READ) if size else None
+print("read", flush=True)
+sys.stdin.readline()
+try:
+    out["mmap"] = m[:].split(bytes(1))[0].decode() if m else ""
+    r, w = os.pipe()
+    n = os.sendfile(w, fd, 0, 65536)
+    out["sendfile"] = os.read(r, 65536).decode()
+except OSError as e:
+    out["error"] = str(e)
+print(json.dumps(out), flush=True)
+"""
+
+
+def rss_of(text):
+    for line in text.splitlines():
+        if line.startswith("Rss:"):
+            return int(line.split()[1])
+    return None
+
+
+def exec_leak(proc):
+    """A nobody shell that execs a setuid copy of python once a nobody
+    reader holds its smaps_rollup through the view at proc, and root read
+    it after the exec: what the reader's fd then gives."""
+    tmp = tempfile.mkdtemp(prefix="cgprocfs-setuid-")
+    os.chmod(tmp, 0o755)
+    suid = os.path.join(tmp, "python3")
+    shutil.copy(os.path.realpath(cgtest.PYTHON), suid)
+    os.chmod(suid, 0o4755)
+    # The program grows to 200 MiB: its text is longer than the shell's.
+    grow = "import time; b = bytes(200 << 20).replace(bytes(1), bytes([1])); time.sleep(60)"
+    sh = subprocess.Popen(DROP + ["sh", "-c", 'read x; exec "$0" -c "$1"', suid, grow],
+                          stdin=subprocess.PIPE, text=True, cwd="/")
+    reader = None
+    try:
+        path = os.path.join(proc, str(sh.pid), "smaps_rollup")
+        cgtest.wait_until(lambda: os.readlink("/proc/%d/exe" % sh.pid).endswith("/dash")
+                          or os.readlink("/proc/%d/exe" % sh.pid).endswith("/sh"))
+        reader = subprocess.Popen(DROP + [cgtest.PYTHON, "-c", EXEC_READER, path], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True, cwd="/")
+        check_equal(reader.stdout.readline().strip(), "read", "the reader's first read")
+        sh.stdin.write("go\n")
+        sh.stdin.flush()
+        check(cgtest.wait_until(lambda: os.readlink("/proc/%d/exe" % sh.pid) == suid and
+                                rss_of(open("/proc/%d/smaps_rollup" % sh.pid).read()) > 100000),
+              "the shell did not exec the setuid program")
+        with open(path) as f:
+            root_text, root_ino = f.read(), os.fstat(f.fileno()).st_ino
+        out, _ = reader.communicate("go\n", timeout=30)
+        res = json.loads(out)
+        res["root"], res["root_ino"] = root_text, root_ino
+        return res
+    finally:
+        for p in (sh, reader):
+            if p:
+                p.kill()
+                p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main():

@@ -1,6 +1,7 @@
 #include "ops.h"
 
 #include "kcache.h"
+#include "pidns.h"
 #include "snapshot.h"
 
 #include <errno.h>
@@ -146,20 +147,10 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	fuse_reply_err(req, access_allowed(&c, &attr, mask) ? 0 : EACCES);
 }
 
-/* Open files and directories by handle, per session. A handle carries a
- * tag of this session object's, so that one made by another daemon, which
- * served the session before a handover, is never taken for one of ours:
- * for such a handle the object is made again on first use, as a new open
- * would make it. A handle's object is a GArray* of a directory's entries
- * (HANDLE_DIR set in the handle) or a struct served_file*. */
-G_STATIC_ASSERT(sizeof(gpointer) >= sizeof(uint64_t));
-#define HANDLE_TAG_SHIFT 40
-#define HANDLE_DIR (UINT64_C(1) << (HANDLE_TAG_SHIFT - 1))
-#define HANDLE_SERIAL_MASK (HANDLE_DIR - 1)
-/* Open files and directories one session may hold: past it, an open gets
- * ENFILE, so that one container's callers cannot make the daemon hold
- * memory without bound (the others are other sessions). */
-#define HANDLES_MAX 65536
+/* Open files and directories by handle (fs/handles.h). A handle's object
+ * is a GArray* of a directory's entries (HANDLE_DIR set in the handle) or
+ * a struct served_file*. */
+#define HANDLE_DIR (UINT64_C(1) << HANDLES_KIND_SHIFT)
 
 struct served_file;
 static void served_file_free(struct served_file *f);
@@ -172,85 +163,77 @@ static void handle_object_free(uint64_t fh, gpointer object)
 		served_file_free(object);
 }
 
+/* The tenants cache numbers, not references. */
+static gpointer tenant_same(gpointer p)
+{
+	return p;
+}
+
+static void tenant_no_unref(gpointer p)
+{
+}
+
 void ops_state_init(struct ops_state *s)
 {
 	kcache_init(s);
-	g_mutex_init(&s->handles_lock);
-	s->handles = g_hash_table_new(g_direct_hash, g_direct_equal);
-	s->handle_tag = ((uint64_t)g_random_int_range(1, 1 << 23)) << HANDLE_TAG_SHIFT;
-	s->handle_serial = 0;
+	handles_init(&s->handles, handle_object_free);
+	tidcache_init(&s->tenants, tenant_same, tenant_no_unref);
 }
 
 void ops_state_clear(struct ops_state *s)
 {
-	GHashTableIter it;
-	gpointer fh, object;
-
-	if (!s->handles)
-		return;
-	g_hash_table_iter_init(&it, s->handles);
-	while (g_hash_table_iter_next(&it, &fh, &object))
-		handle_object_free((uint64_t)(uintptr_t)fh, object);
-	g_clear_pointer(&s->handles, g_hash_table_unref);
-	g_mutex_clear(&s->handles_lock);
+	handles_clear(&s->handles);
+	tidcache_clear(&s->tenants);
 	kcache_clear(s);
 }
 
-/* An open past HANDLES_MAX: ENFILE, said at most once a minute. */
-static void refuse_handle(fuse_req_t req)
+/* An open past a limit (fs/handles.h): EMFILE for the caller's tenant,
+ * ENFILE for the session, said at most once a minute. */
+static void refuse_handle(fuse_req_t req, int negative_errno)
 {
 	static gint told_minute = -1;
 	if (once_a_minute(&told_minute))
-		g_warning("a view's callers hold %d open files and directories: its opens fail with ENFILE until "
-			  "they close some",
-			  HANDLES_MAX);
-	fuse_reply_err(req, ENFILE);
+		g_warning(negative_errno == -EMFILE ? "a tenant's callers (a pid namespace and those below it) hold %d "
+						      "open files and directories of a view: their opens fail with "
+						      "EMFILE until they close some; others' open on"
+						    : "a view's callers hold %d open files and directories: its opens fail "
+						      "with ENFILE until they close some",
+			  negative_errno == -EMFILE ? HANDLES_TENANT_MAX : HANDLES_MAX);
+	fuse_reply_err(req, -negative_errno);
 }
 
-/* A new handle of object, or 0 (object freed) if the session holds
- * HANDLES_MAX. */
-static uint64_t handle_add(struct ops_state *s, gpointer object, uint64_t kind)
+/* A new handle of object for req's caller, or 0 (object freed, req
+ * answered) past a limit. */
+static uint64_t handle_add(fuse_req_t req, gpointer object, uint64_t kind)
 {
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->handles_lock);
-	if (g_hash_table_size(s->handles) >= HANDLES_MAX) {
-		handle_object_free(kind, object);
-		return 0;
+	struct ops_state *s = state(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	uint64_t tenant = GPOINTER_TO_SIZE(tidcache_get(&s->tenants, ctx->pid));
+	if (!tenant) {
+		tenant = pidns_tenant(s->proc_fd, ctx->pid, view_pid_ns_fd(s->view));
+		if (tenant)
+			tidcache_put(&s->tenants, ctx->pid, GSIZE_TO_POINTER(tenant));
 	}
-	uint64_t fh = s->handle_tag | kind | (++s->handle_serial & HANDLE_SERIAL_MASK);
-	g_hash_table_insert(s->handles, (gpointer)(uintptr_t)fh, object);
+	uint64_t fh = 0;
+	int r = handles_add(&s->handles, object, kind, tenant, &fh);
+	if (r < 0)
+		refuse_handle(req, r);
 	return fh;
 }
 
-/* The object of fh, or NULL for a handle this session object did not make. */
 static gpointer handle_get(struct ops_state *s, uint64_t fh)
 {
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->handles_lock);
-	return g_hash_table_lookup(s->handles, (gpointer)(uintptr_t)fh);
+	return handles_get(&s->handles, fh);
 }
 
-/* Give a handle of another daemon's its object, or the one a concurrent
- * request gave it first (then object is freed). */
 static gpointer handle_adopt(struct ops_state *s, uint64_t fh, gpointer object)
 {
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->handles_lock);
-	gpointer had = g_hash_table_lookup(s->handles, (gpointer)(uintptr_t)fh);
-	if (had) {
-		handle_object_free(fh, object);
-		return had;
-	}
-	g_hash_table_insert(s->handles, (gpointer)(uintptr_t)fh, object);
-	return object;
+	return handles_adopt(&s->handles, fh, object);
 }
 
-/* Forget fh and free its object, if it has one here. */
 static void handle_remove(struct ops_state *s, uint64_t fh)
 {
-	gpointer object = NULL;
-	g_mutex_lock(&s->handles_lock);
-	g_hash_table_steal_extended(s->handles, (gpointer)(uintptr_t)fh, NULL, &object);
-	g_mutex_unlock(&s->handles_lock);
-	if (object)
-		handle_object_free(fh, object);
+	handles_remove(&s->handles, fh);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -263,10 +246,8 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	struct ops_state *s = state(req); /* a reply frees req, sent or not */
-	fi->fh = handle_add(s, entries, HANDLE_DIR);
-	if (!fi->fh)
-		refuse_handle(req);
-	else if (fuse_reply_open(req, fi) < 0)
+	fi->fh = handle_add(req, entries, HANDLE_DIR);
+	if (fi->fh && fuse_reply_open(req, fi) < 0)
 		handle_remove(s, fi->fh);
 }
 
@@ -387,10 +368,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->direct_io = 1;
 	}
 	fi->noflush = 1;
-	fi->fh = handle_add(s, f, 0);
-	if (!fi->fh)
-		refuse_handle(req);
-	else if (fuse_reply_open(req, fi) < 0) /* req is gone, sent or not */
+	fi->fh = handle_add(req, f, 0);
+	if (fi->fh && fuse_reply_open(req, fi) < 0) /* req is gone, sent or not */
 		handle_remove(s, fi->fh);
 }
 

@@ -2,7 +2,9 @@
  * Only these functions call fuse_reply_*. */
 #pragma once
 
+#include "handles.h"
 #include "pidwatch.h"
+#include "tidcache.h"
 #include "view.h"
 
 #include <fuse_lowlevel.h>
@@ -19,13 +21,11 @@ struct ops_state {
 	struct fuse_session *session; /* set once the session exists */
 	int proc_fd;                  /* where callers are looked up */
 	unsigned proto_minor;         /* the kernel's FUSE protocol minor version, once INIT came */
-	/* Open files and directories by handle (see ops.c). handles_lock
-	 * guards handles and handle_serial; handle_tag is fixed by
-	 * ops_state_init. The table and what it holds are freed by
+	/* Open files and directories by handle, and the tenant of each
+	 * caller thread (fs/handles.h), kept a while. Freed by
 	 * ops_state_clear, once no request of the session can come. */
-	GMutex handles_lock;
-	GHashTable *handles;
-	uint64_t handle_tag, handle_serial;
+	struct handles handles;
+	struct tidcache tenants;
 	/* Served files shared per content class (view_class_row): the version
 	 * of each inode's text the kernel was last told, and per row the one
 	 * inode (class) its callers have looked up, or every class if several

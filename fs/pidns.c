@@ -1,6 +1,9 @@
 #include "pidns.h"
 
+#include "cleanup.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/nsfs.h>
 #include <poll.h>
 #include <stdio.h>
@@ -59,4 +62,31 @@ uint64_t pidns_of(int proc_fd, pid_t tid)
 	struct stat st;
 	snprintf(path, sizeof(path), "%d/ns/pid", (int)tid);
 	return fstatat(proc_fd, path, &st, 0) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+uint64_t pidns_tenant(int proc_fd, pid_t tid, int ns_fd)
+{
+	char path[32];
+	struct stat base, st;
+	snprintf(path, sizeof(path), "%d/ns/pid", (int)tid);
+	_cleanup_close_ int fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return 0;
+	if (ns_fd >= 0 ? fstat(ns_fd, &base) < 0 : stat("/proc/self/ns/pid", &base) < 0)
+		return st.st_ino;
+	/* Up from tid's own to the child of the base (nesting is at most 32). */
+	for (int depth = 0; depth < 33 && st.st_ino != base.st_ino; depth++) {
+		struct stat up;
+		int parent = ioctl(fd, NS_GET_PARENT); /* fails above the daemon's */
+		if (parent < 0)
+			break;
+		if (fstat(parent, &up) < 0 || up.st_ino == base.st_ino) {
+			close(parent);
+			break;
+		}
+		close(fd);
+		fd = parent;
+		st = up;
+	}
+	return st.st_ino;
 }

@@ -23,3 +23,10 @@ uint64_t pidns_of(int proc_fd, pid_t tid);
 /* Has the process of pidfd exited (its pidfd polls readable)? FALSE for
  * -1, where there is no pidfd to ask. */
 gboolean pidns_pidfd_exited(int pidfd);
+
+/* Whose caller thread tid (of proc_fd's namespace) is, for its limits:
+ * of its pid namespaces, the one that is a child of the namespace of ns_fd
+ * (-1: the daemon's), or that namespace itself if tid is of it. A tenant
+ * that makes pid namespaces below its own is still that one. Its inode,
+ * or 0 if it cannot be told (the thread is gone). */
+uint64_t pidns_tenant(int proc_fd, pid_t tid, int ns_fd);

@@ -20,18 +20,20 @@ import cgtest  # noqa: E402
 from cgtest import check  # noqa: E402
 
 FLOOD = 1000
-HANDLES_MAX = 65536  # fs/ops.c
-HOLDERS, HOLDER_FDS = 4, 17000  # past HANDLES_MAX in all
+TENANT_HANDLES_MAX = 16384  # fs/handles.h
+OLD_HANDLES_MAX = 65536  # a session's, before there were tenants
+HOLDERS, HOLDER_FDS = 4, 17000  # past OLD_HANDLES_MAX in all
 
-# Opens /proc/cpuinfo up to argv[1] times and keeps every fd; prints how
-# many opens succeeded and the errno name of the first that failed
-# ("none"); exits at a line on stdin.
+# Opens argv[2] (/proc/cpuinfo) up to argv[1] times and keeps every fd;
+# prints how many opens succeeded and the errno name of the first that
+# failed ("none"); exits at a line on stdin.
 HOLDER = r'''
 import errno, os, sys
 fds, err = [], "none"
+path = sys.argv[2] if len(sys.argv) > 2 else "/proc/cpuinfo"
 while len(fds) < int(sys.argv[1]):
     try:
-        fds.append(os.open("/proc/cpuinfo", os.O_RDONLY))
+        fds.append(os.open(path, os.O_RDONLY))
     except OSError as e:
         err = errno.errorcode.get(e.errno, str(e.errno))
         break
@@ -325,8 +327,8 @@ def make_tests(d):
         check("ended" in d.log(), "the end of the view is not logged", d.log()[-2000:])
         attach_works("after an init died")
 
-    @test("a container's process holding open files past %d: its opens then fail with ENFILE (logged), the host "
-          "view's readers read on meanwhile, and once it closes them its view opens again" % HANDLES_MAX)
+    @test("a container's processes holding open files past %d: its opens then fail with EMFILE (logged), the host "
+          "view's readers read on meanwhile, and once it closes them its view opens again" % TENANT_HANDLES_MAX)
     def _():
         check("bundle" in state, "the first test did not run")
         with cgtest.namespace_with_view(d.mnt, state["bundle"], "holder") as (pid, res):
@@ -348,12 +350,50 @@ def make_tests(d):
             errors = sorted({g[1] for g in got if g})
             cgtest.diag("the holders got %d opens in all, then %s; host view cpuinfo p50/p99 %.0f/%.0f µs before, "
                         "%.0f/%.0f µs while they held them" % (held, errors, *before, *during))
-            check(HANDLES_MAX - 16 <= held <= HANDLES_MAX and "ENFILE" in errors and set(errors) <= {"ENFILE", "none"},
-                  "the holders' opens: %d in all, then %s" % (held, errors), got)
-            check("hold %d open files" % HANDLES_MAX in d.log(), "the limit was not logged", d.log()[-2000:])
+            check(TENANT_HANDLES_MAX - 16 <= held <= TENANT_HANDLES_MAX and "EMFILE" in errors and
+                  set(errors) <= {"EMFILE", "none"}, "the holders' opens: %d in all, then %s" % (held, errors), got)
+            check("hold %d open files" % TENANT_HANDLES_MAX in d.log(), "the limit was not logged", d.log()[-2000:])
             res = cgtest.run(["nsenter", "-t", str(pid), "-m", "-p", "--", "cat", "/proc/cpuinfo"])
             check(res[0] == 0 and "processor" in res[1], "an open in the view once the holder closed its files",
                   cgtest.describe(res))
+
+    @test("a tenant of the host's view (a pid namespace, as LXC's and docker -v's binds are used) holding %d "
+          "opens of its meminfo gets EMFILE past %d, in a namespace it makes below its own too; the host and "
+          "another namespace open on" % (HOLDERS * HOLDER_FDS, TENANT_HANDLES_MAX))
+    def _():
+        # Security review, issue 39 finding 2: one session's 65,536
+        # handles were every tenant's, so one that held them all had every
+        # other's opens fail with ENFILE.
+        path = os.path.join(d.mnt, "proc", "meminfo")
+        holder = lambda argv: subprocess.Popen(argv + [cgtest.PYTHON, "-c", HOLDER, str(HOLDER_FDS), path],  # noqa
+                                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        first = holder(["unshare", "--pid", "--fork", "--kill-child", "--"])
+        holders = [first]
+        try:
+            inner = cgtest.wait_until(lambda: cgtest._children(first.pid), timeout=5)
+            check(inner, "no process in the tenant's namespace")
+            enter = ["nsenter", "-t", str(cgtest._children(first.pid)[0]), "-p", "--"]
+            holders += [holder(enter) for _ in range(HOLDERS - 1)]
+            got = [h.stdout.readline().split() for h in holders]
+            nested = holder(enter + ["unshare", "--pid", "--fork", "--kill-child", "--"])
+            holders.append(nested)
+            below = nested.stdout.readline().split()
+            host_errno = cgtest.errno_of(cgtest.read_all, path)
+            other = cgtest.run(["unshare", "--pid", "--fork", "--", "cat", path])
+        finally:
+            for h in holders:
+                h.stdin.close()
+                h.wait()
+        held = sum(int(g[0]) for g in got if g)
+        errors = sorted({g[1] for g in got if g})
+        cgtest.diag("the tenant's holders got %d opens in all, then %s; one in a namespace below got %s; the host's "
+                    "open: %s" % (held, errors, below, cgtest.errname(host_errno)))
+        check(host_errno == 0, "the host's open of meminfo while a tenant held its opens: %s"
+              % cgtest.errname(host_errno))
+        check(other[0] == 0 and "MemTotal" in other[1], "another namespace's cat of meminfo", cgtest.describe(other))
+        check(TENANT_HANDLES_MAX - 16 <= held <= TENANT_HANDLES_MAX and "EMFILE" in errors,
+              "the tenant's opens: %d in all, then %s" % (held, errors), got)
+        check(below[:2] == ["0", "EMFILE"], "a namespace below the tenant's: %s" % below)
 
     @test("one container holds 10,000 directory handles, reads the smaps_rollup of its %d processes in a loop and "
           "reads /proc/stat from 1,000 threads, all at once: another container reads the right cpuinfo, stat, "

@@ -23,6 +23,8 @@ int caller_parse_status(const char *text, size_t len, struct caller_status *ret)
 	uint64_t caps = 0;
 
 	ret->tgid = 0;
+	ret->fsuid = (uid_t)-1;
+	ret->fsgid = (gid_t)-1;
 	for (char *line = copy, *next; line && *line; line = next) {
 		next = strchr(line, '\n');
 		if (next)
@@ -32,6 +34,16 @@ int caller_parse_status(const char *text, size_t len, struct caller_status *ret)
 			if (!g_ascii_string_to_unsigned(g_strstrip(line + 5), 10, 1, G_MAXINT32, &tgid, NULL))
 				return -EINVAL;
 			ret->tgid = (pid_t)tgid;
+		} else if (g_str_has_prefix(line, "Uid:") || g_str_has_prefix(line, "Gid:")) {
+			g_auto(GStrv) ids = g_strsplit_set(g_strstrip(line + 4), " \t", -1);
+			guint64 id;
+			if (g_strv_length(ids) != 4 ||
+			    !g_ascii_string_to_unsigned(ids[3], 10, 0, G_MAXUINT32 - 1, &id, NULL))
+				return -EINVAL;
+			if (line[0] == 'U')
+				ret->fsuid = (uid_t)id;
+			else
+				ret->fsgid = (gid_t)id;
 		} else if (g_str_has_prefix(line, "CapEff:")) {
 			char *end;
 			errno = 0;
@@ -264,6 +276,14 @@ static int creds_assume(const struct caller *c, int owner_proc_fd, pid_t owner, 
 	int r = usable_caps(c, owner_proc_fd, owner, st.cap_effective, &caller_caps);
 	if (r < 0)
 		return r;
+	if (st.fsuid != c->uid || st.fsgid != c->gid) {
+		/* The request's ids are not the thread's own: it acts with
+		 * credentials put on for it (override_creds: an io_uring
+		 * personality, say), whose capabilities and groups its status
+		 * does not show. None, then: never more than the kernel grants. */
+		caller_caps = 0;
+		g_array_set_size(caller_groups, 0);
+	}
 
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	const struct daemon_creds *d = daemon_creds();

@@ -27,6 +27,10 @@ struct caller_status {
 	pid_t tgid;     /* 0 where the text has no Tgid line */
 	uint64_t cap_effective;
 	GArray *groups; /* gid_t */
+	/* The filesystem ids of its objective credentials (the 4th of the
+	 * Uid and Gid lines), or -1 where the text has none. */
+	uid_t fsuid;
+	gid_t fsgid;
 };
 
 /* The thread whose request this thread serves now (0: none, as in a

@@ -218,6 +218,25 @@ def make_tests(d):
         check(not bad, "the view's access decision differs from the kernel's", *bad,
               "(daemon bug: caller credentials are emulated in the daemon's user namespace)")
 
+    @test("root opening root's smaps_rollup and environ through io_uring as nobody (a personality: "
+          "override_creds) is refused through the view as the kernel refuses it")
+    def _():
+        # Security review, issue 39 finding 4: the view took the caller's
+        # fsuid from the request (its subjective credentials) and its
+        # capabilities from /proc/<tid>/status (its objective ones).
+        uring = os.environ.get("CGPROCFS_URING_OPEN")
+        if not uring:
+            raise cgtest.Skip("CGPROCFS_URING_OPEN is not set (run through meson test)")
+        bad = []
+        for entry in ("smaps_rollup", "environ"):
+            got = {}
+            for base in ("/proc", d.proc):
+                res = cgtest.run([uring, os.path.join(base, str(root_sleeper.pid), entry), "65534"])
+                got[base] = cgtest.check_ran(res, "uring-open").strip()
+            if got[d.proc] != got["/proc"]:
+                bad.append("%s: view %r, kernel %r" % (entry, got[d.proc][:60], got["/proc"][:60]))
+        check(not bad, "the view's answer differs from the kernel's", *bad)
+
     @test("smaps_rollup of a process that exec'd a setuid program is another inode than before, and an fd "
           "opened before never shows that program's figures, by sendfile or a private map")
     def _():

@@ -32,6 +32,22 @@ Test(caller, parses_groups_and_effective_caps)
 	g_array_unref(st.groups);
 }
 
+Test(caller, parses_the_filesystem_ids_of_the_objective_credentials)
+{
+	const char *text = "Uid:\t1000\t0\t0\t65534\nGid:\t5\t6\t7\t8\nGroups:\t\nCapEff:\t0\n";
+	struct caller_status st;
+	cr_assert_eq(caller_parse_status(text, strlen(text), &st), 0);
+	cr_assert_eq(st.fsuid, 65534);
+	cr_assert_eq(st.fsgid, 8);
+	g_array_unref(st.groups);
+	const char *none = "Groups:\t\nCapEff:\t0\n";
+	cr_assert_eq(caller_parse_status(none, strlen(none), &st), 0);
+	cr_assert_eq(st.fsuid, (uid_t)-1, "no Uid line: no fsuid to match a request's");
+	g_array_unref(st.groups);
+	const char *cut = "Uid:\t1\t2\t3\nGroups:\t\nCapEff:\t0\n";
+	cr_assert_eq(caller_parse_status(cut, strlen(cut), &st), -EINVAL);
+}
+
 Test(caller, empty_groups_line_is_no_groups)
 {
 	const char *text = "Groups:\t\nCapEff:\t0000000000000000\n";

@@ -211,6 +211,65 @@ static gboolean same_ns(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/* The first of the numbers after name (a line of status: "Uid:") whose
+ * index is nth, or -1. */
+static int64_t status_number(const char *status, const char *name, int nth)
+{
+	const char *line = strstr(status, name);
+	if (!line)
+		return -1;
+	g_auto(GStrv) words = g_strsplit_set(line + strlen(name), " \t\n", 8);
+	for (char **w = words; *w; w++) {
+		guint64 n;
+		if (**w && g_ascii_string_to_unsigned(*w, 10, 0, G_MAXUINT32, &n, NULL) && nth-- == 0)
+			return (int64_t)n;
+	}
+	return -1;
+}
+
+/* Is id within a map of the caller's namespace (its uid_map)? */
+static gboolean mapped(int proc_fd, const char *tid, int64_t id)
+{
+	char path[48];
+	g_autoptr(GBytes) text = NULL;
+	snprintf(path, sizeof(path), "%s/uid_map", tid);
+	if (procfile_read_at(proc_fd, path, &text) < 0)
+		return FALSE;
+	gsize len;
+	g_autofree char *map = g_strndup(g_bytes_get_data(text, &len), len);
+	g_auto(GStrv) lines = g_strsplit(map, "\n", -1);
+	for (char **l = lines; *l; l++) {
+		unsigned long long inside, outside, count;
+		if (sscanf(*l, "%llu %llu %llu", &inside, &outside, &count) == 3 && id >= (int64_t)outside &&
+		    id - (int64_t)outside < (int64_t)count)
+			return TRUE;
+	}
+	return FALSE;
+}
+
+/* Does the kernel ask capabilities toward owner (of the caller's user
+ * namespace) of that namespace alone? Only if owner is dumpable: else of
+ * the namespace its mm was made in too, which may be an ancestor, where
+ * the caller has none (a process that joined the caller's, as runc init
+ * does). That namespace cannot be read; owner is taken for dumpable, and
+ * made in the caller's, if its directory is its euid's (as the kernel
+ * gives it one that is dumpable) and that euid is one of the caller's
+ * namespace. Never more than the kernel grants; sometimes less (a
+ * process that exec'd a setuid program inside the namespace). */
+static gboolean caps_count_toward(int proc_fd, const char *tid, int owner_proc_fd, const char *pid)
+{
+	char path[48];
+	g_autoptr(GBytes) text = NULL;
+	struct stat dir;
+	snprintf(path, sizeof(path), "%s/status", pid);
+	if (fstatat(owner_proc_fd, pid, &dir, 0) < 0 || procfile_read_at(owner_proc_fd, path, &text) < 0)
+		return FALSE;
+	gsize len;
+	g_autofree char *status = g_strndup(g_bytes_get_data(text, &len), len);
+	int64_t euid = status_number(status, "\nUid:", 1);
+	return euid >= 0 && dir.st_uid == (uid_t)euid && mapped(proc_fd, tid, euid);
+}
+
 /* Which of the caller's effective capabilities the narrowed thread may keep.
  * The thread stays in the daemon's user namespace, where capabilities mean
  * more than in a child namespace: a caller in another user namespace keeps
@@ -237,7 +296,7 @@ static int usable_caps(const struct caller *c, int owner_proc_fd, pid_t owner, u
 		return -ENOENT;
 	if (!same_ns(&theirs, &target))
 		return -EACCES;
-	*ret = caps;
+	*ret = caps_count_toward(c->proc_fd, tid, owner_proc_fd, pid) ? caps : 0;
 	return 0;
 }
 

@@ -237,6 +237,17 @@ def make_tests(d):
                 bad.append("%s: view %r, kernel %r" % (entry, got[d.proc][:60], got["/proc"][:60]))
         check(not bad, "the view's answer differs from the kernel's", *bad)
 
+    @test("root of a user namespace (0 as 100000) is refused, through the view as by the kernel, the "
+          "smaps_rollup of a host root process that is not dumpable and joined its namespace (as runc init does)")
+    def _():
+        # Security review, issue 39 finding 4: its capabilities count in
+        # its own namespace only; the kernel asks them of the namespace of
+        # the process's mm (the host's) as well, since it is not dumpable.
+        got = joined_not_dumpable(d.proc)
+        cgtest.diag("kernel: %s, view: %s" % (got["/proc"][:40], got["view"][:40]))
+        check(got["/proc"] == "EACCES", "no test: the kernel gave %r" % got["/proc"][:60])
+        check(got["view"] == got["/proc"], "the view gave %r" % got["view"][:60])
+
     @test("smaps_rollup of a process that exec'd a setuid program is another inode than before, and an fd "
           "opened before never shows that program's figures, by sendfile or a private map")
     def _():
@@ -327,6 +338,57 @@ def exec_leak(proc):
                 p.kill()
                 p.wait()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# Root, then not dumpable, then in the user namespace of argv[1]'s pid;
+# prints "in" and sleeps.
+JOINER = r"""
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+    sys.exit("prctl")
+fd = os.open("/proc/%s/ns/user" % sys.argv[1], os.O_RDONLY)
+if libc.setns(fd, 0x10000000) != 0:  # CLONE_NEWUSER
+    sys.exit("setns: %d" % ctypes.get_errno())
+print("in", flush=True)
+time.sleep(60)
+"""
+
+# Reads argv[1] and prints its first line, or the errno's name.
+FIRST_LINE = r"""
+import errno, sys
+try:
+    print(open(sys.argv[1]).readline().strip())
+except OSError as e:
+    print(errno.errorcode[e.errno])
+"""
+
+
+def joined_not_dumpable(proc):
+    """What root of a user namespace mapping 0 to 100000 reads of the
+    smaps_rollup of a host root process that made itself not dumpable and
+    then joined that namespace: through the kernel's /proc and the view's
+    proc."""
+    holder = subprocess.Popen(["unshare", "--user", "--", "sleep", "60"], stdin=subprocess.DEVNULL)
+    joiner = None
+    try:
+        cgtest.wait_until(lambda: os.readlink("/proc/%d/ns/user" % holder.pid) != os.readlink("/proc/self/ns/user"))
+        for name in ("uid_map", "gid_map"):
+            with open("/proc/%d/%s" % (holder.pid, name), "w") as f:
+                f.write("0 100000 65536\n")
+        joiner = subprocess.Popen([cgtest.PYTHON, "-c", JOINER, str(holder.pid)], stdout=subprocess.PIPE, text=True)
+        check_equal(joiner.stdout.readline().strip(), "in", "the joiner")
+        got = {}
+        for base, key in (("/proc", "/proc"), (proc, "view")):
+            res = cgtest.run(["nsenter", "-t", str(holder.pid), "-U", "--", cgtest.PYTHON, "-c", FIRST_LINE,
+                              os.path.join(base, str(joiner.pid), "smaps_rollup")])
+            got[key] = cgtest.check_ran(res, "the reader in the namespace").strip()
+        return got
+    finally:
+        for p in (holder, joiner):
+            if p:
+                p.kill()
+                p.wait()
 
 
 def main():

@@ -236,7 +236,8 @@ static gboolean mapped(int proc_fd, const char *tid, int64_t id)
 	if (procfile_read_at(proc_fd, path, &text) < 0)
 		return FALSE;
 	gsize len;
-	g_autofree char *map = g_strndup(g_bytes_get_data(text, &len), len);
+	const char *data = g_bytes_get_data(text, &len);
+	g_autofree char *map = g_strndup(data, len);
 	g_auto(GStrv) lines = g_strsplit(map, "\n", -1);
 	for (char **l = lines; *l; l++) {
 		unsigned long long inside, outside, count;
@@ -265,7 +266,8 @@ static gboolean caps_count_toward(int proc_fd, const char *tid, int owner_proc_f
 	if (fstatat(owner_proc_fd, pid, &dir, 0) < 0 || procfile_read_at(owner_proc_fd, path, &text) < 0)
 		return FALSE;
 	gsize len;
-	g_autofree char *status = g_strndup(g_bytes_get_data(text, &len), len);
+	const char *data = g_bytes_get_data(text, &len);
+	g_autofree char *status = g_strndup(data, len);
 	int64_t euid = status_number(status, "\nUid:", 1);
 	return euid >= 0 && dir.st_uid == (uid_t)euid && mapped(proc_fd, tid, euid);
 }

@@ -3,6 +3,7 @@
  * notification of its containers to (lxc.seccomp.notify.proxy), and the
  * thread that answers each sysinfo(2) with the figures of the caller's
  * view. */
+#include "cleanup.h"
 #include "daemon.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -257,14 +258,50 @@ static gboolean answered_here(const struct seccomp_notif *req)
 	return req->data.nr == __NR_sysinfo && req->data.arch == AUDIT_ARCH_X86_64;
 }
 
+/* Are the len bytes at addr in mappings the process may write, as maps
+ * (its /proc/<pid>/maps) says? /proc/<pid>/mem writes read-only private
+ * pages as well (FOLL_FORCE), where the kernel's own sysinfo(2) fails
+ * with EFAULT: such a call is left to the kernel. */
+static gboolean writable(int maps, uint64_t addr, size_t len)
+{
+	int fd = dup(maps);
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return FALSE;
+	}
+	g_autofree char *line = NULL;
+	size_t size = 0;
+	uint64_t want = addr, end = addr + len; /* the first byte not yet found writable */
+	while (want < end && getline(&line, &size, f) > 0) {
+		unsigned long long from, to;
+		char perms[5];
+		if (sscanf(line, "%llx-%llx %4s", &from, &to, perms) != 3 || from > want)
+			break; /* past want: a hole (the lines are in order) */
+		if (to > want && perms[1] != 'w')
+			break;
+		if (to > want)
+			want = to;
+	}
+	fclose(f);
+	return want >= end;
+}
+
 /* Write the answer to req into mem, the caller's memory, opened before
  * the request is checked to stand on notify_fd (so that the process
- * written is the one that asked): 0 if it is there, else -errno. */
+ * written is the one that asked), where maps (opened with it) says the
+ * caller may write: 0 if it is there, else -errno. */
 static int answer(struct sysinfo_listener *l, struct notify *n, int notify_fd, int mem,
 		  const struct seccomp_notif *req)
 {
 	struct sysinfo s;
+	char path[32];
+	snprintf(path, sizeof(path), "%u/maps", req->pid);
+	_cleanup_close_ int maps = openat(l->proc_fd, path, O_RDONLY | O_CLOEXEC);
 	int r = ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0 ? -errno : 0;
+	if (r == 0 && (maps < 0 || !writable(maps, req->data.args[0], sizeof(s))))
+		r = -EFAULT;
 	if (r == 0)
 		r = answer_of(l, n, (pid_t)req->pid, &s);
 	/* Again, just before the write: a caller interrupted while the

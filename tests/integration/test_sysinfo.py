@@ -33,8 +33,12 @@ LIMIT = 256 << 20
 # Built static for x86-64 and for i386 (whose sysinfo is the 32-bit
 # layout, which the daemon leaves to the kernel).
 SYSINFO_PROBE_C = r"""
+#define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -63,6 +67,12 @@ int main(int argc, char **argv)
 	double loads[3];
 	if (argc > 2)
 		return loop(strtoull(argv[1], NULL, 10), (unsigned)atoi(argv[2]));
+	if (argc == 2 && strcmp(argv[1], "ro") == 0) { /* into a read-only page: "errno totalram" */
+		struct sysinfo *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		int r = ro == MAP_FAILED ? -1 : sysinfo(ro);
+		printf("%s %lu\n", r == 0 ? "0" : strerrorname_np(errno), ro == MAP_FAILED ? 0 : ro->totalram);
+		return 0;
+	}
 	if (sysinfo(&s) != 0 || getloadavg(loads, 3) != 3)
 		return 1;
 	printf("%llu %ld %llu %.2f %.2f %.2f\n", (unsigned long long)s.totalram * s.mem_unit, (long)s.uptime,
@@ -185,6 +195,15 @@ def make_tests(d, lab):
         res = p.run("busybox free", extra=["--memory", "256m"])
         cgtest.check_ran(res, "podman run --runtime cgprocfs-runtime")
         check_equal(free_row(res[1])[0], LIMIT >> 10, "busybox free's total in the podman container")
+
+    @test("sysinfo into a read-only page fails with EFAULT, as the kernel's, and the page stays as it was")
+    def _():
+        # Security review, issue 39 finding 7: the answer went through
+        # /proc/<pid>/mem, which writes read-only private pages too.
+        with Container(lab, "echo @@ro; sysinfo-probe ro", edit=notify(d, ["sysinfo"])) as c:
+            secs, result = c.run_ok("sysinfo into a read-only page")
+        diag("sysinfo into a read-only page: %s" % secs["ro"].strip())
+        check_equal(secs["ro"].split(), ["EFAULT", "0"], "errno and the page's totalram")
 
     @test("a notified call that is not sysinfo (uname) gets the kernel's own answer")
     def _():

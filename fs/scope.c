@@ -30,6 +30,9 @@ struct scope {
  * they find it: one finding serves them all for this long (a move is then
  * seen that much later than the views' own half second). */
 #define FOUND_LIFETIME_US (50 * G_TIME_SPAN_MILLISECOND)
+/* Roots of cgroup namespaces kept at most (one costs a thread to find):
+ * past it, the table starts over. */
+#define NS_ROOTS_MAX 4096
 
 /* The hierarchies, in the order a container is matched by (the first one
  * the host has decides). */
@@ -235,31 +238,67 @@ static gboolean in_container(struct scope *s, pid_t tid, const struct cgroup_pat
 
 /* ------------------------------------------------ cgroup namespaces -- */
 
-int scope_ns_root(const char *text, const char *ns_text, const struct cgroup_config *cfg,
+/* The parts of a cgroup path ("/a/b": a, b). */
+static GStrv path_parts(const char *path)
+{
+	g_auto(GStrv) all = g_strsplit(path, "/", -1);
+	GPtrArray *parts = g_ptr_array_new();
+	for (char **p = all; *p; p++)
+		if (**p)
+			g_ptr_array_add(parts, g_strdup(*p));
+	g_ptr_array_add(parts, NULL);
+	return (GStrv)g_ptr_array_free(parts, FALSE);
+}
+
+/* Are the first n parts of a and b the same? */
+static gboolean same_head(char **a, char **b, guint n)
+{
+	for (guint i = 0; i < n; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return FALSE;
+	return TRUE;
+}
+
+/* One hierarchy's root: caller's path, the daemon's outside and inside. */
+static char *root_of(const char *caller, const char *own, const char *own_in)
+{
+	g_auto(GStrv) c = path_parts(caller), d = path_parts(own), in = path_parts(own_in);
+	guint up = 0, nc = g_strv_length(c), nd = g_strv_length(d), nin = g_strv_length(in);
+	while (up < nin && strcmp(in[up], "..") == 0)
+		up++;
+	guint tail = nin - up; /* the daemon's path below the cgroup it shares with the root */
+	if (tail > nd || !same_head(in + up, d + nd - tail, tail))
+		return NULL;
+	guint shared = nd - tail, depth = shared + up;
+	if (nc < depth || !same_head(c, d, shared))
+		return NULL;
+	char *cut = c[depth]; /* the caller's path cut at the root's depth */
+	c[depth] = NULL;
+	g_autofree char *joined = g_strjoinv("/", c);
+	c[depth] = cut;
+	return g_strconcat("/", joined, NULL);
+}
+
+int scope_ns_root(const char *text, const char *own_text, const char *own_ns_text, const struct cgroup_config *cfg,
 		  struct cgroup_paths *ret)
 {
-	struct cgroup_paths host = { 0 }, inside = { 0 }, root = { 0 };
-	int r = cgroup_parse_membership(text, cfg, &host);
+	struct cgroup_paths caller = { 0 }, own = { 0 }, own_in = { 0 }, root = { 0 };
+	int r = cgroup_parse_membership(text, cfg, &caller);
 	if (r == 0)
-		r = cgroup_parse_membership(ns_text, cfg, &inside);
+		r = cgroup_parse_membership(own_text, cfg, &own);
+	if (r == 0)
+		r = cgroup_parse_membership(own_ns_text, cfg, &own_in);
 	for (int i = 0; r == 0 && i < H_N; i++) {
-		const char *h = *slot(&host, i), *in = *slot(&inside, i);
-		if (!h)
+		const char *c = *slot(&caller, i), *d = *slot(&own, i), *in = *slot(&own_in, i);
+		if (!c)
 			continue;
-		if (!in || (g_str_has_prefix(in, "/..") && (in[3] == '\0' || in[3] == '/'))) {
-			r = -EINVAL; /* outside its namespace's root: moved out */
-			break;
-		}
-		/* in starts with '/': a match ends the root at a name */
-		size_t hn = strlen(h), inn = strcmp(in, "/") == 0 ? 0 : strlen(in);
-		if (hn < inn || (inn && strcmp(h + hn - inn, in) != 0)) {
+		*slot(&root, i) = d && in ? root_of(c, d, in) : NULL;
+		if (!*slot(&root, i))
 			r = -EINVAL;
-			break;
-		}
-		*slot(&root, i) = hn == inn ? g_strdup("/") : g_strndup(h, hn - inn);
 	}
-	cgroup_paths_clear(&host);
-	cgroup_paths_clear(&inside);
+	cgroup_paths_clear(&caller);
+	cgroup_paths_clear(&own);
+	cgroup_paths_clear(&own_in);
 	if (r < 0)
 		cgroup_paths_clear(&root);
 	else
@@ -269,23 +308,21 @@ int scope_ns_root(const char *text, const char *ns_text, const struct cgroup_con
 
 struct ns_read {
 	int proc_fd, ns_fd;
-	pid_t tid;
-	char *text; /* out */
-	int err;    /* out */
+	char *own, *own_in; /* out: this thread's cgroups outside, then inside */
+	int err;            /* out */
 };
 
 /* A thread of its own, which ends here: it joins the caller's cgroup
- * namespace, where the kernel writes <tid>/cgroup relative to its root. */
+ * namespace, where the kernel writes its own cgroups relative to the
+ * namespace's root. */
 static gpointer read_in_ns(gpointer data)
 {
 	struct ns_read *n = data;
-	char path[32];
-
-	snprintf(path, sizeof(path), "%d/cgroup", (int)n->tid);
-	if (setns(n->ns_fd, CLONE_NEWCGROUP) < 0)
+	n->err = procfile_read_text_at(n->proc_fd, "thread-self/cgroup", &n->own);
+	if (n->err == 0 && setns(n->ns_fd, CLONE_NEWCGROUP) < 0)
 		n->err = -errno;
-	else
-		n->err = procfile_read_text_at(n->proc_fd, path, &n->text);
+	if (n->err == 0)
+		n->err = procfile_read_text_at(n->proc_fd, "thread-self/cgroup", &n->own_in);
 	return NULL;
 }
 
@@ -295,14 +332,15 @@ static int find_ns_root(struct scope *s, pid_t tid, const char *text, struct cgr
 {
 	char path[32];
 	snprintf(path, sizeof(path), "%d/ns/cgroup", (int)tid);
-	struct ns_read n = { .proc_fd = s->cfg.proc_fd, .tid = tid };
+	struct ns_read n = { .proc_fd = s->cfg.proc_fd };
 	n.ns_fd = procfile_openat(s->cfg.proc_fd, path, O_RDONLY | O_CLOEXEC);
 	if (n.ns_fd < 0)
 		return n.ns_fd;
 	g_thread_join(g_thread_new("cgprocfs-cgns", read_in_ns, &n));
 	close(n.ns_fd);
-	int r = n.err < 0 ? n.err : scope_ns_root(text, n.text, &s->cfg.cgroups, ret);
-	g_free(n.text);
+	int r = n.err < 0 ? n.err : scope_ns_root(text, n.own, n.own_in, &s->cfg.cgroups, ret);
+	g_free(n.own);
+	g_free(n.own_in);
 	return r;
 }
 
@@ -329,6 +367,8 @@ static gboolean ns_root(struct scope *s, pid_t tid, const char *text, const stru
 			g_free(found);
 			return FALSE;
 		}
+		if (g_hash_table_size(s->ns_roots) >= NS_ROOTS_MAX)
+			g_hash_table_remove_all(s->ns_roots); /* found again as they are asked */
 		g_hash_table_replace(s->ns_roots, g_steal_pointer(&ns), found);
 		known = found;
 	}

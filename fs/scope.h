@@ -76,9 +76,14 @@ void scope_found_clear(struct scope_found *f);
  * cgroup in h cannot be told). The memory and I/O views use it. */
 char *scope_dir(struct scope *s, pid_t tid, const struct cgroup_hierarchy *h);
 
-/* Parse "<tid>/cgroup" text into paths relative to a cgroup namespace
- * root in ns_text (the same file read from inside that namespace): each
- * hierarchy's root is its path in text less its path in ns_text. 0, or
- * -EINVAL (a path there does not end as the other, or leaves the root). */
-int scope_ns_root(const char *text, const char *ns_text, const struct cgroup_config *cfg,
+/* The root of a cgroup namespace, for a caller of it whose cgroups are
+ * text ("<tid>/cgroup", read outside): own_text and own_ns_text are the
+ * daemon's own cgroups (thread-self/cgroup) read outside and inside that
+ * namespace. The daemon does not move: its path inside ("/../../x")
+ * tells how deep the root is below the cgroup it shares with the daemon,
+ * and the root is the caller's path cut at that depth, whichever of the
+ * namespace's cgroups the caller is in, and however it moves among them
+ * meanwhile. 0, or -EINVAL (paths that do not fit: the caller is not
+ * below the root there). */
+int scope_ns_root(const char *text, const char *own_text, const char *own_ns_text, const struct cgroup_config *cfg,
 		  struct cgroup_paths *ret);

@@ -163,6 +163,61 @@ def check_container_figures(got, where):
     check(got["cpus"] <= 2, "%s: %d processors" % (where, got["cpus"]))
 
 
+# In the cgroups of argv[1:] (cgroup.procs files, one per hierarchy): a
+# cgroup namespace made there, then into argv[2]'s (the memory
+# hierarchy's) sub-cgroup b; says "ready", and at a line on stdin reads the
+# view's meminfo at argv[0] and prints its MemTotal (bytes).
+NS_READER = r'''
+import ctypes, os, sys
+mnt, sub, procs = sys.argv[1], sys.argv[2], sys.argv[3:]
+for p in procs:
+    with open(p, "w") as f:
+        f.write(str(os.getpid()))
+if ctypes.CDLL(None, use_errno=True).unshare(0x02000000) != 0:  # CLONE_NEWCGROUP
+    sys.exit("unshare: %d" % ctypes.get_errno())
+with open(sub, "w") as f:
+    f.write(str(os.getpid()))
+print("ready", flush=True)
+sys.stdin.readline()
+with open(os.path.join(mnt, "proc", "meminfo")) as f:
+    print(int(f.read().split()[1]) * 1024, flush=True)
+'''
+
+
+def raced_roots(tree, mnt, tries):
+    """MemTotal of readers each in a cgroup namespace of its own rooted at
+    c (256 MiB) and in c/b, moved between c/b and c/c/b while the daemon
+    first finds its scope: "c/b" ends as "/c/b", c/c/b's path in the
+    namespace, so a root taken as one read's path less the other's is c's
+    parent."""
+    memory = next(x for x in tree.dirs("") if "/memory/" in x)
+    procs = [os.path.join(x, "cgroup.procs") for x in tree.dirs("c")]
+    spots = [os.path.join(memory, rel, "cgroup.procs") for rel in ("c/b", "c/c/b")]
+    totals = []
+    for _ in range(tries):
+        reader = subprocess.Popen([cgtest.PYTHON, "-c", NS_READER, mnt, spots[0]] + procs, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            check_equal(reader.stdout.readline().strip(), "ready", "the reader")
+            reader.stdin.write("go\n")
+            reader.stdin.flush()
+            fds = [os.open(p, os.O_WRONLY) for p in spots]
+            try:
+                pid, i = str(reader.pid).encode(), 0
+                while reader.poll() is None and i < 20000:
+                    os.write(fds[i % 2], pid)
+                    i += 1
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            out, _ = reader.communicate(timeout=30)
+            totals.append(int(out.split()[0]))
+        finally:
+            reader.kill()
+            reader.wait()
+    return totals
+
+
 def make_tests(d):
     t, test = cgtest.test_registry()
 
@@ -172,6 +227,23 @@ def make_tests(d):
         with container_tree() as tree:
             for rel in ("c/tight", "c/loose", "c"):
                 check_container_figures(read_in(tree, rel, d.mnt, cgroupns_at="c"), "in %s" % rel)
+
+    @test("readers in cgroup namespaces of their own rooted at the container, moved between two of its "
+          "sub-cgroups (c/b and c/c/b) while the daemon first finds their scope, all see its 256 MiB")
+    def _():
+        # Security review, issue 39 finding 5: a namespace's root was one
+        # read of the caller's cgroup less another read's, made in the
+        # namespace: a move between them made c's parent the container,
+        # for as long as the namespace lived.
+        with container_tree() as tree:
+            tree.make("c/b")
+            tree.make("c/c")
+            tree.make("c/c/b")
+            totals = raced_roots(tree, d.mnt, 60)
+        wrong = [t for t in totals if t != 256 * MIB]
+        cgtest.diag("%d of %d readers saw another MemTotal than 256 MiB: %s" % (len(wrong), len(totals),
+                                                                          sorted(set(wrong))[:3]))
+        check(not wrong, "a reader's container was not c")
 
     @test("a caller of the host's namespaces is its own cgroup's when that is limited: the tight one sees "
           "64 MiB, the loose one the container's limit with its own usage")

@@ -188,22 +188,42 @@ Test(scope, the_record_gives_a_next_daemon_the_containers_of_each_namespace)
 	scope_free(next);
 }
 
-Test(scope, a_cgroup_namespace_root_is_the_path_less_its_path_inside)
+Test(scope, a_cgroup_namespace_root_is_the_callers_path_at_the_depth_the_daemon_sees_it)
 {
 	const struct cgroup_hierarchy none = { CGROUP_NONE, -1, NULL };
 	const struct cgroup_config v1 = {
 		.cpu = { CGROUP_V1, 3, "/" }, .cpuset = none, .memory = { CGROUP_V1, 4, "/" },
 		.cpuacct = none, .io = none, .unified = none,
 	};
+	/* The daemon in /sys.slice/d: inside a namespace rooted at /t/c, it is
+	 * /../../sys.slice/d (memory); at / (cpu), /sys.slice/d. */
+	const char *own = "4:memory:/sys.slice/d\n1:cpu:/sys.slice/d\n";
+	const char *own_in = "4:memory:/../../sys.slice/d\n1:cpu:/sys.slice/d\n";
 	struct cgroup_paths root = { 0 };
-	cr_assert_eq(scope_ns_root("4:memory:/t/b\n1:cpu:/k\n", "4:memory:/b\n1:cpu:/\n", &v1, &root), 0);
-	cr_assert_str_eq(root.memory, "/t");
-	cr_assert_str_eq(root.cpu, "/k");
+	cr_assert_eq(scope_ns_root("4:memory:/t/c/b\n1:cpu:/k\n", own, own_in, &v1, &root), 0);
+	cr_assert_str_eq(root.memory, "/t/c");
+	cr_assert_str_eq(root.cpu, "/");
 	cgroup_paths_clear(&root);
-	cr_assert_eq(scope_ns_root("4:memory:/b\n1:cpu:/\n", "4:memory:/b\n1:cpu:/\n", &v1, &root), 0);
-	cr_assert_str_eq(root.memory, "/");
+	/* Wherever below the root the caller is: c/c/b, or the root itself. A
+	 * root found as the caller's path less its path inside, read at
+	 * another moment (in c/c/b, /c/b), was /t for c/b: a move between the
+	 * two reads made the container's parent its root. */
+	const char *const callers[] = { "4:memory:/t/c/c/b\n1:cpu:/\n", "4:memory:/t/c\n1:cpu:/\n" };
+	for (size_t i = 0; i < G_N_ELEMENTS(callers); i++) {
+		cr_assert_eq(scope_ns_root(callers[i], own, own_in, &v1, &root), 0);
+		cr_assert_str_eq(root.memory, "/t/c", "%s", callers[i]);
+		cgroup_paths_clear(&root);
+	}
+	/* The daemon inside the root: its path inside has no "..". */
+	cr_assert_eq(scope_ns_root("4:memory:/sys.slice/x\n1:cpu:/\n", own, "4:memory:/d\n1:cpu:/sys.slice/d\n",
+				   &v1, &root), 0);
+	cr_assert_str_eq(root.memory, "/sys.slice");
 	cgroup_paths_clear(&root);
-	/* moved out of the namespace's root, or a path that does not end so */
-	cr_assert_eq(scope_ns_root("4:memory:/x\n1:cpu:/\n", "4:memory:/../x\n1:cpu:/\n", &v1, &root), -EINVAL);
-	cr_assert_eq(scope_ns_root("4:memory:/ab\n1:cpu:/\n", "4:memory:/b\n1:cpu:/\n", &v1, &root), -EINVAL);
+	/* A caller not below the root's depth, or not sharing the daemon's
+	 * side of it; a daemon path inside that does not end as its own. */
+	cr_assert_eq(scope_ns_root("4:memory:/t\n1:cpu:/\n", own, own_in, &v1, &root), -EINVAL);
+	cr_assert_eq(scope_ns_root("4:memory:/t/c\n1:cpu:/\n", own, "4:memory:/../../x/d\n1:cpu:/\n", &v1, &root),
+		     -EINVAL);
+	cr_assert_eq(scope_ns_root("4:memory:/t/c\n1:cpu:/\n", own, "4:memory:/../../sys.slice/d\n", &v1, &root),
+		     -EINVAL);
 }

@@ -14,6 +14,7 @@
 #include "faults.h"
 #include "log.h"
 #include "metrics.h"
+#include "mountinfo.h"
 #include "pidns.h"
 #include "session.h"
 #include "view.h"
@@ -87,61 +88,6 @@ static void ns_view_release(struct containers *cs, struct ns_view *nsv, gboolean
 	g_free(nsv);
 }
 
-/* In a child sharing the daemon's memory (as vfork's): mount a procfs
- * (detached) and send its fd on sock. System calls only: no allocation,
- * no lock, nothing written but the stack and errno. */
-static void send_new_procfs(int sock)
-{
-	int mnt = -1;
-	int fs = fsopen("proc", FSOPEN_CLOEXEC);
-	if (fs >= 0 && fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
-		mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-	if (mnt < 0)
-		_exit(1);
-	_exit(fdmsg_send(sock, "p", &mnt, 1) == 1 ? 0 : 1);
-}
-
-/* A procfs of the pid namespace ns, the daemon's own: this thread makes
- * the namespace its children's (setns CLONE_NEWPID changes only that),
- * starts one child, born in it, which mounts a procfs there and sends it
- * back, and takes its own namespace back for its children. No mount of
- * the container is used. The child shares the daemon's memory and this
- * thread waits until it has exited (vfork: no atfork handler runs);
- * copying the daemon's page tables took most of an attach's time. 0 or
- * -errno. */
-static int procfs_of_pid_ns(int host_proc_fd, int ns, int *ret_fd)
-{
-	int sv[2];
-
-	_cleanup_close_ int own = openat(host_proc_fd, "thread-self/ns/pid", O_RDONLY | O_CLOEXEC);
-	if (own < 0)
-		return -errno;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
-	_cleanup_close_ int sock = sv[0];
-	const int child_sock = sv[1]; /* not changed after vfork: closed by hand */
-	pid_t child = setns(ns, CLONE_NEWPID) < 0 ? -1 : vfork();
-	if (child == 0)
-		send_new_procfs(child_sock);
-	int err = errno;
-	close(child_sock);
-	/* Harmless if it fails: this thread forks only here, after a setns. */
-	if (setns(own, CLONE_NEWPID) < 0)
-		g_warning("cannot take the daemon's pid namespace back for the control thread: %s",
-			  g_strerror(errno));
-	if (child < 0)
-		return -err;
-	char buf[4];
-	int fd = -1;
-	size_t n_fds = 1;
-	int r = fdmsg_receive(sock, buf, sizeof(buf), &fd, &n_fds) > 0 && n_fds == 1 ? 0 : -EIO;
-	int status;
-	waitpid(child, &status, 0);
-	if (r == 0)
-		*ret_fd = fd;
-	return r;
-}
-
 /* A new view of the pid namespace ns (of ns_fd), its procfs made here.
  * Under cs->lock. */
 static int ns_view_new(struct containers *cs, int ns_fd, uint64_t ns, struct ns_view **ret)
@@ -152,7 +98,14 @@ static int ns_view_new(struct containers *cs, int ns_fd, uint64_t ns, struct ns_
 
 	if (own_ns_fd < 0)
 		return -errno;
-	int r = procfs_of_pid_ns(cs->cfg.host_proc_fd, own_ns_fd, &proc_fd);
+	int r = nsprocfs_make(cs->cfg.host_proc_fd, own_ns_fd, NULL, &proc_fd);
+	/* With the options of the container's own /proc (its init's, pid 1
+	 * there) that hide processes: the view asks as the caller then. */
+	g_autofree char *hides = r == 0 ? nsprocfs_restrictions(proc_fd, 1) : NULL;
+	if (hides) {
+		close(steal_fd(&proc_fd));
+		r = nsprocfs_make(cs->cfg.host_proc_fd, own_ns_fd, hides, &proc_fd);
+	}
 	if (r < 0)
 		return r;
 	/* A procfs, and of that namespace (its init is pid 1 there). */
@@ -160,6 +113,7 @@ static int ns_view_new(struct containers *cs, int ns_fd, uint64_t ns, struct ns_
 	    pidns_of(proc_fd, 1) != ns)
 		return -EINVAL;
 	const struct view_config vcfg = {
+		.hidepid = mountinfo_hides_processes(hides),
 		.proc_fd = proc_fd,
 		.sys_cpu_fd = cs->cfg.sys_cpu_fd,
 		.cpuview = cs->cfg.cpuview,

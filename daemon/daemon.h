@@ -18,6 +18,13 @@
  * (classkey.c): read, or made and kept there. */
 void classkey_load(const char *path);
 
+/* A procfs of the pid namespace of ns (an fd), the daemon's own, with
+ * restrictions (nsprocfs_restrictions: NULL for none): 0 and *ret_fd, or
+ * -errno. The options of the procfs at pid's /proc that restrict what a
+ * reader sees (hidepid, gid), or NULL (nsprocfs.c). */
+int nsprocfs_make(int host_proc_fd, int ns, const char *restrictions, int *ret_fd);
+char *nsprocfs_restrictions(int host_proc_fd, pid_t pid);
+
 struct daemon_config {
 	const char *mountpoint;    /* absolute, canonical */
 	const char *fuse_options;  /* extra -o options for the FUSE mount, or NULL */

@@ -65,37 +65,16 @@ static gpointer pidwatch_thread(gpointer data)
 	return NULL;
 }
 
-/* The options of the daemon's /proc that restrict what a reader sees
- * (hidepid, gid, subset), so proc/.real shows no more than /proc does. */
+/* The options of the daemon's /proc that restrict what a reader sees, so
+ * proc/.real shows no more than /proc does. */
 static char *real_proc_options(void)
 {
 	struct mount_entry e = { 0 };
-	g_autoptr(GString) out = g_string_new(NULL);
-
 	if (!mountinfo_find("/proc", &e))
 		return NULL;
-	g_auto(GStrv) opts = g_strsplit(e.super_options, ",", -1);
+	char *opts = mountinfo_proc_restrictions(e.super_options);
 	mountinfo_entry_clear(&e);
-	for (char **o = opts; *o; o++) {
-		if (g_str_has_prefix(*o, "hidepid=") || g_str_has_prefix(*o, "gid=") ||
-		    g_str_has_prefix(*o, "subset=")) {
-			if (out->len)
-				g_string_append_c(out, ',');
-			g_string_append(out, *o);
-		}
-	}
-	return out->len ? g_string_free(g_steal_pointer(&out), FALSE) : NULL;
-}
-
-/* Whether procfs options (as real_proc_options returns them) hide
- * processes from some readers. */
-static gboolean hides_processes(const char *opts)
-{
-	g_auto(GStrv) list = g_strsplit(opts ? opts : "", ",", -1);
-	for (char **o = list; *o; o++)
-		if (g_str_has_prefix(*o, "hidepid=") && strcmp(*o, "hidepid=0") != 0 && strcmp(*o, "hidepid=off") != 0)
-			return TRUE;
-	return FALSE;
+	return opts;
 }
 
 /* data: what callers in that cgroup get of the host's instead. */
@@ -308,7 +287,7 @@ static gboolean make_views(struct daemon *d, GError **error)
 		.iogroups = d->iogroups,
 		.pid_ns_fd = -1,
 		.pid_ns = scfg.ns,
-		.hidepid = hides_processes(d->real_opts),
+		.hidepid = mountinfo_hides_processes(d->real_opts),
 		.files_only = d->cfg->files_only,
 		.more_stats = more_stats,
 		.more_stats_data = d,

@@ -69,3 +69,38 @@ gboolean mountinfo_find(const char *path, struct mount_entry *ret)
 				     g_strdup(e->super_options) };
 	return TRUE;
 }
+
+char *mountinfo_proc_restrictions(const char *super_options)
+{
+	g_autoptr(GString) out = g_string_new(NULL);
+	g_auto(GStrv) opts = g_strsplit(super_options ? super_options : "", ",", -1);
+	for (char **o = opts; *o; o++) {
+		if (g_str_has_prefix(*o, "hidepid=") || g_str_has_prefix(*o, "gid=") || g_str_has_prefix(*o, "subset=")) {
+			if (out->len)
+				g_string_append_c(out, ',');
+			g_string_append(out, *o);
+		}
+	}
+	return out->len ? g_string_free(g_steal_pointer(&out), FALSE) : NULL;
+}
+
+gboolean mountinfo_hides_processes(const char *restrictions)
+{
+	g_auto(GStrv) list = g_strsplit(restrictions ? restrictions : "", ",", -1);
+	for (char **o = list; *o; o++)
+		if (g_str_has_prefix(*o, "hidepid=") && strcmp(*o, "hidepid=0") != 0 && strcmp(*o, "hidepid=off") != 0)
+			return TRUE;
+	return FALSE;
+}
+
+const struct mount_entry *mountinfo_container_proc(GPtrArray *mounts)
+{
+	for (guint i = mounts->len; i-- > 0;) {
+		const struct mount_entry *e = g_ptr_array_index(mounts, i);
+		if (strcmp(e->fstype, "proc") == 0 && strcmp(e->root, "/") == 0 &&
+		    (strcmp(e->mountpoint, "/proc") == 0 || g_str_has_suffix(e->mountpoint, "/proc") ||
+		     g_str_has_suffix(e->mountpoint, "/proc/.real")))
+			return e;
+	}
+	return NULL;
+}

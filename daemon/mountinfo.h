@@ -20,3 +20,14 @@ const struct mount_entry *mountinfo_top(GPtrArray *mounts, const char *path);
 /* The topmost mount at path (canonical). FALSE if none. */
 gboolean mountinfo_find(const char *path, struct mount_entry *ret);
 void mountinfo_entry_clear(struct mount_entry *e);
+
+/* Of a procfs's super options, those that restrict what a reader sees
+ * (hidepid, gid, subset), comma-separated, or NULL if none. */
+char *mountinfo_proc_restrictions(const char *super_options);
+/* Whether such options hide processes from some readers. */
+gboolean mountinfo_hides_processes(const char *restrictions);
+/* A container's own procfs in mounts (its init's table): the topmost
+ * whole procfs at /proc, or at a path ending in /proc (its root's, before
+ * pivot_root) or in /proc/.real (where the OCI hook moved it); NULL if
+ * none. */
+const struct mount_entry *mountinfo_container_proc(GPtrArray *mounts);

@@ -7,6 +7,7 @@ Each daemon runs in a private mount namespace whose /proc is a new procfs
 with the options under test; probes enter that namespace (nsenter) and run
 as nobody (or root), comparing the view with that /proc."""
 
+import contextlib
 import json
 import os
 import shutil
@@ -57,6 +58,40 @@ for name, pid in targets.items():
     out["status"][name] = [status("%s/%d/status" % (root, pid)) for root in (view, "/proc")]
 print(json.dumps(out))
 """
+
+
+# In a container: the pids listed in /proc (the view) and /proc/.real
+# (its own procfs), and what stat of /proc/1 gives in each.
+CONTAINER_PROBE = r"""
+import json, os
+out = {}
+for key, root in (("view", "/proc"), ("real", "/proc/.real")):
+    listed = sorted(n for n in os.listdir(root) if n.isdigit() and n != str(os.getpid()))
+    out[key] = {"listed": listed}
+    try:
+        out[key]["1"] = "uid %d" % os.stat(root + "/1").st_uid
+    except OSError as e:
+        out[key]["1"] = e.strerror
+print(json.dumps({"view": out["view"], "real": out["real"]}))
+"""
+
+
+@contextlib.contextmanager
+def hidden_namespace(options):
+    """A process in new pid and mount namespaces whose /proc is mounted
+    with options, sleeping as their init: yields (the unshare process, the
+    init's host pid)."""
+    ns = subprocess.Popen(["unshare", "--pid", "--fork", "--mount", "--propagation", "private", "sh", "-c",
+                           'mount -t proc -o "$0" proc /proc && exec sleep infinity', options],
+                          stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        init = cgtest.wait_until(lambda: next((p for p in cgtest._children(ns.pid)
+                                               if open("/proc/%d/comm" % p).read().strip() == "sleep"), None),
+                                 timeout=10)
+        check(init, "no sleeping init in the namespace")
+        yield ns, init
+    finally:
+        cgtest.end_namespace(ns)
 
 
 class HidepidDaemon:
@@ -146,6 +181,34 @@ def make_tests(sleepers):
                 check_equal(res["stat"][name][1], os.strerror(2), "stat of %s's process in the procfs" % name)
             check_equal(res["stat"]["nobody"][1], "uid 65534", "stat of nobody's process in the procfs")
             compare(res, "nobody")
+
+    @test("a container whose own /proc has hidepid=invisible,gid=%d, given the view by the OCI hook: nobody "
+          "lists and stats through it only what that procfs shows it, nobody in group %d everything" % (GROUP, GROUP))
+    def _():
+        # Security review, issue 39 finding 6: the view of a container was
+        # a procfs the daemon made with no hidepid, whatever the
+        # container's own /proc said.
+        hook = os.environ.get("CGPROCFS_OCI_HOOK")
+        if not hook:
+            raise cgtest.Skip("CGPROCFS_OCI_HOOK is not set (run through meson test)")
+        bundle = tempfile.mkdtemp(prefix="cgprocfs-hidepid-bundle-")
+        with open(os.path.join(bundle, "config.json"), "w") as f:
+            json.dump(cgtest.HOOK_BUNDLE_CONFIG, f)
+        try:
+            with cgtest.Daemon() as d, \
+                    hidden_namespace("hidepid=invisible,gid=%d" % GROUP) as (ns, init):
+                res = cgtest.give_view(d.mnt, bundle, init, "hidepid")
+                check(res[0] == 0, "the hook", cgtest.describe(res))
+                enter = ["nsenter", "-t", str(init), "-m", "-p", "--"]
+                for who, user, sees_init in (("nobody", NOBODY, False), ("nobody in the group", NOBODY_IN_GROUP,
+                                                                            True)):
+                    out = check_ran(cgtest.run(enter + user + [cgtest.PYTHON, "-c", CONTAINER_PROBE]), who)
+                    got = json.loads(out)
+                    check_equal(got["real"]["1"], "uid 0" if sees_init else os.strerror(2),
+                                "%s: stat of the container's init in its procfs" % who)
+                    check_equal(got["view"], got["real"], "%s: the view's listing and stat (the procfs's)" % who)
+        finally:
+            shutil.rmtree(bundle, ignore_errors=True)
 
     @test("hidepid=invisible: root still sees every process in the view")
     def _():

@@ -1,63 +1,9 @@
-#include "memo.h"
+#include "memo-internal.h"
 
 #include <errno.h>
 #include <string.h>
 
-#define SHARDS 16
-/* The refresher re-walks an entry once it is this share of max age old,
- * so that entries being read never get older than max age. */
-#define REFRESH_AT(max_age) ((max_age) * 3 / 4)
-/* Entries read within this many max ages count as still read: the
- * refresher keeps those fresh and lets the others age until forgotten. */
-#define STILL_READ(max_age) ((max_age) * 4)
-/* The refresher may spend this much CPU time in one burst. */
-#define BUDGET_BURST_US (200 * 1000)
-/* Walks of one text while the process's image keeps moving (an exec
- * under way); the last one's text is kept, with the image before it. */
-#define WALK_TRIES 3
-/* An entry this young has the process's image checked on every read. */
-#define VERIFY_US G_USEC_PER_SEC
-
-/* One process's text. Owned by its shard's table: freed (entry_free) by
- * whoever removes it, under the shard lock; an entry being walked
- * (walking) is removed by nobody but the thread walking it. */
-struct entry {
-	struct memo_key key;
-	GBytes *text;          /* NULL until the first walk is done */
-	gboolean walking;      /* a walk of this key is under way */
-	gboolean wanted;       /* read while stale: refresh first */
-	struct memo_signals signals; /* as of the last walk */
-	gint64 made_at;        /* its first walk's end */
-	gint64 walked_at;      /* last walk */
-	gint64 checked_at;     /* last walk, or last probe that found no change */
-	gint64 read_at;        /* last memo_get */
-};
-
-struct shard {
-	GMutex lock;  /* guards entries and every field of every entry in it;
-	               * never held during a walk or a probe, nor two at once */
-	GCond walked; /* a first walk finished (single flight); with lock */
-	GHashTable *entries; /* struct memo_key* -> struct entry* */
-};
-
-/* Shared by the readers (FUSE worker threads) and the refresher thread;
- * freed by memo_free, by its owner, once both have stopped. */
-struct memo {
-	struct memo_config cfg;
-	struct memo_ops ops;
-	struct shard shards[SHARDS];
-	gint count; /* entries, all shards (atomic) */
-	GMutex ns_lock;      /* guards per_ns; taken under a shard lock, never the reverse */
-	GHashTable *per_ns;  /* pid namespace -> its entries (GUINT_TO_POINTER), those with any */
-	/* counters, atomic */
-	guint64 hits, misses, stale_serves, walks, walks_skipped, evictions, budget_overruns, walk_cpu_us,
-		exec_rewalks;
-	/* touched by the refresher thread only */
-	double tokens_us; /* CPU time the refresher may still spend */
-	gint64 refilled_at;
-};
-
-static void count(guint64 *counter, guint64 n)
+void memo_count(guint64 *counter, guint64 n)
 {
 	__atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
 }
@@ -85,7 +31,7 @@ static void entry_free(gpointer p)
 }
 
 /* One entry of key's namespace more (delta 1) or fewer (-1). */
-static void account(struct memo *m, const struct memo_key *key, int delta)
+void memo_account(struct memo *m, const struct memo_key *key, int delta)
 {
 	g_atomic_int_add(&m->count, delta);
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&m->ns_lock);
@@ -105,7 +51,7 @@ static gboolean over_share(struct memo *m, const struct memo_key *key)
 	return GPOINTER_TO_UINT(g_hash_table_lookup(m->per_ns, &key->ns)) >= m->cfg.max_entries_per_ns;
 }
 
-static struct shard *shard_of(struct memo *m, const struct memo_key *k)
+struct shard *memo_shard_of(struct memo *m, const struct memo_key *k)
 {
 	return &m->shards[key_hash(k) % SHARDS];
 }
@@ -122,6 +68,8 @@ struct memo *memo_new(const struct memo_config *cfg, const struct memo_ops *ops)
 	}
 	g_mutex_init(&m->ns_lock);
 	m->per_ns = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	m->slow_per_ns = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	m->walkers = g_thread_pool_new(memo_job_run, NULL, memo_walkers_base(), FALSE, NULL);
 	m->refilled_at = ops->now(ops->data);
 	m->tokens_us = BUDGET_BURST_US;
 	return m;
@@ -131,19 +79,26 @@ void memo_free(struct memo *m)
 {
 	if (!m)
 		return;
+	g_mutex_lock(&m->ns_lock);
+	guint stuck = m->slow;
+	g_mutex_unlock(&m->ns_lock);
+	if (stuck) /* their threads still use it: left to the process's end */
+		return;
+	g_thread_pool_free(m->walkers, FALSE, TRUE);
 	for (int i = 0; i < SHARDS; i++) {
 		g_hash_table_unref(m->shards[i].entries);
 		g_mutex_clear(&m->shards[i].lock);
 		g_cond_clear(&m->shards[i].walked);
 	}
 	g_hash_table_unref(m->per_ns);
+	g_hash_table_unref(m->slow_per_ns);
 	g_mutex_clear(&m->ns_lock);
 	g_free(m);
 }
 
-static void remove_locked(struct memo *m, struct shard *s, struct entry *e)
+void memo_remove_locked(struct memo *m, struct shard *s, struct entry *e)
 {
-	account(m, &e->key, -1);
+	memo_account(m, &e->key, -1);
 	g_hash_table_remove(s->entries, &e->key);
 }
 
@@ -176,8 +131,8 @@ static gboolean evict_oldest(struct memo *m, const uint64_t *ns)
 	struct entry *e = g_hash_table_lookup(s->entries, &oldest);
 	if (!e || e->walking)
 		return TRUE; /* someone else changed it: look again */
-	remove_locked(m, s, e);
-	count(&m->evictions, 1);
+	memo_remove_locked(m, s, e);
+	memo_count(&m->evictions, 1);
 	return TRUE;
 }
 
@@ -189,7 +144,7 @@ static gboolean same_image(const struct memo_image *a, const struct memo_image *
 /* The walk, timed on this thread's CPU clock, with the signals it saw
  * before it: probed here unless probed is set (*ret_signals holds them
  * then). Made again while the image moves across it (WALK_TRIES). */
-static int walk(struct memo *m, const struct memo_key *key, GBytes **ret_text,
+int memo_walk(struct memo *m, const struct memo_key *key, GBytes **ret_text,
 		struct memo_signals *ret_signals, gboolean probed)
 {
 	gint64 cpu = m->ops.thread_cpu(m->ops.data);
@@ -201,7 +156,7 @@ static int walk(struct memo *m, const struct memo_key *key, GBytes **ret_text,
 		if (r == 0)
 			r = m->ops.probe(m->ops.data, key, &after);
 		if (r == 0)
-			count(&m->walks, 1);
+			memo_count(&m->walks, 1);
 		if (r == 0 && (same_image(&after.image, &ret_signals->image) || tries == WALK_TRIES)) {
 			*ret_text = text;
 			break;
@@ -209,12 +164,12 @@ static int walk(struct memo *m, const struct memo_key *key, GBytes **ret_text,
 		if (text)
 			g_bytes_unref(text);
 		if (r == 0) {
-			count(&m->exec_rewalks, 1);
+			memo_count(&m->exec_rewalks, 1);
 			*ret_signals = after;
 		}
 	}
 	gint64 spent = m->ops.thread_cpu(m->ops.data) - cpu;
-	count(&m->walk_cpu_us, (guint64)MAX(spent, 0));
+	memo_count(&m->walk_cpu_us, (guint64)MAX(spent, 0));
 	return r;
 }
 
@@ -225,6 +180,7 @@ enum next_step {
 	STEP_EVICT,  /* the table is full: make room, then look again */
 	STEP_EVICT_OWN, /* the key's namespace has its share: make room in it */
 	STEP_WALK,   /* *ret_mine is a new entry this reader walks */
+	STEP_BUSY,   /* its walk is slow, or its namespace's are: EAGAIN */
 };
 
 /* Look key up, waiting for another reader's first walk of it; under the
@@ -235,10 +191,14 @@ static enum next_step look_up(struct memo *m, struct shard *s, const struct memo
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
 	struct entry *e;
+	gint64 deadline = g_get_monotonic_time() + WALK_WAIT_US;
 	/* Someone else's first walk: wait for it, then look again (if it
 	 * failed, the entry is gone and this reader walks). */
 	while ((e = g_hash_table_lookup(s->entries, key)) && !e->text)
-		g_cond_wait(&s->walked, &s->lock);
+		if (e->slow || !g_cond_wait_until(&s->walked, &s->lock, deadline))
+			return STEP_BUSY;
+	if (!e && memo_ns_walks_stuck(m, key->ns))
+		return STEP_BUSY;
 	gint64 now = m->ops.now(m->ops.data);
 	if (!e && full && over_share(m, key))
 		return STEP_EVICT_OWN;
@@ -251,16 +211,16 @@ static enum next_step look_up(struct memo *m, struct shard *s, const struct memo
 		e->walking = TRUE;
 		e->read_at = now;
 		g_hash_table_insert(s->entries, &e->key, e);
-		account(m, key, 1);
-		count(&m->misses, 1);
+		memo_account(m, key, 1);
+		memo_count(&m->misses, 1);
 		*ret_mine = e;
 		return STEP_WALK;
 	}
 	e->read_at = now;
 	if (now - e->checked_at <= m->cfg.max_age_us) {
-		count(&m->hits, 1);
+		memo_count(&m->hits, 1);
 	} else {
-		count(&m->stale_serves, 1);
+		memo_count(&m->stale_serves, 1);
 		if (!e->wanted) {
 			e->wanted = TRUE;
 			m->ops.wake_refresher(m->ops.data);
@@ -280,34 +240,33 @@ static void drop_other_image(struct memo *m, struct shard *s, const struct memo_
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
 	struct entry *e = g_hash_table_lookup(s->entries, key);
 	if (e && !e->walking && e->text == text) {
-		remove_locked(m, s, e);
-		count(&m->exec_rewalks, 1);
+		memo_remove_locked(m, s, e);
+		memo_count(&m->exec_rewalks, 1);
 	}
 }
 
 /* Store the result of the first walk of e (walking, so nobody else frees
- * it meanwhile) and wake the readers waiting for it. */
-static int first_walk_done(struct memo *m, struct shard *s, struct entry *e, int r, GBytes *text,
-			   const struct memo_signals *sig, GBytes **ret_text)
+ * it meanwhile) and wake the readers waiting for it. Under s->lock. */
+void memo_first_walk_done(struct memo *m, struct shard *s, struct entry *e, int r, GBytes *text,
+			    const struct memo_signals *sig)
 {
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
 	gint64 done = m->ops.now(m->ops.data);
 	e->walking = FALSE;
+	if (e->slow)
+		memo_slow_add(m, e, -1);
 	g_cond_broadcast(&s->walked);
 	if (r < 0) {
-		remove_locked(m, s, e);
-		return r;
+		memo_remove_locked(m, s, e);
+		return;
 	}
 	e->text = text;
 	e->signals = *sig;
 	e->made_at = e->walked_at = e->checked_at = done;
-	*ret_text = g_bytes_ref(text);
-	return 0;
 }
 
 int memo_get(struct memo *m, const struct memo_key *key, GBytes **ret_text)
 {
-	struct shard *s = shard_of(m, key);
+	struct shard *s = memo_shard_of(m, key);
 	gboolean full = TRUE; /* FALSE once nothing could be evicted */
 
 	for (;;) {
@@ -337,143 +296,15 @@ int memo_get(struct memo *m, const struct memo_key *key, GBytes **ret_text)
 			full = evict_oldest(m, &key->ns);
 			break;
 		case STEP_WALK:
-			/* Without the lock: the walk is the costly part. */
-			r = walk(m, key, &text, &sig, FALSE);
-			return first_walk_done(m, s, mine, r, text, &sig, ret_text);
+			r = memo_run_job(m, s, mine, FALSE, ret_text);
+			if (r == -EAGAIN)
+				memo_count(&m->slow_walks, 1);
+			return r;
+		case STEP_BUSY:
+			memo_count(&m->slow_walks, 1);
+			return -EAGAIN;
 		}
 	}
-}
-
-/* The refresher's next job, found under the shard locks one at a time. */
-struct pick {
-	struct memo_key key;
-	gboolean found;
-	gint64 rank;     /* the larger, the sooner it is refreshed */
-	gint64 age;      /* how long since it was last known current */
-	gint64 next_due; /* when the next entry becomes due, if none is */
-	gboolean dropped;
-};
-
-static void scan_shard(struct memo *m, struct shard *s, gint64 now, struct pick *p)
-{
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
-	GHashTableIter it;
-	gpointer value;
-	g_hash_table_iter_init(&it, s->entries);
-	while (g_hash_table_iter_next(&it, NULL, &value)) {
-		struct entry *e = value;
-		if (e->walking || !e->text)
-			continue;
-		if (now - e->read_at > m->cfg.forget_after_us) {
-			account(m, &e->key, -1);
-			g_hash_table_iter_remove(&it);
-			count(&m->evictions, 1);
-			p->dropped = TRUE;
-			continue;
-		}
-		if (!e->wanted && now - e->read_at > STILL_READ(m->cfg.max_age_us))
-			continue;
-		gint64 due = e->checked_at + REFRESH_AT(m->cfg.max_age_us);
-		gint64 age = now - e->checked_at;
-		if (due <= now || e->wanted) {
-			/* most overdue first; wanted ones count as the oldest */
-			gint64 rank = e->wanted ? G_MAXINT64 / 2 + age : age;
-			if (!p->found || rank > p->rank) {
-				p->found = TRUE;
-				p->rank = rank;
-				p->age = age;
-				p->key = e->key;
-			}
-		} else if (due < p->next_due) {
-			p->next_due = due;
-		}
-	}
-}
-
-static void refill_budget(struct memo *m, gint64 now)
-{
-	m->tokens_us = MIN(m->tokens_us + (double)(now - m->refilled_at) * m->cfg.budget, BUDGET_BURST_US);
-	m->refilled_at = now;
-}
-
-/* Take the picked entry for refreshing, with its signals and walk time as
- * they were; NULL if it changed meanwhile. A claimed entry (walking) is
- * freed by nobody but its claimer. */
-static struct entry *claim(struct shard *s, const struct memo_key *key, struct memo_signals *ret_signals,
-			   gint64 *ret_walked_at)
-{
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
-	struct entry *e = g_hash_table_lookup(s->entries, key);
-	if (!e || e->walking)
-		return NULL;
-	e->walking = TRUE;
-	*ret_signals = e->signals;
-	*ret_walked_at = e->walked_at;
-	return e;
-}
-
-/* Store the result of refreshing the claimed entry e. */
-static void refresh_done(struct memo *m, struct shard *s, struct entry *e, int r, gboolean skip,
-			 GBytes *text, const struct memo_signals *sig)
-{
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->lock);
-	gint64 done = m->ops.now(m->ops.data);
-	e->walking = FALSE;
-	e->wanted = FALSE;
-	if (r < 0) {
-		/* gone (or unreadable): readers walk afresh and get the error */
-		remove_locked(m, s, e);
-		count(&m->evictions, 1);
-	} else if (skip) {
-		e->checked_at = done;
-		count(&m->walks_skipped, 1);
-	} else {
-		g_bytes_unref(e->text);
-		e->text = text;
-		e->signals = *sig;
-		e->walked_at = e->checked_at = done;
-	}
-}
-
-gboolean memo_refresh_step(struct memo *m, gint64 *ret_wait_us)
-{
-	gint64 now = m->ops.now(m->ops.data);
-	struct pick p = { .next_due = G_MAXINT64 };
-
-	for (int i = 0; i < SHARDS; i++)
-		scan_shard(m, &m->shards[i], now, &p);
-	if (p.dropped)
-		return TRUE;
-	if (!p.found) {
-		*ret_wait_us = p.next_due == G_MAXINT64 ? m->cfg.max_age_us : p.next_due - now;
-		return FALSE;
-	}
-	refill_budget(m, now);
-	if (m->tokens_us <= 0) {
-		if (p.age > m->cfg.max_age_us)
-			count(&m->budget_overruns, 1);
-		*ret_wait_us = MAX((gint64)(-m->tokens_us / m->cfg.budget), 1000);
-		return FALSE;
-	}
-
-	struct shard *s = shard_of(m, &p.key);
-	struct memo_signals then, sig;
-	gint64 walked_at;
-	struct entry *e = claim(s, &p.key, &then, &walked_at);
-	if (!e)
-		return TRUE;
-
-	/* Without the lock: the probe and the walk are the costly part. */
-	gint64 cpu = m->ops.thread_cpu(m->ops.data);
-	GBytes *text = NULL;
-	int r = m->ops.probe(m->ops.data, &p.key, &sig);
-	gboolean skip = r == 0 && memcmp(&sig, &then, sizeof(sig)) == 0 &&
-			now - walked_at < m->cfg.max_age_idle_us;
-	if (r == 0 && !skip)
-		r = walk(m, &p.key, &text, &sig, TRUE);
-	m->tokens_us -= (double)(m->ops.thread_cpu(m->ops.data) - cpu);
-	refresh_done(m, s, e, r, skip, text, &sig);
-	return TRUE;
 }
 
 void memo_get_stats(struct memo *m, struct memo_stats *ret)
@@ -488,6 +319,7 @@ void memo_get_stats(struct memo *m, struct memo_stats *ret)
 		.budget_overruns = __atomic_load_n(&m->budget_overruns, __ATOMIC_RELAXED),
 		.walk_cpu_us = __atomic_load_n(&m->walk_cpu_us, __ATOMIC_RELAXED),
 		.exec_rewalks = __atomic_load_n(&m->exec_rewalks, __ATOMIC_RELAXED),
+		.slow_walks = __atomic_load_n(&m->slow_walks, __ATOMIC_RELAXED),
 		.entries = (guint64)g_atomic_int_get(&m->count),
 	};
 }

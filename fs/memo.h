@@ -12,6 +12,11 @@
  *   unchanged but never beyond the idle maximum age; it drops entries of
  *   dead processes and entries nobody reads; the table has a size bound,
  *   and each pid namespace a share of it;
+ * - walks run on walker threads: a reader waits 2 s for one at most,
+ *   then gets EAGAIN, and a walk that slow is waited for no more (a
+ *   process can hold its memory map, and so the walk, for as long as it
+ *   likes); a pid namespace with 8 such walks starts no new one until one
+ *   ends, and the refresher passes its entries by (memo-internal.h);
  * - a text is of one program: a walk during which the process's image
  *   moved (an exec) is made again, and in an entry's first second every
  *   read checks the image, so that a process walked before its exec (a
@@ -72,6 +77,7 @@ struct memo_config {
 struct memo_stats {
 	uint64_t hits, misses, stale_serves, walks, walks_skipped, evictions,
 		 budget_overruns, entries, walk_cpu_us, exec_rewalks;
+	uint64_t slow_walks; /* reads answered EAGAIN: a walk outlasted WALK_WAIT_US (memo.c) */
 };
 
 struct memo;
@@ -79,7 +85,8 @@ struct memo;
 struct memo *memo_new(const struct memo_config *cfg, const struct memo_ops *ops);
 void memo_free(struct memo *m);
 
-/* The text for key. 0 or the walk's -errno. */
+/* The text for key. 0, the walk's -errno, or -EAGAIN: its walk outlasted the
+ * wait (above). */
 int memo_get(struct memo *m, const struct memo_key *key, GBytes **ret_text);
 
 /* One step of refreshing. TRUE if it did something (walked, verified or

@@ -247,6 +247,18 @@ void smaps_free(struct smaps *s)
 	g_free(s);
 }
 
+/* A walk outlasted its readers' wait: said at most once a minute. */
+static void tell_slow(pid_t pid)
+{
+	static gint told_minute = -1;
+	gint minute = (gint)(g_get_monotonic_time() / (60 * G_USEC_PER_SEC));
+	gint last = g_atomic_int_get(&told_minute);
+	if (last != minute && g_atomic_int_compare_and_exchange(&told_minute, last, minute))
+		g_warning("walking the memory of pid %d takes over 2 s (it holds its memory map: a fault on a FUSE "
+			  "file whose server does not answer?): reads of its smaps_rollup get EAGAIN until the walk ends",
+			  (int)pid);
+}
+
 int smaps_read(struct smaps *s, const struct caller *c, uint64_t ns, pid_t pid, uint64_t start_time,
 	       GBytes **ret_content)
 {
@@ -271,7 +283,10 @@ int smaps_read(struct smaps *s, const struct caller *c, uint64_t ns, pid_t pid, 
 	if (pidns_pidfd_exited(pidfd))
 		return -ENOENT;
 	const struct memo_key key = { ns, pid, start_time, ino };
-	return memo_get(s->memo, &key, ret_content);
+	r = memo_get(s->memo, &key, ret_content);
+	if (r == -EAGAIN)
+		tell_slow(pid);
+	return r;
 }
 
 gboolean smaps_refresh_step(struct smaps *s, gint64 *ret_wait_us)

@@ -15,6 +15,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -556,6 +557,56 @@ def make_tests():
             check_equal(cgtest.errno_of(view_read, d, victim.pid), errno.ENOENT,
                         "errno of reading the dead process through the view")
 
+    @test("a process that holds its memory map (a fault on a stopped FUSE file, from a read of its own "
+          "/proc/self/mem, while another of its threads maps): 300 readers of its smaps_rollup get EAGAIN, "
+          "none reads, and the host's meminfo and another process's smaps_rollup read at once meanwhile")
+    def _():
+        # Security review, issue 39 finding 8: a reader waited for its walk
+        # without a bound, holding a FUSE worker; past the workers' bound
+        # (256) nobody's request was answered.
+        with cgtest.Daemon() as d, cgtest.Daemon() as stopped, sleepers(1) as (other,):
+            holder = subprocess.Popen([cgtest.PYTHON, "-c", MAP_HOLDER, os.path.join(stopped.proc, "stat")],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            readers, results = [], {}
+            try:
+                check_equal(holder.stdout.readline().strip(), "mapped", "the holder")
+                os.kill(stopped.process.pid, signal.SIGSTOP)
+                with open("/proc/sys/vm/drop_caches", "w") as f:
+                    f.write("1")  # its page is to be read from the stopped daemon
+                holder.stdin.write("hold\n")
+                holder.stdin.flush()
+                check(cgtest.wait_until(lambda: waiting_threads(holder.pid) >= 2, timeout=5),
+                      "the holder's fault and its map did not both wait")
+                path = os.path.join(d.proc, str(holder.pid), "smaps_rollup")
+                for i in range(300):
+                    readers.append(threading.Thread(target=timed_read, args=(path, results, i), daemon=True))
+                    readers[-1].start()
+                time.sleep(3.5)
+                started = time.monotonic()
+                meminfo = cgtest.run(["timeout", "10", "cat", os.path.join(d.proc, "meminfo")])
+                took_meminfo = time.monotonic() - started
+                started = time.monotonic()
+                smaps = cgtest.run(["timeout", "10", "cat", os.path.join(d.proc, str(other.pid), "smaps_rollup")])
+                took_smaps = time.monotonic() - started
+                cgtest.wait_until(lambda: len(results) == 300, timeout=10)
+                done = dict(results)
+            finally:
+                os.kill(stopped.process.pid, signal.SIGCONT)
+                holder.kill()
+                holder.wait()
+                for r in readers:
+                    r.join(10)
+            kinds = sorted({v[0] for v in done.values()})
+            cgtest.diag("of 300 readers of the held process, %d answered (%s, the slowest after %.1f s); after "
+                        "3.5 s, meminfo took %.2f s, another smaps_rollup %.2f s"
+                        % (len(done), kinds, max([v[1] for v in done.values()] or [0]), took_meminfo, took_smaps))
+            check(meminfo[0] == 0 and took_meminfo < 1, "the host's meminfo meanwhile", cgtest.describe(meminfo))
+            check(smaps[0] == 0 and took_smaps < 1, "another process's smaps_rollup meanwhile", cgtest.describe(smaps))
+            check(len(done) == 300 and kinds == ["EAGAIN"], "the held process's readers: %d answered, %s"
+                  % (len(done), kinds))
+            check(max(v[1] for v in done.values()) < 10, "a reader of the held process waited 10 s")
+            check("takes over 2 s" in d.log(), "not logged", d.log()[-2000:])
+
     return t
 
 
@@ -635,6 +686,45 @@ def access_checks(res, where):
         check_equal(vhead, rhead, "header of nobody's %s smaps_rollup (view vs real, %s)" % (key, where))
         check(abs(vf["Rss"] - rf["Rss"]) < 8 * MIB_KB, "Rss of nobody's %s smaps_rollup: %d kB via the view, "
               "%d kB real (%s)" % (key, vf["Rss"], rf["Rss"], where))
+
+
+# Maps the first page of argv[1] (a file of another FUSE mount) and says
+# "mapped"; at a line on stdin, reads that page through its own
+# /proc/self/mem (the fault waits for that mount's server, its memory map
+# held), and once that waits, maps more from another thread (which waits
+# for the map, and makes every later reader of it wait too).
+MAP_HOLDER = r"""
+import mmap, os, sys, threading, time
+f = open(sys.argv[1], "rb")
+m = mmap.mmap(f.fileno(), min(os.fstat(f.fileno()).st_size or 4096, 4096), mmap.MAP_PRIVATE, mmap.PROT_READ)
+start = next(int(l.split("-")[0], 16) for l in open("/proc/self/maps") if l.rstrip().endswith(sys.argv[1]))
+print("mapped", flush=True)
+sys.stdin.readline()
+mem = os.open("/proc/self/mem", os.O_RDONLY)
+threading.Thread(target=os.pread, args=(mem, 1, start), daemon=True).start()
+time.sleep(0.3)
+threading.Thread(target=mmap.mmap, args=(-1, 4096), daemon=True).start()
+time.sleep(3600)
+"""
+
+
+def waiting_threads(pid):
+    """How many of pid's threads wait in the kernel (state D)."""
+    n = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with contextlib.suppress(OSError), open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+            n += f.read().rsplit(")", 1)[1].split()[0] == "D"
+    return n
+
+
+def timed_read(path, results, i):
+    started = time.monotonic()
+    try:
+        with open(path) as f:
+            f.read()
+        results[i] = ("read", time.monotonic() - started)
+    except OSError as e:
+        results[i] = (errno.errorcode.get(e.errno, str(e.errno)), time.monotonic() - started)
 
 
 def main():

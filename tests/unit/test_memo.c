@@ -20,6 +20,8 @@ static struct fake {
 	uint64_t image;       /* the start of every process's code: an exec moves it */
 	int execs_in_walks;   /* walks still to come during which a process execs */
 	int wakes;
+	pid_t stuck_below;    /* walks of pids under this (from 1000) hang until released */
+	GCond released;       /* zeroed by setup: a GCond needs no init */
 } fake;
 
 static void setup(void)
@@ -44,6 +46,8 @@ static int fake_walk(void *data, const struct memo_key *key, GBytes **ret)
 	if (fake.walk_sleep_us)
 		g_usleep((gulong)fake.walk_sleep_us);
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) l = g_mutex_locker_new(&fake.lock);
+	while (key->pid >= 1000 && key->pid < fake.stuck_below)
+		g_cond_wait(&fake.released, &fake.lock);
 	if (g_hash_table_contains(fake.gone, GINT_TO_POINTER(key->pid)))
 		return -ENOENT;
 	guint n = GPOINTER_TO_UINT(g_hash_table_lookup(fake.walks, GINT_TO_POINTER(key->pid))) + 1;
@@ -479,5 +483,78 @@ Test(memo, readers_and_the_refresher_at_once)
 	}
 	cr_expect_gt(c[1].reads, 0);
 	cr_expect_leq(stats(m).entries, 30 + 3, "bounded, but for readers racing to insert");
+	memo_free(m);
+}
+
+static void release_stuck(void)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) l = g_mutex_locker_new(&fake.lock);
+	fake.stuck_below = 0;
+	g_cond_broadcast(&fake.released);
+}
+
+static gint64 ms_since(gint64 t)
+{
+	return (g_get_monotonic_time() - t) / 1000;
+}
+
+static struct memo *stuck_memo; /* for stuck_reader */
+
+static gpointer stuck_reader(gpointer pid)
+{
+	return get(stuck_memo, GPOINTER_TO_INT(pid), 1);
+}
+
+Test(memo, a_walk_that_hangs_holds_its_readers_two_seconds_then_they_get_eagain_and_others_walk_on)
+{
+	struct memo *m = stuck_memo = make(100, 1.0);
+	fake.stuck_below = 1001; /* pid 1000 hangs */
+	gint64 t = g_get_monotonic_time();
+	g_autofree char *first = get(m, 1000, 1);
+	gint64 waited = ms_since(t);
+	cr_assert_str_eq(first, "error 11", "a reader of the hung walk: %s", first);
+	cr_assert(waited >= 1900 && waited < 3000, "it waited %" G_GINT64_FORMAT " ms", waited);
+	t = g_get_monotonic_time();
+	g_autofree char *later = get(m, 1000, 1);
+	cr_assert_str_eq(later, "error 11");
+	cr_assert_lt(ms_since(t), 100, "a later reader waited for a walk known to be slow");
+	g_autofree char *other = get(m, 7, 1);
+	cr_assert_str_eq(other, "pid 7 start 1 walk 1", "another process is walked meanwhile");
+	cr_assert_geq(stats(m).slow_walks, 2);
+	release_stuck();
+	g_usleep(100 * 1000);
+	g_autofree char *after = get(m, 1000, 1);
+	cr_assert_str_eq(after, "pid 1000 start 1 walk 1", "the walk ended: its text is served");
+	memo_free(m);
+}
+
+Test(memo, eight_hung_walks_of_a_namespace_stop_its_new_walks_not_others_nor_the_refresher)
+{
+	struct memo *m = stuck_memo = make(100, 1.0);
+	g_free(get(m, 7, 1));
+	fake.stuck_below = 1008; /* pids 1000 to 1007 hang */
+	GThread *readers[8];
+	for (int i = 0; i < 8; i++)
+		readers[i] = g_thread_new("reader", stuck_reader, GINT_TO_POINTER(1000 + i));
+	for (int i = 0; i < 8; i++)
+		g_free(g_thread_join(readers[i]));
+	gint64 t = g_get_monotonic_time();
+	g_autofree char *refused = get(m, 20, 1);
+	cr_assert_str_eq(refused, "error 11", "a new walk of a namespace with 8 hung: %s", refused);
+	cr_assert_lt(ms_since(t), 100);
+	g_autofree char *elsewhere = get_in(m, 2, 20, 1, 0);
+	cr_assert_str_eq(elsewhere, "pid 20 start 1 walk 1", "another namespace walks on");
+	/* The refresher skips the namespace whose walks hang, and ends. */
+	fake.minflt++;
+	advance(6 * SEC);
+	g_free(get_in(m, 2, 20, 1, 0));
+	t = g_get_monotonic_time();
+	refresh_all(m);
+	cr_assert_lt(ms_since(t), 500, "the refresher waited for hung walks");
+	cr_assert_eq(walks_of(20), 2, "the other namespace's entry was refreshed");
+	release_stuck();
+	g_usleep(200 * 1000);
+	g_autofree char *again = get(m, 21, 1);
+	cr_assert_str_eq(again, "pid 21 start 1 walk 1", "its walks run again once they ended");
 	memo_free(m);
 }

@@ -309,11 +309,12 @@ GString *smaps_render_stats(struct smaps *s)
 		{ "exec_rewalks_total", "counter", "Texts walked again because the process exec'd during or since." },
 		{ "evictions_total", "counter", "Entries dropped: dead process, unread, or table full." },
 		{ "budget_overruns_total", "counter", "Times the CPU budget let an entry get older than the maximum age." },
+		{ "slow_walks_total", "counter", "Reads answered EAGAIN because a walk outlasted 2 s." },
 		{ "entries", "gauge", "Entries in the memo." },
 	};
 	memo_get_stats(s->memo, &st);
 	guint64 values[] = { st.hits, st.misses, st.stale_serves, st.walks, st.walks_skipped,
-			     st.exec_rewalks, st.evictions, st.budget_overruns, st.entries };
+			     st.exec_rewalks, st.evictions, st.budget_overruns, st.slow_walks, st.entries };
 	for (size_t i = 0; i < G_N_ELEMENTS(rows); i++) {
 		g_autofree char *name = g_strconcat("cgprocfs_smaps_", rows[i].name, NULL);
 		metrics_u64(out, name, rows[i].type, rows[i].help, values[i]);

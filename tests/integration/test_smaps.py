@@ -606,6 +606,7 @@ def make_tests():
                   % (len(done), kinds))
             check(max(v[1] for v in done.values()) < 10, "a reader of the held process waited 10 s")
             check("takes over 2 s" in d.log(), "not logged", d.log()[-2000:])
+            check(stats(d)["slow_walks_total"] >= 300, "the EAGAIN answers are not counted", stats(d))
 
     return t
 

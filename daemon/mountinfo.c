@@ -1,6 +1,10 @@
 /* The daemon's mount table. */
 #include "mountinfo.h"
 
+#include "procfile.h"
+
+#include <stdio.h>
+
 #include <string.h>
 
 static void mount_entry_free(gpointer p)
@@ -46,6 +50,14 @@ GPtrArray *mountinfo_read(void)
 	if (!g_file_get_contents("/proc/self/mountinfo", &text, NULL, NULL))
 		return mountinfo_parse("");
 	return mountinfo_parse(text);
+}
+
+GPtrArray *mountinfo_of(int proc_fd, pid_t pid)
+{
+	char path[32];
+	g_autofree char *text = NULL;
+	snprintf(path, sizeof(path), "%d/mountinfo", (int)pid);
+	return procfile_read_text_at(proc_fd, path, &text) < 0 ? NULL : mountinfo_parse(text);
 }
 
 const struct mount_entry *mountinfo_top(GPtrArray *mounts, const char *path)

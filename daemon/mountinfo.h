@@ -2,6 +2,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/types.h>
 
 struct mount_entry {
 	char *mountpoint;
@@ -14,6 +15,8 @@ struct mount_entry {
 GPtrArray *mountinfo_parse(const char *text);
 /* The same of /proc/self/mountinfo. */
 GPtrArray *mountinfo_read(void);
+/* The same of pid's (proc_fd/<pid>/mountinfo), or NULL if it cannot be read. */
+GPtrArray *mountinfo_of(int proc_fd, pid_t pid);
 /* The topmost of mounts at path (as mountinfo names it), or NULL. */
 const struct mount_entry *mountinfo_top(GPtrArray *mounts, const char *path);
 

@@ -5,7 +5,6 @@
 #include "cleanup.h"
 #include "control.h"
 #include "mountinfo.h"
-#include "procfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -109,12 +108,7 @@ int nsprocfs_make(int host_proc_fd, int ns, const char *restrictions, int *ret_f
 
 char *nsprocfs_restrictions(int host_proc_fd, pid_t pid)
 {
-	char path[32];
-	g_autofree char *text = NULL;
-	snprintf(path, sizeof(path), "%d/mountinfo", (int)pid);
-	if (procfile_read_text_at(host_proc_fd, path, &text) < 0)
-		return NULL;
-	g_autoptr(GPtrArray) mounts = mountinfo_parse(text);
-	const struct mount_entry *e = mountinfo_container_proc(mounts);
+	g_autoptr(GPtrArray) mounts = mountinfo_of(host_proc_fd, pid);
+	const struct mount_entry *e = mounts ? mountinfo_container_proc(mounts) : NULL;
 	return e ? mountinfo_proc_restrictions(e->super_options) : NULL;
 }

@@ -196,12 +196,9 @@ static gboolean namespaces_of(int proc_fd, pid_t tid, uint64_t ret[3])
  * agrees with the files it reads (busybox free takes both). */
 static gboolean view_in_place(int proc_fd, pid_t tid)
 {
-	char path[32];
-	g_autofree char *text = NULL;
-	snprintf(path, sizeof(path), "%d/mountinfo", (int)tid);
-	if (procfile_read_text_at(proc_fd, path, &text) < 0)
+	g_autoptr(GPtrArray) mounts = mountinfo_of(proc_fd, tid);
+	if (!mounts)
 		return FALSE;
-	g_autoptr(GPtrArray) mounts = mountinfo_parse(text);
 	const struct mount_entry *e = mountinfo_top(mounts, "/proc/meminfo");
 	if (!e)
 		e = mountinfo_top(mounts, "/proc");

@@ -41,6 +41,19 @@ print(len(fds), err, flush=True)
 sys.stdin.readline()
 '''
 
+def release(holders):
+    """Let HOLDER processes close their fds and end."""
+    for h in holders:
+        h.stdin.close()
+        h.wait()
+
+
+def holders_got(got):
+    """The opens HOLDERs got in all (their split lines), and the errors
+    they ended on."""
+    return sum(int(g[0]) for g in got if g), sorted({g[1] for g in got if g})
+
+
 # For each line on stdin, the number of processors in argv[1]'s cpuinfo.
 CPU_COUNT_READER = r'''
 import os, sys
@@ -343,11 +356,8 @@ def make_tests(d):
                 got = [h.stdout.readline().split() for h in holders]
                 during = host_read_latencies(d.mnt)
             finally:
-                for h in holders:
-                    h.stdin.close()
-                    h.wait()
-            held = sum(int(g[0]) for g in got if g)
-            errors = sorted({g[1] for g in got if g})
+                release(holders)
+            held, errors = holders_got(got)
             cgtest.diag("the holders got %d opens in all, then %s; host view cpuinfo p50/p99 %.0f/%.0f µs before, "
                         "%.0f/%.0f µs while they held them" % (held, errors, *before, *during))
             check(TENANT_HANDLES_MAX - 16 <= held <= TENANT_HANDLES_MAX and "EMFILE" in errors and
@@ -381,11 +391,8 @@ def make_tests(d):
             host_errno = cgtest.errno_of(cgtest.read_all, path)
             other = cgtest.run(["unshare", "--pid", "--fork", "--", "cat", path])
         finally:
-            for h in holders:
-                h.stdin.close()
-                h.wait()
-        held = sum(int(g[0]) for g in got if g)
-        errors = sorted({g[1] for g in got if g})
+            release(holders)
+        held, errors = holders_got(got)
         cgtest.diag("the tenant's holders got %d opens in all, then %s; one in a namespace below got %s; the host's "
                     "open: %s" % (held, errors, below, cgtest.errname(host_errno)))
         check(host_errno == 0, "the host's open of meminfo while a tenant held its opens: %s"

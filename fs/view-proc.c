@@ -107,40 +107,21 @@ int proc_index_pid_entries(struct view *v)
 	return v->pid_entry_names->len < 2 ? -ENOENT : 0;
 }
 
-/* What decides who may read pid's served files, as the kernel checks it
- * (ptrace_may_access): its ids, capabilities, user namespace, and whether
- * it is dumpable (the owner of its directory). A setuid exec changes it;
- * its files then get other inodes, so that the page cache an old reader's
- * fd reads through (a private map, sendfile) never holds a text of the
- * process the reader may no longer read. 0 if the process is gone. */
+/* What an exec changes of who may read pid's served files: the owner of
+ * its directory, its euid and egid if it is dumpable, else root (a setuid
+ * or setgid program, one that gains capabilities, one it may not read).
+ * Such an exec gives its files other inodes, so that the page cache an
+ * old reader's fd reads through (a private map, sendfile) never holds a
+ * text of the program the reader may no longer read. 0 if it is gone. */
 static uint64_t access_tag(struct view *v, pid_t pid)
 {
-	char path[48];
-	g_autoptr(GBytes) text = NULL;
-	struct stat dir, ns;
-
-	snprintf(path, sizeof(path), "%d/status", (int)pid);
-	if (procfile_read_at(v->cfg.proc_fd, path, &text) < 0)
-		return 0;
-	snprintf(path, sizeof(path), "%d/ns/user", (int)pid);
-	gboolean has_ns = fstatat(v->cfg.proc_fd, path, &ns, 0) == 0;
+	char path[16];
+	struct stat dir;
 	snprintf(path, sizeof(path), "%d", (int)pid);
 	if (fstatat(v->cfg.proc_fd, path, &dir, 0) < 0)
 		return 0;
-	GString *decides = g_string_new(NULL);
-	const char *const fields[] = { "Uid:", "Gid:", "Groups:", "CapPrm:", "CapEff:", NULL };
-	gsize len;
-	const char *data = g_bytes_get_data(text, &len);
-	g_autofree char *status = g_strndup(data, len);
-	g_auto(GStrv) lines = g_strsplit(status, "\n", -1);
-	for (char **l = lines; *l; l++)
-		for (const char *const *f = fields; *f; f++)
-			if (g_str_has_prefix(*l, *f))
-				g_string_append_printf(decides, "%s\n", *l);
-	const uint64_t head[] = { dir.st_uid, dir.st_gid, has_ns ? ns.st_dev : 0, has_ns ? ns.st_ino : 0 };
-	uint64_t tag = classhash("access:", head, sizeof(head), decides->str, decides->len);
-	g_string_free(decides, TRUE);
-	return tag & ((UINT64_C(1) << INO_TAG_BITS) - 1);
+	const uint64_t owner[] = { dir.st_uid, dir.st_gid };
+	return classhash("access:", owner, sizeof(owner), NULL, 0) & ((UINT64_C(1) << INO_TAG_BITS) - 1);
 }
 
 /* The tag of a pid directory's entry of kind. */
@@ -466,7 +447,7 @@ static int pid_file_open(struct view *v, const struct caller *c, uint64_t ino, G
 	 * is not this inode's (the kernel looks the name up again). */
 	*ret_version = VIEW_FRESH;
 	r = smaps_read(v->cfg.smaps, c, v->cfg.pid_ns, ino_pid(ino), st.start_time, ret);
-	if (r == 0 && pid_node_process(v, ino, &st) < 0) {
+	if (r == 0 && (ino_process_tag(st.start_time) ^ access_tag(v, ino_pid(ino))) != ino_tag(ino)) {
 		g_clear_pointer(ret, g_bytes_unref);
 		return -ESTALE;
 	}

@@ -1,6 +1,8 @@
 /* The key of a mountpoint's content classes (fs/classhash.h), in a file
  * beside its control socket: root's, mode 0600, made once per boot by
- * the first daemon, read by each that takes over. */
+ * the first daemon, read by each that takes over. Views a daemon before
+ * keys mounted have no key file: their daemons keep its unkeyed classes,
+ * and the next views mounted anew get a key. */
 #include "daemon.h"
 
 #include "classhash.h"
@@ -33,6 +35,9 @@ static int key_read(const char *path, uint8_t key[CLASS_KEY_BYTES])
 static int key_write(const char *path, const uint8_t key[CLASS_KEY_BYTES])
 {
 	g_autofree char *tmp = g_strdup_printf("%s.%d", path, (int)getpid());
+	g_autofree char *dir = g_path_get_dirname(path);
+	if (g_mkdir_with_parents(dir, 0700) < 0)
+		return -errno;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
@@ -46,12 +51,19 @@ static int key_write(const char *path, const uint8_t key[CLASS_KEY_BYTES])
 	return r;
 }
 
-void classkey_load(const char *path)
+void classkey_load(const char *path, gboolean views_exist)
 {
 	uint8_t key[CLASS_KEY_BYTES];
 	int r = key_read(path, key);
 	if (r == 0) {
 		classhash_set_key(key);
+		return;
+	}
+	if (r == -ENOENT && views_exist) {
+		classhash_set_unkeyed();
+		g_warning("the views were mounted by a daemon whose content classes were not keyed: they stay so, "
+			  "and a tenant that names its cgroups could aim at another's figures, until the views are "
+			  "mounted anew (stop the daemon with its views, then start it)");
 		return;
 	}
 	if (r != -ENOENT)

@@ -15,8 +15,9 @@
 #define DAEMON_CONTROL_DIR "/run/cgprocfs"
 
 /* The content classes' key of the mountpoint whose key file is path
- * (classkey.c): read, or made and kept there. */
-void classkey_load(const char *path);
+ * (classkey.c): read, or made and kept there; none if there is no file
+ * and views_exist (a daemon before keys mounted them). */
+void classkey_load(const char *path, gboolean views_exist);
 
 /* A procfs of the pid namespace of ns (an fd), the daemon's own, with
  * restrictions (nsprocfs_restrictions: NULL for none): 0 and *ret_fd, or

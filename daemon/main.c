@@ -1,6 +1,7 @@
 /* cgprocfs: a container-scoped view of /proc, served with FUSE. */
 #include "daemon.h"
 #include "log.h"
+#include "mountinfo.h"
 
 #include <errno.h>
 #include <fuse_lowlevel.h>
@@ -17,6 +18,15 @@ static char *socket_for(const char *mountpoint)
 		return NULL;
 	g_autofree char *escaped = g_strdelimit(g_strdup(mountpoint + 1), "/", '-');
 	return g_strdup_printf("%s/%s.sock", DAEMON_CONTROL_DIR, escaped);
+}
+
+/* Does a daemon's view (its FUSE mount) sit at mountpoint already? */
+static gboolean views_served(const char *mountpoint)
+{
+	struct mount_entry e = { 0 };
+	gboolean served = mountinfo_find(mountpoint, &e) && strcmp(e.fstype, "fuse.cgprocfs") == 0;
+	mountinfo_entry_clear(&e);
+	return served;
 }
 
 /* What the command line says. */
@@ -219,7 +229,7 @@ static int serve(const struct options *o)
 		keeper_path = g_strconcat(socket_path, ".keeper", NULL);
 	}
 	g_autofree char *key_path = g_strconcat(socket_path, ".key", NULL);
-	classkey_load(key_path);
+	classkey_load(key_path, views_served(mountpoint));
 	g_autofree char *joined = o->fuse_opts ? g_strjoinv(",", o->fuse_opts) : NULL;
 	raise_fd_limit();
 	const struct daemon_config cfg = {

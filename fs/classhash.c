@@ -2,15 +2,36 @@
  * its paper defines it. */
 #include "classhash.h"
 
+#include "hash.h"
 #include "ino.h"
+
+#include <glib.h>
 
 #include <string.h>
 
 static uint64_t key_words[2];
+static gboolean unkeyed;
 
 void classhash_set_key(const uint8_t key[CLASS_KEY_BYTES])
 {
 	memcpy(key_words, key, sizeof(key_words));
+}
+
+void classhash_set_unkeyed(void)
+{
+	unkeyed = TRUE;
+}
+
+/* The class daemons before keys gave the same parts: FNV-1a of kind (but
+ * of the CPUs'), head and tail. */
+static uint64_t unkeyed_class(const char *kind, const void *head, size_t head_len, const void *tail,
+			      size_t tail_len)
+{
+	uint64_t h = HASH_FNV_START;
+	if (strcmp(kind, "cpus:") != 0)
+		h = hash_fnv(h, kind, strlen(kind));
+	h = hash_fnv(hash_fnv(h, head, head_len), tail, tail_len) & INO_SERVED_CLASS_MASK;
+	return h ? h : 1;
 }
 
 struct sip {
@@ -78,6 +99,8 @@ uint64_t classhash_siphash(const void *data, size_t len)
 
 uint64_t classhash(const char *kind, const void *head, size_t head_len, const void *tail, size_t tail_len)
 {
+	if (unkeyed)
+		return unkeyed_class(kind, head, head_len, tail, tail_len);
 	struct sip s = sip_start();
 	/* Each part with its length: no two inputs run together alike. */
 	const uint64_t lens[3] = { strlen(kind), head_len, tail_len };

@@ -14,6 +14,10 @@
 
 /* The key from now on; until it is set, all zeros (the unit tests'). */
 void classhash_set_key(const uint8_t key[CLASS_KEY_BYTES]);
+/* No key from now on: classes as daemons before keys made them (FNV-1a
+ * of the same parts), for views such a daemon mounted, whose inodes the
+ * kernel keeps (a file bound on its own cannot be looked up again). */
+void classhash_set_unkeyed(void);
 
 /* The class of kind (a literal naming what the class is of: "memory:"),
  * head and tail (head_len and tail_len bytes; NULL if 0): of

@@ -268,7 +268,7 @@ def make_tests(state):
                             + " | ".join(lines))
         left = set(observed("op_run").split())
         if not left <= {"var-lib-cgprocfs.sock" + end for end in ("", ".keeper", ".seccomp", ".lxc", ".scopes",
-                                                                  ".cputime", ".cputime.log")}:
+                                                                  ".cputime", ".cputime.log", ".key")}:
             problems.append("/run/cgprocfs holds %s" % sorted(left))
         check(not problems, "what the operator's actions left", *problems)
 

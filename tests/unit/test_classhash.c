@@ -65,3 +65,17 @@ Test(classhash, the_key_decides_the_class)
 	/* Parts run together differently are other classes. */
 	cr_assert_neq(classhash("memory:", "ab", 2, "c", 1), classhash("memory:", "a", 1, "bc", 2));
 }
+
+Test(classhash, unkeyed_classes_are_those_of_daemons_before_keys)
+{
+	/* For views such a daemon mounted: the same inodes, binds kept. */
+	const char *dir = "system.slice/x.service";
+	classhash_set_unkeyed();
+	cr_assert_eq(classhash("memory:", NULL, 0, dir, strlen(dir)), unkeyed(dir));
+	const unsigned head[2] = { 0, 2 };
+	const unsigned cpus[2] = { 0, 1 };
+	uint64_t before = hash_fnv(hash_fnv(HASH_FNV_START, head, sizeof(head)), cpus, sizeof(cpus)) &
+			  INO_SERVED_CLASS_MASK;
+	cr_assert_eq(classhash("cpus:", head, sizeof(head), cpus, sizeof(cpus)), before ? before : 1,
+		     "the CPUs' classes had no kind in them");
+}

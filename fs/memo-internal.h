@@ -92,8 +92,8 @@ void memo_first_walk_done(struct memo *m, struct shard *s, struct entry *e, int 
 
 /* memo-walk.c. Walks at once, but for the slow ones. */
 gint memo_walkers_base(void);
-/* The walkers' function (a struct job). */
-void memo_job_run(gpointer data, gpointer unused);
+/* The walkers' function: a struct job of memo. */
+void memo_job_run(gpointer data, gpointer memo);
 /* e's walk is slow from now on (delta 1), or no more (-1): the walkers
  * get a thread more meanwhile. Under e's shard lock. */
 void memo_slow_add(struct memo *m, struct entry *e, int delta);

@@ -69,7 +69,7 @@ struct memo *memo_new(const struct memo_config *cfg, const struct memo_ops *ops)
 	g_mutex_init(&m->ns_lock);
 	m->per_ns = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	m->slow_per_ns = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-	m->walkers = g_thread_pool_new(memo_job_run, NULL, memo_walkers_base(), FALSE, NULL);
+	m->walkers = g_thread_pool_new(memo_job_run, m, memo_walkers_base(), FALSE, NULL);
 	m->refilled_at = ops->now(ops->data);
 	m->tokens_us = BUDGET_BURST_US;
 	return m;

@@ -79,3 +79,10 @@ void classkey_load(const char *path, gboolean views_exist)
 		g_warning("cannot keep the content classes' key in %s (%s): a daemon after this one gives the "
 			  "files new inodes", path, g_strerror(-r));
 }
+
+void classkey_forget(const char *control_socket)
+{
+	g_autofree char *path = control_socket ? g_strconcat(control_socket, ".key", NULL) : NULL;
+	if (path)
+		unlink(path);
+}

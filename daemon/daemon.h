@@ -18,6 +18,9 @@
  * (classkey.c): read, or made and kept there; none if there is no file
  * and views_exist (a daemon before keys mounted them). */
 void classkey_load(const char *path, gboolean views_exist);
+/* The key file beside control_socket, once the views end with this
+ * daemon: the next views get a key of their own. */
+void classkey_forget(const char *control_socket);
 
 /* A procfs of the pid namespace of ns (an fd), the daemon's own, with
  * restrictions (nsprocfs_restrictions: NULL for none): 0 and *ret_fd, or

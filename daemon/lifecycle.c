@@ -566,6 +566,7 @@ int lifecycle_serve(const struct daemon_config *cfg)
 		if (ended >= 0)
 			return ended;
 		g_message("%s: unmounting %s", strsignal(sig), cfg->mountpoint);
+		classkey_forget(cfg->control_socket); /* no inode outlives the views */
 #ifdef HAVE_LIBSYSTEMD
 		sd_notify(0, "STOPPING=1");
 #endif

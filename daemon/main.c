@@ -228,7 +228,7 @@ static int serve(const struct options *o)
 		socket_path = socket_for(mountpoint);
 		keeper_path = g_strconcat(socket_path, ".keeper", NULL);
 	}
-	g_autofree char *key_path = g_strconcat(socket_path, ".key", NULL);
+	g_autofree char *key_path = g_strconcat(socket_path, ".key", NULL); /* classkey_forget's */
 	classkey_load(key_path, views_served(mountpoint));
 	g_autofree char *joined = o->fuse_opts ? g_strjoinv(",", o->fuse_opts) : NULL;
 	raise_fd_limit();

@@ -23,7 +23,7 @@ int caller_parse_status(const char *text, size_t len, struct caller_status *ret)
 	uint64_t caps = 0;
 
 	ret->tgid = 0;
-	ret->fsuid = (uid_t)-1;
+	ret->fsuid = ret->euid = (uid_t)-1;
 	ret->fsgid = (gid_t)-1;
 	for (char *line = copy, *next; line && *line; line = next) {
 		next = strchr(line, '\n');
@@ -36,14 +36,17 @@ int caller_parse_status(const char *text, size_t len, struct caller_status *ret)
 			ret->tgid = (pid_t)tgid;
 		} else if (g_str_has_prefix(line, "Uid:") || g_str_has_prefix(line, "Gid:")) {
 			g_auto(GStrv) ids = g_strsplit_set(g_strstrip(line + 4), " \t", -1);
-			guint64 id;
+			guint64 id, e;
 			if (g_strv_length(ids) != 4 ||
-			    !g_ascii_string_to_unsigned(ids[3], 10, 0, G_MAXUINT32 - 1, &id, NULL))
+			    !g_ascii_string_to_unsigned(ids[3], 10, 0, G_MAXUINT32 - 1, &id, NULL) ||
+			    !g_ascii_string_to_unsigned(ids[1], 10, 0, G_MAXUINT32 - 1, &e, NULL))
 				return -EINVAL;
-			if (line[0] == 'U')
+			if (line[0] == 'U') {
 				ret->fsuid = (uid_t)id;
-			else
+				ret->euid = (uid_t)e;
+			} else {
 				ret->fsgid = (gid_t)id;
+			}
 		} else if (g_str_has_prefix(line, "CapEff:")) {
 			char *end;
 			errno = 0;
@@ -211,24 +214,8 @@ static gboolean same_ns(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
-/* The first of the numbers after name (a line of status: "Uid:") whose
- * index is nth, or -1. */
-static int64_t status_number(const char *status, const char *name, int nth)
-{
-	const char *line = strstr(status, name);
-	if (!line)
-		return -1;
-	g_auto(GStrv) words = g_strsplit_set(line + strlen(name), " \t\n", 8);
-	for (char **w = words; *w; w++) {
-		guint64 n;
-		if (**w && g_ascii_string_to_unsigned(*w, 10, 0, G_MAXUINT32, &n, NULL) && nth-- == 0)
-			return (int64_t)n;
-	}
-	return -1;
-}
-
 /* Is id within a map of the caller's namespace (its uid_map)? */
-static gboolean mapped(int proc_fd, const char *tid, int64_t id)
+static gboolean mapped(int proc_fd, const char *tid, uid_t id)
 {
 	char path[48];
 	g_autoptr(GBytes) text = NULL;
@@ -241,8 +228,8 @@ static gboolean mapped(int proc_fd, const char *tid, int64_t id)
 	g_auto(GStrv) lines = g_strsplit(map, "\n", -1);
 	for (char **l = lines; *l; l++) {
 		unsigned long long inside, outside, count;
-		if (sscanf(*l, "%llu %llu %llu", &inside, &outside, &count) == 3 && id >= (int64_t)outside &&
-		    id - (int64_t)outside < (int64_t)count)
+		if (sscanf(*l, "%llu %llu %llu", &inside, &outside, &count) == 3 && id >= outside &&
+		    id - outside < count)
 			return TRUE;
 	}
 	return FALSE;
@@ -262,14 +249,16 @@ static gboolean caps_count_toward(int proc_fd, const char *tid, int owner_proc_f
 	char path[48];
 	g_autoptr(GBytes) text = NULL;
 	struct stat dir;
+	struct caller_status st;
 	snprintf(path, sizeof(path), "%s/status", pid);
 	if (fstatat(owner_proc_fd, pid, &dir, 0) < 0 || procfile_read_at(owner_proc_fd, path, &text) < 0)
 		return FALSE;
 	gsize len;
 	const char *data = g_bytes_get_data(text, &len);
-	g_autofree char *status = g_strndup(data, len);
-	int64_t euid = status_number(status, "\nUid:", 1);
-	return euid >= 0 && dir.st_uid == (uid_t)euid && mapped(proc_fd, tid, euid);
+	if (caller_parse_status(data, len, &st) < 0)
+		return FALSE;
+	g_array_unref(st.groups);
+	return st.euid != (uid_t)-1 && dir.st_uid == st.euid && mapped(proc_fd, tid, st.euid);
 }
 
 /* Which of the caller's effective capabilities the narrowed thread may keep.

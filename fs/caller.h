@@ -31,6 +31,7 @@ struct caller_status {
 	 * Uid and Gid lines), or -1 where the text has none. */
 	uid_t fsuid;
 	gid_t fsgid;
+	uid_t euid; /* the 2nd of the Uid line, or -1 */
 };
 
 /* The thread whose request this thread serves now (0: none, as in a

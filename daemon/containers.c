@@ -307,7 +307,8 @@ static int mount_detached(int fuse_fd)
 	    fsconfig(fs, FSCONFIG_SET_FLAG, "allow_other", NULL, 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
 		return -errno;
-	int mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_RDONLY);
+	/* Not read-only: PSI triggers are written to pressure files. */
+	int mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOATIME);
 	return mnt < 0 ? -errno : mnt;
 }
 
@@ -419,6 +420,9 @@ static gboolean handle_handover(struct containers *cs, int conn)
 	g_mutex_unlock(&cs->lock);
 	if (!hs.error && cs->cfg.sysinfo)
 		(void)!sysinfo_listener_hand_over(cs->cfg.sysinfo, conn, &hs.error);
+	/* Its PSI triggers' records (none of its requests is in hand). */
+	if (!hs.error && server_inflight_fd(cs->cfg.server) >= 0)
+		(void)!handover_send_inflight(conn, server_inflight_fd(cs->cfg.server), &hs.error);
 	if (!hs.error)
 		(void)!handover_send_listener(conn, cs->listen_fd, sysinfo_listener_fds(cs->cfg.sysinfo), &hs.error);
 	fault_point("give-sent");

@@ -2,6 +2,7 @@
 #include "inflight.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -30,25 +31,30 @@ struct table {
 	guint64 magic;
 	guint64 slots;
 	struct slot slot[SLOTS];
+	/* The PSI triggers of open fds (fs/triggers.h). A daemon before
+	 * triggers made a table that ends here: taken, with none. */
+	struct trigger_record triggers[TRIGGERS_MAX];
 };
+#define TABLE_BEFORE_TRIGGERS offsetof(struct table, triggers)
 
 struct inflight {
 	int fd;
+	size_t size; /* of the table mapped */
 	struct table *t;
 };
 
 /* The slot this thread filled last: where its answer is looked for first. */
 static __thread unsigned last_slot;
 
-static struct inflight *map(int fd)
+static struct inflight *map(int fd, size_t size)
 {
-	void *p = mmap(NULL, sizeof(struct table), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		close(fd);
 		return NULL;
 	}
 	struct inflight *f = g_new(struct inflight, 1);
-	*f = (struct inflight){ .fd = fd, .t = p };
+	*f = (struct inflight){ .fd = fd, .size = size, .t = p };
 	return f;
 }
 
@@ -62,7 +68,7 @@ struct inflight *inflight_new(void)
 			close(fd);
 		return NULL;
 	}
-	struct inflight *f = map(fd);
+	struct inflight *f = map(fd, sizeof(struct table));
 	if (f) {
 		f->t->magic = MAGIC;
 		f->t->slots = SLOTS;
@@ -73,11 +79,12 @@ struct inflight *inflight_new(void)
 struct inflight *inflight_adopt(int fd)
 {
 	struct stat st;
-	if (fstat(fd, &st) < 0 || st.st_size != (off_t)sizeof(struct table)) {
+	if (fstat(fd, &st) < 0 ||
+	    (st.st_size != (off_t)sizeof(struct table) && st.st_size != (off_t)TABLE_BEFORE_TRIGGERS)) {
 		close(fd);
 		return NULL;
 	}
-	struct inflight *f = map(fd);
+	struct inflight *f = map(fd, (size_t)st.st_size);
 	if (f && (f->t->magic != MAGIC || f->t->slots != SLOTS)) {
 		inflight_free(f);
 		return NULL;
@@ -89,7 +96,7 @@ void inflight_free(struct inflight *f)
 {
 	if (!f)
 		return;
-	munmap(f->t, sizeof(struct table));
+	munmap(f->t, f->size);
 	close(f->fd);
 	g_free(f);
 }
@@ -97,6 +104,13 @@ void inflight_free(struct inflight *f)
 int inflight_fd(const struct inflight *f)
 {
 	return f ? f->fd : -1;
+}
+
+struct trigger_record *inflight_triggers(struct inflight *f, unsigned *ret_n)
+{
+	gboolean has = f && f->size == sizeof(struct table);
+	*ret_n = has ? TRIGGERS_MAX : 0;
+	return has ? f->t->triggers : NULL;
 }
 
 guint64 inflight_key(int ns_fd)

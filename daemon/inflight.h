@@ -6,8 +6,11 @@
  * until killed. Each is kept whole in a slot (a request longer than a
  * slot, its header only: it is answered EIO); a daemon with every slot
  * in use keeps no more until one is answered. Only requests that get an
- * answer are kept (not FORGET, INTERRUPT, NOTIFY_REPLY). */
+ * answer are kept (not FORGET, INTERRUPT, NOTIFY_REPLY). The same memfd
+ * keeps the PSI triggers of open fds, for the next daemon to set again. */
 #pragma once
+
+#include "triggers.h"
 
 #include <glib.h>
 #include <linux/fuse.h>
@@ -21,6 +24,10 @@ struct inflight *inflight_adopt(int fd);
 void inflight_free(struct inflight *f);
 /* The memfd, for the keeper (-1 for NULL). */
 int inflight_fd(const struct inflight *f);
+
+/* The records of PSI triggers kept in f's memfd (fs/triggers.h), and
+ * how many: none (NULL) in a table of a daemon before triggers. */
+struct trigger_record *inflight_triggers(struct inflight *f, unsigned *ret_n);
 
 /* The key of a session: its pid namespace's inode, 0 for the host's
  * (ns_fd -1); the same in every daemon. */

@@ -307,10 +307,10 @@ static gboolean make_views(struct daemon *d, GError **error)
 static gboolean make_host_session(struct daemon *d, GError **error)
 {
 	const struct daemon_config *cfg = d->cfg;
-	/* Read-only: nothing in the view is written through FUSE (writes go to
-	 * the real procfs behind the symlinks), and the kernel then keeps no
-	 * access times to refresh with a GETATTR after each read. */
-	g_autofree char *opts = g_strdup_printf("ro,allow_other,fsname=cgprocfs,subtype=cgprocfs%s%s",
+	/* Writable only for PSI triggers on pressure files (every other write
+	 * is refused by the daemon; writes to the real procfs go behind the
+	 * symlinks); noatime: no access times to refresh after each read. */
+	g_autofree char *opts = g_strdup_printf("noatime,allow_other,fsname=cgprocfs,subtype=cgprocfs%s%s",
 						cfg->fuse_options ? "," : "",
 						cfg->fuse_options ? cfg->fuse_options : "");
 

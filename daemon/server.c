@@ -64,6 +64,9 @@ struct server *server_new(struct notifier *notifier)
 
 	sv->notifier = notifier;
 	sv->inflight = inflight_new();
+	unsigned n;
+	struct trigger_record *records = inflight_triggers(sv->inflight, &n);
+	sv->triggers = triggers_new(records, n);
 	g_mutex_init(&sv->lock);
 	g_cond_init(&sv->changed);
 	sv->by_id = g_hash_table_new(g_int64_hash, g_int64_equal);
@@ -94,6 +97,7 @@ void server_free(struct server *sv)
 	}
 	close(sv->epoll_fd);
 	close(sv->wake_fd);
+	triggers_free(sv->triggers);
 	inflight_free(sv->inflight);
 	inflight_free(sv->replay);
 	g_queue_clear(&sv->held);
@@ -112,6 +116,9 @@ void server_answer_taken_from(struct server *sv, int fd)
 {
 	inflight_free(sv->replay);
 	sv->replay = fd >= 0 ? inflight_adopt(fd) : NULL;
+	unsigned n;
+	const struct trigger_record *kept = inflight_triggers(sv->replay, &n);
+	triggers_inherit(sv->triggers, kept, n);
 }
 
 static void count_request(struct server *sv, const struct fuse_buf *buf)

@@ -15,6 +15,7 @@ struct server {
 	struct notifier *notifier;
 	struct inflight *inflight; /* the requests in hand (NULL: not kept) */
 	struct inflight *replay;   /* a dead daemon's, answered by sessions taken up from it (NULL: none) */
+	struct triggers *triggers; /* every session's PSI triggers, their records in inflight's memfd */
 	GMutex lock;         /* guards everything below but requests */
 	GCond changed;       /* workers, respawn or a session's end changed */
 	int epoll_fd;

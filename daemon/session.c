@@ -21,7 +21,7 @@ struct session *session_new(struct server *sv, struct view *view, struct pidwatc
 	struct fuse_args args = FUSE_ARGS_INIT(fuse_options ? 3 : 1, argv);
 	struct session *s = g_new0(struct session, 1);
 
-	s->ops = (struct ops_state){ .view = view, .watch = watch, .proc_fd = proc_fd };
+	s->ops = (struct ops_state){ .view = view, .watch = watch, .proc_fd = proc_fd, .triggers = sv->triggers };
 	ops_state_init(&s->ops);
 	s->se = fuse_session_new(&args, &ops_table, sizeof(ops_table), &s->ops);
 	fuse_opt_free_args(&args);
@@ -35,14 +35,20 @@ struct session *session_new(struct server *sv, struct view *view, struct pidwatc
 	return s;
 }
 
-/* A request taken is kept until it is answered (inflight.h).
+/* A request taken is kept until it is answered (inflight.h); a POLL's
+ * kernel handle is told to its adapter (which libfuse does not tell).
  * userdata: the session's ops_state, its first member. */
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
 	const struct session *s = userdata;
 	ssize_t n = read(fd, buf, len);
+	const struct fuse_in_header *h = buf;
 	if (n > 0)
 		inflight_taken(s->server->inflight, s->key, buf, (size_t)n);
+	if (n >= (ssize_t)(sizeof(*h) + sizeof(struct fuse_poll_in)) && h->opcode == FUSE_POLL) {
+		const struct fuse_poll_in *in = (const void *)(h + 1);
+		ops_poll_taken(in->fh, in->kh);
+	}
 	if (n >= (ssize_t)sizeof(struct fuse_in_header) && ((struct fuse_in_header *)buf)->opcode == FUSE_READ &&
 	    fault_armed())
 		fault_point("read-taken"); /* a daemon dying with a read in hand */
@@ -162,6 +168,19 @@ static gpointer answer_taken(gpointer data)
 	return NULL;
 }
 
+/* Wake the pollers of an fd whose trigger the daemon before set (kh: the
+ * fd's), so that they poll again, here, and the trigger is set again. */
+static void wake_poller(void *data, uint64_t kh)
+{
+	struct session *s = data;
+	struct fuse_out_header h = { .len = sizeof(h) + sizeof(struct fuse_notify_poll_wakeup_out),
+				     .error = FUSE_NOTIFY_POLL };
+	struct fuse_notify_poll_wakeup_out out = { .kh = kh };
+	struct iovec iov[] = { { &h, sizeof(h) }, { &out, sizeof(out) } };
+	if (notifier_writev(s->server->notifier, fuse_session_fd(s->se), iov, 2) < 0 && errno != ENOENT)
+		g_debug("cannot wake a poller of a PSI trigger: %s", g_strerror(errno));
+}
+
 /* Said once (every view taken up is the same). */
 static gint unanswerable_said;
 
@@ -170,6 +189,7 @@ int session_start(struct session *s, session_ended_fn ended, void *data)
 	int fd = fuse_session_fd(s->se);
 
 	s->key = inflight_key(session_ns_fd(s));
+	s->ops.key = s->key;
 	/* Even if it is not served here: whoever serves it next needs them. */
 	gboolean resent = s->resend && session_resend(s);
 	/* Workers only read what epoll said is there, but a request can go
@@ -178,6 +198,8 @@ int session_start(struct session *s, session_ended_fn ended, void *data)
 	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
 		return -errno;
 	int r = server_add(s->server, s, ended, data);
+	if (r == 0)
+		triggers_each_polled(s->server->triggers, s->key, wake_poller, s);
 	if (r == 0 && s->resend && !resent && s->server->replay)
 		g_thread_join(g_thread_new("answer-taken", answer_taken, s));
 	else if (r == 0 && s->resend && !resent && !g_atomic_int_exchange(&unanswerable_said, 1))

@@ -105,7 +105,7 @@ gboolean takeover_take(struct daemon *d, GError **error)
 		r = 0;
 	if (r < 0)
 		g_prefix_error(error, "cannot take over %s: ", cfg->mountpoint);
-	else if (d->from_keeper)
+	else /* a running daemon's has no request in hand: its PSI triggers */
 		server_answer_taken_from(d->server, steal_fd(&d->ho.inflight));
 	return r == 0;
 }

@@ -402,6 +402,59 @@ int caller_openat(const struct caller *c, pid_t owner, int dirfd, const char *pa
 	return 0;
 }
 
+/* The caller's effective capabilities as they count for a plain file, 0
+ * where its request's ids are not its own (see creds_assume). */
+static int counted_caps(const struct caller *c, uint64_t *ret)
+{
+	char path[48];
+	g_autoptr(GBytes) text = NULL;
+	struct caller_status st;
+	gsize len;
+
+	snprintf(path, sizeof(path), "%d/status", (int)c->tid);
+	if (procfile_read_at(c->proc_fd, path, &text) < 0)
+		return -EACCES;
+	const char *data = g_bytes_get_data(text, &len);
+	if (caller_parse_status(data, len, &st) < 0)
+		return -EACCES;
+	g_array_unref(st.groups);
+	int r = usable_caps(c, c->proc_fd, 0, st.cap_effective, ret);
+	if (r == 0 && (st.fsuid != c->uid || st.fsgid != c->gid))
+		*ret = 0;
+	return r;
+}
+
+int caller_open_capable(const struct caller *c, int cap, int dirfd, const char *path, int flags, int *ret_fd)
+{
+	uint64_t caps;
+	int r = caller_restored();
+	if (r == 0)
+		r = counted_caps(c, &caps);
+	const struct daemon_creds *d = daemon_creds();
+	if (r == 0 && !d)
+		r = -EIO;
+	if (r < 0)
+		return r;
+	struct saved_creds saved = { 0 };
+	if (!(caps & (UINT64_C(1) << cap))) {
+		struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct narrowed[_LINUX_CAPABILITY_U32S_3];
+		memcpy(narrowed, d->caps, sizeof(narrowed));
+		narrowed[cap / 32].effective &= ~(UINT32_C(1) << (cap % 32));
+		saved.active = TRUE;
+		if (syscall(SYS_capset, &hdr, narrowed) < 0)
+			r = -errno;
+	}
+	_cleanup_close_ int fd = r < 0 ? -1 : openat(dirfd, path, flags | O_CLOEXEC | O_NOCTTY);
+	if (r == 0 && fd < 0)
+		r = procfile_errno();
+	int restored = creds_restore(&saved);
+	if (restored < 0 || r < 0)
+		return restored < 0 ? restored : r;
+	*ret_fd = steal_fd(&fd);
+	return 0;
+}
+
 struct readlink_call {
 	int dirfd;
 	const char *path;

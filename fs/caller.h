@@ -58,6 +58,13 @@ int caller_openat(const struct caller *c, pid_t owner, int dirfd, const char *pa
  * to free). */
 int caller_run(const struct caller *c, pid_t owner, int dirfd, int (*fn)(void *data), void *data);
 
+/* openat(dirfd, path, flags) as the daemon, but with capability cap in
+ * the opened file's credentials only if the caller has it, as it counts
+ * for a plain file (in the daemon's user namespace): for a file the
+ * caller cannot open itself, whose kernel looks at its opener's
+ * capability (PSI triggers: CAP_SYS_RESOURCE). 0 or -errno. */
+int caller_open_capable(const struct caller *c, int cap, int dirfd, const char *path, int flags, int *ret_fd);
+
 /* readlinkat(dirfd, path) as the caller; owner as above. 0 or -errno. */
 int caller_readlinkat(const struct caller *c, pid_t owner, int dirfd, const char *path,
 		      char **ret_target);

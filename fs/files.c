@@ -135,7 +135,6 @@ G_STATIC_ASSERT(ROW_COUNT <= INO_ROW_MAX + 1);
  * (docker -v, as LXCFS is used): its runtime makes the binds before it
  * sets the container's limits, and a bind keeps the inode its maker looked
  * up, which a class inode of the limits then in force would be. */
-#define ROW_NS_FLAG 0x80u
 G_STATIC_ASSERT(ROW_COUNT <= ROW_NS_FLAG && ROW_NS_FLAG <= INO_ROW_MAX);
 /* A row number fits where the named layout carries one. */
 G_STATIC_ASSERT(ROW_COUNT <= (1u << INO_ID_BITS));
@@ -444,7 +443,7 @@ static int served_attr(struct view *v, const struct caller *c, uint64_t ino, str
 	}
 	if (r < 0)
 		return r;
-	view_attr_fill(v, ret, ino, S_IFREG | 0444, (off_t)g_bytes_get_size(text));
+	view_attr_fill(v, ret, ino, S_IFREG | view_file_mode(v, ino), (off_t)g_bytes_get_size(text));
 	ret->st_mtim = (struct timespec){ version / 1000000000, version % 1000000000 };
 	ret->st_ctim = ret->st_mtim;
 	/* A namespace's inode has each caller's attributes (and the kernel

@@ -1,13 +1,18 @@
 #include "iogroups.h"
 
-#include "diskview.h"
+#include "caller.h"
 #include "classhash.h"
+#include "cleanup.h"
+#include "diskview.h"
 #include "ino.h"
 #include "procfile.h"
 #include "scope.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The files under /proc/pressure a cgroup has as <name>.pressure. */
@@ -19,6 +24,7 @@ struct iogroups {
 	struct deciders pressure; /* callers' cgroups in the v2 hierarchy (strings) */
 	struct reports reports;   /* files that could not be used */
 	guint host_pressure;      /* bit i: the host has pressure_names[i] */
+	mode_t pressure_modes[G_N_ELEMENTS(pressure_names)]; /* their permissions */
 };
 
 static gpointer dup_group(gpointer group)
@@ -57,8 +63,10 @@ struct iogroups *iogroups_new(const struct iogroups_config *cfg)
 	reports_init(&g->reports, cfg->report, cfg->report_data);
 	for (guint i = 0; i < G_N_ELEMENTS(pressure_names); i++) {
 		g_autofree char *path = g_strconcat("pressure/", pressure_names[i], NULL);
+		struct stat st;
 		if (faccessat(cfg->proc_fd, path, R_OK, 0) == 0)
 			g->host_pressure |= 1u << i;
+		g->pressure_modes[i] = fstatat(cfg->proc_fd, path, &st, 0) == 0 ? st.st_mode & 0666 : 0444;
 	}
 	return g;
 }
@@ -104,6 +112,24 @@ gboolean iogroups_has_pressure(const struct iogroups *g, const char *name)
 		if ((g->host_pressure & (1u << i)) && (!name || strcmp(name, pressure_names[i]) == 0))
 			return TRUE;
 	return FALSE;
+}
+
+mode_t iogroups_pressure_mode(const struct iogroups *g, const char *name)
+{
+	for (guint i = 0; i < G_N_ELEMENTS(pressure_names); i++)
+		if (strcmp(name, pressure_names[i]) == 0)
+			return g->pressure_modes[i];
+	return 0444;
+}
+
+int iogroups_may_trigger(struct iogroups *g, const struct caller *c, const char *name)
+{
+	g_autofree char *host = g_strconcat("pressure/", name, NULL);
+	int fd;
+	int r = caller_openat(c, 0, g->cfg.proc_fd, host, O_WRONLY, &fd);
+	if (r == 0)
+		close(fd);
+	return r;
 }
 
 /* On v1 the throttle files of recent kernels count a device's I/O only
@@ -214,4 +240,42 @@ int iogroups_render_pressure(struct iogroups *g, const char *group, const char *
 		return r;
 	take_text(&text, ret);
 	return SERVED_HOST;
+}
+
+/* The kernel file a trigger of c's on pressure/<name> goes to, opened for
+ * it: the host's (as c: the kernel decides), or c's cgroup's, opened as
+ * the daemon with c's CAP_SYS_RESOURCE or without (the kernel gives an
+ * opener without it 2 s windows only). */
+static int trigger_file(struct iogroups *g, const struct caller *c, const char *name, int *ret_fd)
+{
+	g_autofree char *group = NULL;
+	if (g->cfg.pressure.version == CGROUP_V2) {
+		group = group_of(g, c->tid, &g->cfg.pressure);
+	} else {
+		/* No v2 cgroups: the host's file, to a caller of the top cgroup only. */
+		g_autofree char *io = g->cfg.io.version != CGROUP_NONE ? group_of(g, c->tid, &g->cfg.io) : g_strdup("");
+		if (*io)
+			return -EOPNOTSUPP;
+		group = g_strdup("");
+	}
+	if (!*group) {
+		g_autofree char *host = g_strconcat("pressure/", name, NULL);
+		return caller_openat(c, 0, g->cfg.proc_fd, host, O_RDWR, ret_fd);
+	}
+	g_autofree char *file = g_strconcat(group, "/", name, ".pressure", NULL);
+	int r = caller_open_capable(c, CAP_SYS_RESOURCE, g->cfg.pressure.root_fd, file, O_RDWR, ret_fd);
+	return r == -ENOENT ? -EOPNOTSUPP : r; /* never the host's pressure for a container */
+}
+
+int iogroups_trigger(struct iogroups *g, const struct caller *c, const char *name, const char *text, int *ret_fd)
+{
+	_cleanup_close_ int fd = -1;
+	int r = trigger_file(g, c, name, &fd);
+	if (r < 0)
+		return r;
+	/* With its NUL: the kernel's /proc file takes the last byte for one. */
+	if (write(fd, text, strlen(text) + 1) < 0)
+		return -errno;
+	*ret_fd = steal_fd(&fd);
+	return 0;
 }

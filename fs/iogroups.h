@@ -4,6 +4,7 @@
  * cannot be told or has no such files, gets the host's files. */
 #pragma once
 
+#include "caller.h"
 #include "cgroup.h"
 #include "deciders.h"
 #include "reports.h"
@@ -11,6 +12,7 @@
 
 #include <glib.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct iogroups_config {
 	int proc_fd; /* where callers' /proc/<tid>/cgroup and the host's files are read */
@@ -45,3 +47,16 @@ gboolean iogroups_has_pressure(const struct iogroups *g, const char *name);
  * SERVED_HOST (fs/served.h: the host's file as it is), or -errno. */
 int iogroups_render_diskstats(struct iogroups *g, const char *group, GBytes **ret);
 int iogroups_render_pressure(struct iogroups *g, const char *group, const char *name, GBytes **ret);
+
+/* The permissions of the host's /proc/pressure/<name> (0666 where
+ * anyone may set triggers: Linux 6.5 and later). */
+mode_t iogroups_pressure_mode(const struct iogroups *g, const char *name);
+/* May c open the host's /proc/pressure/<name> for writing (its kernel's
+ * check: before 6.5, CAP_SYS_RESOURCE)? 0 or -errno. */
+int iogroups_may_trigger(struct iogroups *g, const struct caller *c, const char *name);
+/* Set the PSI trigger text (as the kernel's /proc file reads it) on
+ * pressure/<name> for c: on its cgroup's <name>.pressure, or the host's
+ * file for a caller whose figures are the host's; EOPNOTSUPP for a caller
+ * in a cgroup with no such file (cgroup v1). 0 and *ret_fd, the kernel
+ * file the trigger is on, or the kernel's -errno (EINVAL, EPERM, ...). */
+int iogroups_trigger(struct iogroups *g, const struct caller *c, const char *name, const char *text, int *ret_fd);

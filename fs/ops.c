@@ -1,4 +1,4 @@
-#include "ops.h"
+#include "ops-internal.h"
 
 #include "kcache.h"
 #include "pidns.h"
@@ -13,7 +13,7 @@ static struct ops_state *state(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
-static struct caller req_caller(fuse_req_t req)
+struct caller ops_caller(fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	caller_set_serving(ctx->pid);
@@ -45,7 +45,7 @@ static void tell_out_of_fds(int negative_errno)
 			  g_strerror(-negative_errno));
 }
 
-static void reply_err(fuse_req_t req, int negative_errno)
+void ops_reply_err(fuse_req_t req, int negative_errno)
 {
 	if (negative_errno == -EMFILE || negative_errno == -ENFILE)
 		tell_out_of_fds(negative_errno);
@@ -64,11 +64,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct ops_state *s = state(req);
-	struct caller c = req_caller(req);
+	struct caller c = ops_caller(req);
 	struct view_entry e;
 	int r = view_lookup(s->view, &c, parent, name, &e);
 	if (r < 0) {
-		reply_err(req, r);
+		ops_reply_err(req, r);
 		return;
 	}
 	struct fuse_entry_param param = {
@@ -97,14 +97,14 @@ static int unwalked(fuse_ino_t ino, int r)
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct caller c = req_caller(req);
+	struct caller c = ops_caller(req);
 	struct stat attr;
 	double timeout;
 	int r = view_getattr(state(req)->view, &c, ino, &attr, &timeout);
 	if (fi)
 		r = unwalked(ino, r);
 	if (r < 0) {
-		reply_err(req, r);
+		ops_reply_err(req, r);
 		return;
 	}
 	kcache_told_attr(state(req), ino, &attr);
@@ -113,19 +113,20 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	struct caller c = req_caller(req);
+	struct caller c = ops_caller(req);
 	g_autofree char *target = NULL;
 	int r = view_readlink(state(req)->view, &c, ino, &target);
 	if (r < 0)
-		reply_err(req, r);
+		ops_reply_err(req, r);
 	else
 		fuse_reply_readlink(req, target);
 }
 
-/* access(2) by the mode bits the view reports; nothing in it is writable. */
+/* access(2) by the mode bits the view reports (only pressure files have
+ * write bits). */
 static gboolean access_allowed(const struct caller *c, const struct stat *attr, int mask)
 {
-	if (mask & W_OK)
+	if ((mask & W_OK) && !(attr->st_mode & 0222))
 		return FALSE;
 	if (c->uid == 0) /* root may search directories and run what has an x bit */
 		return !(mask & X_OK) || S_ISDIR(attr->st_mode) || (attr->st_mode & 0111);
@@ -136,12 +137,12 @@ static gboolean access_allowed(const struct caller *c, const struct stat *attr, 
 
 static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
-	struct caller c = req_caller(req);
+	struct caller c = ops_caller(req);
 	struct stat attr;
 	double timeout;
 	int r = view_getattr(state(req)->view, &c, ino, &attr, &timeout);
 	if (r < 0) {
-		reply_err(req, r);
+		ops_reply_err(req, r);
 		return;
 	}
 	fuse_reply_err(req, access_allowed(&c, &attr, mask) ? 0 : EACCES);
@@ -152,7 +153,6 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
  * a struct served_file*. */
 #define HANDLE_DIR (UINT64_C(1) << HANDLES_KIND_SHIFT)
 
-struct served_file;
 static void served_file_free(struct served_file *f);
 
 static void handle_object_free(uint64_t fh, gpointer object)
@@ -204,7 +204,7 @@ static void refuse_handle(fuse_req_t req, int negative_errno)
 
 /* A new handle of object for req's caller, or 0 (object freed, req
  * answered) past a limit. */
-static uint64_t handle_add(fuse_req_t req, gpointer object, uint64_t kind)
+uint64_t ops_tenant(fuse_req_t req)
 {
 	struct ops_state *s = state(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -214,8 +214,14 @@ static uint64_t handle_add(fuse_req_t req, gpointer object, uint64_t kind)
 		if (tenant)
 			tidcache_put(&s->tenants, ctx->pid, GSIZE_TO_POINTER(tenant));
 	}
+	return tenant;
+}
+
+static uint64_t handle_add(fuse_req_t req, gpointer object, uint64_t kind)
+{
+	struct ops_state *s = state(req);
 	uint64_t fh = 0;
-	int r = handles_add(&s->handles, object, kind, tenant, &fh);
+	int r = handles_add(&s->handles, object, kind, ops_tenant(req), &fh);
 	if (r < 0)
 		refuse_handle(req, r);
 	return fh;
@@ -238,11 +244,11 @@ static void handle_remove(struct ops_state *s, uint64_t fh)
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct caller c = req_caller(req);
+	struct caller c = ops_caller(req);
 	GArray *entries = NULL;
 	int r = view_readdir(state(req)->view, &c, ino, &entries);
 	if (r < 0) {
-		reply_err(req, r);
+		ops_reply_err(req, r);
 		return;
 	}
 	struct ops_state *s = state(req); /* a reply frees req, sent or not */
@@ -259,10 +265,10 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	size_t used = 0;
 
 	if (!entries) { /* opened before a handover */
-		struct caller c = req_caller(req);
+		struct caller c = ops_caller(req);
 		int r = view_readdir(state(req)->view, &c, ino, &entries);
 		if (r < 0) {
-			reply_err(req, r);
+			ops_reply_err(req, r);
 			return;
 		}
 		entries = handle_adopt(state(req), fi->fh | HANDLE_DIR, entries);
@@ -286,27 +292,11 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_err(req, 0);
 }
 
-/* An open daemon-served file. It reads as one consistent snapshot, taken
- * when it is opened, at any offset and in any chunk size; once a reader has
- * read it from offset 0 to the end, a read that starts over at offset 0
- * takes a new one, as procfs would give it (procps keeps /proc/stat open
- * and re-reads it that way). Read by the session's workers concurrently;
- * freed with its handle (RELEASE, which the kernel sends only once no READ
- * of it is under way), or by ops_state_clear. */
-struct served_file {
-	GMutex lock; /* guards content, from_zero and at_end */
-	GBytes *content;
-	gint64 version; /* 0, or content is the shared text of this version */
-	gboolean from_zero; /* a read of this snapshot started at offset 0 */
-	gboolean at_end;    /* ... and a read of it reached the end */
-	uint64_t ino;
-	int flags;
-};
-
 static void served_file_free(struct served_file *f)
 {
 	if (!f)
 		return;
+	triggers_remove(f->trigger);
 	g_bytes_unref(f->content);
 	g_mutex_clear(&f->lock);
 	g_free(f);
@@ -327,7 +317,7 @@ static struct served_file *served_file_of(GBytes *content, int64_t version, fuse
 /* A snapshot of ino for the caller of req. 0 or -errno. */
 static int served_file_new(fuse_req_t req, fuse_ino_t ino, int flags, struct served_file **ret)
 {
-	struct caller c = req_caller(req);
+	struct caller c = ops_caller(req);
 	GBytes *content = NULL;
 	int64_t version;
 	int r = view_open(state(req)->view, &c, ino, flags, &content, &version);
@@ -344,7 +334,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (r == -ESTALE && view_class_row(ino))
 		kcache_class_mixed(s, ino); /* a name kept for another class */
 	if (r < 0) {
-		reply_err(req, r);
+		ops_reply_err(req, r);
 		return;
 	}
 	if (f->version > 0) {
@@ -379,7 +369,7 @@ static GBytes *snapshot_for_read(fuse_req_t req, struct served_file *f, off_t of
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&f->lock);
 
 	if (off == 0 && f->at_end) {
-		struct caller c = req_caller(req);
+		struct caller c = ops_caller(req);
 		GBytes *fresh = NULL;
 		/* On failure the reader gets the previous pass again, not an error. */
 		int64_t version;
@@ -411,7 +401,7 @@ static int adopted_file(fuse_req_t req, fuse_ino_t ino, off_t off, int flags, st
 	int r = served_file_new(req, ino, flags, ret);
 	if (r != -ESTALE || !view_class_row(ino))
 		return unwalked(ino, r);
-	struct caller c = req_caller(req);
+	struct caller c = ops_caller(req);
 	GBytes *content = NULL;
 	int64_t version;
 	if (view_class_text(state(req)->view, &c, ino, &content, &version) == 0) {
@@ -426,20 +416,30 @@ static int adopted_file(fuse_req_t req, fuse_ino_t ino, off_t off, int flags, st
 	return r;
 }
 
+struct served_file *ops_file(fuse_req_t req, fuse_ino_t ino, off_t off, struct fuse_file_info *fi, int *ret_err)
+{
+	struct served_file *f = handle_get(state(req), fi->fh & ~HANDLE_DIR);
+	if (f)
+		return f;
+	int r = adopted_file(req, ino, off, fi->flags, &f);
+	if (r < 0) {
+		*ret_err = r;
+		return NULL;
+	}
+	return handle_adopt(state(req), fi->fh & ~HANDLE_DIR, f);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	struct served_file *f = handle_get(state(req), fi->fh & ~HANDLE_DIR);
 	const char *data;
 	size_t len;
+	int r;
+	struct served_file *f = ops_file(req, ino, off, fi, &r);
 
 	if (!f) {
-		int r = adopted_file(req, ino, off, fi->flags, &f);
-		if (r < 0) {
-			reply_err(req, r);
-			return;
-		}
-		f = handle_adopt(state(req), fi->fh & ~HANDLE_DIR, f);
+		ops_reply_err(req, r);
+		return;
 	}
 	/* Unlocked before the reply: once it is sent, RELEASE may free f. A
 	 * shared text is read as it is now: the page cache the READ fills is
@@ -454,18 +454,15 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	if (view_pressure_name(ino))
+		triggers_released(state(req)->triggers, state(req)->key, fi->fh);
 	handle_remove(state(req), fi->fh & ~HANDLE_DIR);
 	fuse_reply_err(req, 0);
 }
 
-/* The view is read-only: what would change it gets EROFS. Writes to the
- * real files go through the delegating symlinks, never through here. */
-static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-		       struct fuse_file_info *fi)
-{
-	fuse_reply_err(req, EROFS);
-}
-
+/* The view is read-only: what would change it gets EROFS (but setattr,
+ * ops-pressure.c). Writes to the real files go through the delegating
+ * symlinks, never through here. */
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	fuse_reply_err(req, EROFS);
@@ -515,7 +512,9 @@ const struct fuse_lowlevel_ops ops_table = {
 	.open = op_open,
 	.read = op_read,
 	.release = op_release,
-	.setattr = op_setattr,
+	.write = ops_write,
+	.poll = ops_poll,
+	.setattr = ops_setattr,
 	.mknod = op_mknod,
 	.mkdir = op_mkdir,
 	.unlink = op_remove,

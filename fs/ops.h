@@ -12,14 +12,16 @@
 /* What the adapters of one FUSE session use: libfuse's userdata. It is
  * embedded in the daemon's session object and lives exactly as long; its
  * requests are answered by that session's workers, concurrently.
- * view, watch, session and proc_fd are set before the session serves and
- * never change; proto_minor is written once, by INIT, before any other
+ * view, watch, session, proc_fd, triggers and key are set before the
+ * session serves and never change; proto_minor is written once, by INIT, before any other
  * request of the session. */
 struct ops_state {
 	struct view *view;
 	struct pidwatch *watch;       /* with this state as the owner */
 	struct fuse_session *session; /* set once the session exists */
 	int proc_fd;                  /* where callers are looked up */
+	struct triggers *triggers;    /* the daemon's PSI triggers (NULL: none) */
+	uint64_t key;                 /* the session's in every daemon (daemon/inflight.h) */
 	unsigned proto_minor;         /* the kernel's FUSE protocol minor version, once INIT came */
 	/* Open files and directories by handle, and the tenant of each
 	 * caller thread (fs/handles.h), kept a while. Freed by
@@ -41,6 +43,10 @@ void ops_state_init(struct ops_state *s);
 void ops_state_clear(struct ops_state *s);
 
 extern const struct fuse_lowlevel_ops ops_table;
+
+/* The kernel's handle of the file a FUSE POLL of fh (just read from the
+ * kernel by this thread) is for, told before the request is answered. */
+void ops_poll_taken(uint64_t fh, uint64_t kh);
 
 /* pidwatch callback: drop the kernel's cached proc/<pid> of a process
  * that exited. owner is the struct ops_state that cached it. */

@@ -92,6 +92,9 @@ int view_kind_incomplete(void);
 
 /* view.c: what every family uses. */
 void view_attr_fill(const struct view *v, struct stat *st, uint64_t ino, mode_t mode, off_t size);
+/* A served file's permissions: 0444, or the host's file's for a pressure
+ * file (writable where the kernel's takes triggers from anyone). */
+mode_t view_file_mode(const struct view *v, uint64_t ino);
 /* A file the daemon serves for each open: read-only, no size (served
  * through direct_io). */
 int view_served_file_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret,
@@ -132,6 +135,9 @@ enum row {
 	ROW_PRESSURE_IRQ,
 	ROW_COUNT
 };
+/* In a served inode's row number: the row's text for a pid namespace
+ * (files.c). */
+#define ROW_NS_FLAG 0x80u
 extern const struct kind_ops files_real_dir_ops, files_served_ops;
 /* Whether ino is a row of the table, of the kind that row is. */
 gboolean files_row_valid(const struct view *v, uint64_t ino);

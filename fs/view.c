@@ -201,8 +201,38 @@ int view_served_file_attr(struct view *v, const struct caller *c, uint64_t ino, 
 			  double *ret_timeout)
 {
 	*ret_timeout = TIMEOUT_STABLE;
-	view_attr_fill(v, ret, ino, S_IFREG | 0444, 0);
+	view_attr_fill(v, ret, ino, S_IFREG | view_file_mode(v, ino), 0);
 	return 0;
+}
+
+const char *view_pressure_name(uint64_t ino)
+{
+	if (ino_kind(ino) != NODE_HOST_FILE)
+		return NULL;
+	switch (ino_served_row(ino) & ~ROW_NS_FLAG) {
+	case ROW_PRESSURE_CPU:
+		return "cpu";
+	case ROW_PRESSURE_MEMORY:
+		return "memory";
+	case ROW_PRESSURE_IO:
+		return "io";
+	case ROW_PRESSURE_IRQ:
+		return "irq";
+	default:
+		return NULL;
+	}
+}
+
+mode_t view_file_mode(const struct view *v, uint64_t ino)
+{
+	const char *pressure = view_pressure_name(ino);
+	return pressure ? iogroups_pressure_mode(v->cfg.iogroups, pressure) : 0444;
+}
+
+int view_trigger(struct view *v, const struct caller *c, uint64_t ino, const char *text, int *ret_fd)
+{
+	const char *pressure = view_pressure_name(ino);
+	return pressure ? iogroups_trigger(v->cfg.iogroups, c, pressure, text, ret_fd) : -EINVAL;
 }
 
 void view_dirent_add(GArray *entries, const char *name, uint64_t ino, mode_t type)
@@ -285,7 +315,8 @@ int view_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray **
 }
 
 /* Writes are refused (EACCES), as the kernel refuses them on read-only
- * proc and sysfs files; directories and links are not opened here. */
+ * proc and sysfs files, but to pressure files (PSI triggers), where the
+ * kernel's own file decides; directories and links are not opened here. */
 int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, GBytes **ret_content,
 	      int64_t *ret_version)
 {
@@ -295,8 +326,12 @@ int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, G
 		return -ESTALE;
 	if (!ops->open)
 		return ops->type == S_IFDIR ? -EISDIR : -ELOOP;
-	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
-		return -EACCES;
+	const char *pressure = view_pressure_name(ino);
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) {
+		int r = pressure ? iogroups_may_trigger(v->cfg.iogroups, c, pressure) : -EACCES;
+		if (r < 0)
+			return r;
+	}
 	*ret_version = 0;
 	return ops->open(v, c, ino, ret_content, ret_version);
 }

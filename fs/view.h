@@ -126,6 +126,12 @@ int view_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray **
 int view_open(struct view *v, const struct caller *c, uint64_t ino, int flags, GBytes **ret_content,
 	      int64_t *ret_version);
 
+/* "memory" for proc/pressure/memory, ...: NULL for any other inode. */
+const char *view_pressure_name(uint64_t ino);
+/* Set the PSI trigger text on pressure file ino for c (iogroups_trigger):
+ * 0 and *ret_fd, the kernel file it is on, or -errno. */
+int view_trigger(struct view *v, const struct caller *c, uint64_t ino, const char *text, int *ret_fd);
+
 /* A served file whose text depends on the caller (one inode per content
  * class): its row, which the kernel may cache by name only while every
  * caller of a session has the same class; 0 for any other node. */

@@ -98,7 +98,7 @@ class Run:
         # The pollers outside the 16 MiB limit (stalls of their own would
         # make them late), its pressure theirs too (a cgroup's counts its
         # descendants').
-        for name, limit in (("press", 1 << 30), ("press/hog", 16 << 20), ("calm", 1 << 30)):
+        for name, limit in (("press", 1 << 30), ("press/hog", 16 << 20), ("calm", 1 << 30), ("gone", 1 << 30)):
             dirs = [os.path.join(UNIFIED, TOP, name), os.path.join(MEMORY, TOP, name)]
             for d in dirs:
                 os.makedirs(d)
@@ -153,6 +153,12 @@ class Run:
             os.rmdir(self.dir)
 
 
+def after_kernel(v, kernel_ev):
+    """How long after the kernel file's poller saw the same firing (the
+    nearest) the view's poller saw it, at v (negative: before)."""
+    return v - min(kernel_ev, key=lambda k: abs(k - v))
+
+
 def freeze(group):
     """Freeze a v2 cgroup, then thaw it: how long until it said frozen."""
     def frozen():
@@ -182,12 +188,14 @@ def make_tests(d, r):
         r.poller("press", "view-press", view(), -1)
         r.poller("press", "kernel-press", os.path.join(r.groups["press"][0], "memory.pressure"), -1)
         r.poller("calm", "view-calm", view(), 200)
-        for name in ("view-press", "kernel-press", "view-calm"):
+        r.poller("calm", "host-calm", "/proc/pressure/memory", -1)  # what the view must not be
+        for name in ("view-press", "kernel-press", "view-calm", "host-calm"):
             first = cgtest.wait_until(lambda: r.lines(name), 10)
             check(first and "armed" in first[0], "the %s poller's trigger: %s" % (name, first), d.log())
 
-    @test("a process touching a 24 MiB file map under a 16 MiB limit, in a child of the first cgroup, wakes the view's poller in its cgroup within "
-          "two windows, as it wakes the poller of the cgroup's own file; the calm sibling's poller is not woken")
+    @test("a process touching a 24 MiB file map under a 16 MiB limit, in a child of the first cgroup, wakes the "
+          "view's poller in its cgroup within two windows, as it wakes the poller of the cgroup's own file; the "
+          "calm sibling's poller is not woken (one there of the kernel's /proc/pressure/memory is)")
     def _():
         st["hog"] = time.time()
         r.start("press/hog", "hog", [sys.executable, r.script("hog"), r.hogfile])
@@ -196,11 +204,13 @@ def make_tests(d, r):
         check(kernel_ev, "the kernel's own file never fired: no pressure was made")
         check(view_ev and view_ev[0] - st["hog"] < 4.5, "the view's poller woken %s s after the process started"
               % [round(v - st["hog"], 3) for v in view_ev], d.log())
-        lat = [v - max(k for k in kernel_ev if k <= v) for v in view_ev if any(k <= v for k in kernel_ev)]
+        lat = [after_kernel(v, kernel_ev) for v in view_ev] if kernel_ev else []
         cgtest.diag("the view's poller woken after the kernel file's, per firing (ms): %s"
                     % [round(x * 1000, 2) for x in lat])
-        check(lat and max(lat) < 0.5, "the view's poller woken %s s after the kernel file's" % lat)
+        check(lat and max(abs(x) for x in lat) < 0.5, "the view's poller woken %s s after the kernel file's" % lat)
         check_equal(r.events("view-calm"), [], "firings seen by the calm sibling's poller")
+        check(r.events("host-calm"), "a poller of the kernel's /proc/pressure/memory in the calm sibling was not "
+              "woken: the test cannot tell the sibling's pressure from the host's")
 
     @test("pollers blocked in poll() on the view (the calm one, and the one being woken) are frozen with "
           "cgroup.freeze within a second, and go on after the thaw")
@@ -235,6 +245,22 @@ def make_tests(d, r):
         hoard.wait()
         check_equal(got, {"taken": 64, "errors": {"ENOSPC": 936}}, "the hoarder's triggers")
         check(other and "armed" in other[0], "another caller's trigger: %s" % other)
+
+    @test("when the cgroup of a poller's trigger is removed (the poller moved out first), the poller, in poll() "
+          "with no timeout, is told POLLERR, as by the kernel's own file")
+    def _():
+        p = r.poller("gone", "gone", view(), -1)
+        armed = cgtest.wait_until(lambda: r.lines("gone"), 10)
+        check(armed and "armed" in armed[0], "the poller's trigger: %s" % armed)
+        for src, dst in zip(r.groups["gone"], r.groups["calm"]):
+            with open(os.path.join(dst, "cgroup.procs"), "w") as f:
+                f.write(str(p.pid))
+            os.rmdir(src)
+        told = cgtest.wait_until(lambda: [e for e in r.lines("gone") if e.get("ev", 0) & select.POLLERR], 5)
+        check(told, "no POLLERR in the 5 s after the cgroup went", r.lines("gone"))
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(5)
+        check_equal(p.returncode, 2, "the poller's exit (2: it saw POLLERR)")
 
     return t
 

@@ -239,8 +239,9 @@ def make_tests(state):
     def _():
         cgtest.diag("the unit's journal:\n" + observed("op_journal"))
         for name in ("upgrade", "reinstall", "reload", "restart", "crash"):
-            cgtest.diag("%s: %s s, then the main pid %s" % (name, observed("op_" + name)["s"],
-                                                          observed("op_" + name)["pid"]))
+            o = observed("op_" + name)
+            cgtest.diag("%s: from %s (the guest's clock), %s s, then the main pid %s"
+                        % (name, o.get("at"), o["s"], o["pid"]))
         problems = ["a warning in the daemon's journal: " + line for line in observed("op_warnings").splitlines()]
         pids = [observed("op_pid_before")]
         for name in ("upgrade", "reinstall", "reload", "restart", "crash"):

@@ -206,17 +206,22 @@ def lxc_system():
 # file, so that the one CPU is left to what the operator runs) every 10 ms
 # until the file STOP is there (at most 60,000 times), and (SYSINFO 1)
 # every 4th time busybox free (sysinfo(2)); counts the reads that failed
-# and those that gave the host's MemTotal, not the 256 MiB limit. At nice
+# (each named: the file, the part of its line read, the time) and those
+# that gave the host's MemTotal, not the 256 MiB limit. At nice
 # 10: what the operator runs (dpkg, its maintainer scripts) shares the
 # lane's one CPU with four of them.
 READER = r"""
 busybox renice -n 10 -p $$ >/dev/null
 ok=0; failed=0; host=0; sys=0; n=0
 while [ ! -e STOP ] && [ $n -lt 60000 ]; do
-  if read m < /proc/meminfo && read s < /proc/stat && read u < /proc/uptime; then
+  f= m= s= u=
+  read m < /proc/meminfo || f="meminfo [$m]"
+  [ -n "$f" ] || read s < /proc/stat || f="stat [$s]"
+  [ -n "$f" ] || read u < /proc/uptime || f="uptime [$u]"
+  if [ -z "$f" ]; then
     case "$m" in *" 262144 kB") ok=$((ok+1));; *) host=$((host+1)); echo "got: $m";; esac
   else
-    failed=$((failed+1))
+    failed=$((failed+1)); echo "failed: $f at $(date +%s)"
   fi
   [ SYSINFO = 0 ] || [ $((n % 4)) != 0 ] || busybox free | grep -q "^Mem: *262144 " || sys=$((sys+1))
   n=$((n+1))
@@ -293,8 +298,10 @@ def operator():
     time.sleep(8)  # all reading
     obs["op_pid_before"] = main_pid()
     for name, cmd in ACTIONS:
+        started = time.time()
         record("op_" + name, cmd + " && sleep 2 && systemctl is-active cgprocfs", timeout=120)
         obs["op_" + name]["pid"] = main_pid()
+        obs["op_" + name]["at"] = int(started)
     time.sleep(3)  # reading after the last one too
     for stop in stops:
         write(stop, "")

@@ -21,15 +21,30 @@ gboolean fault_armed(void)
 	return armed == 2;
 }
 
-void fault_point(const char *point)
+/* What CGPROCFS_FAULT asks of this process at point: "" (SIGKILL) or
+ * "=stop"; NULL if nothing. */
+static const char *fault_action(const char *point)
 {
 	const char *want = g_getenv("CGPROCFS_FAULT");
 	size_t role_len = strlen(fault_role), point_len = strlen(point);
 
 	if (!want || strncmp(want, fault_role, role_len) != 0 || want[role_len] != ':' ||
 	    strncmp(want + role_len + 1, point, point_len) != 0)
-		return;
+		return NULL;
 	const char *action = want + role_len + 1 + point_len;
+	return *action == '\0' || strcmp(action, "=stop") == 0 ? action : NULL;
+}
+
+gboolean fault_wanted(const char *point)
+{
+	return fault_armed() && fault_action(point) != NULL;
+}
+
+void fault_point(const char *point)
+{
+	const char *action = fault_action(point);
+	if (!action)
+		return;
 	if (strcmp(action, "=stop") == 0) {
 		g_message("fault injected: the %s stops itself (SIGSTOP) at %s", fault_role, point);
 		kill(getpid(), SIGSTOP);

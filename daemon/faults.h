@@ -12,6 +12,9 @@
 /* This process's role from now on ("daemon" until set): a static string. */
 void fault_set_role(const char *role);
 void fault_point(const char *point);
+/* Whether this process's role is asked to die at point (for a point
+ * that must be made ready before it is reached). */
+gboolean fault_wanted(const char *point);
 /* Whether a fault is asked for at all (read once): for points on the
  * serving path. */
 gboolean fault_armed(void);

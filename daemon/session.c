@@ -2,6 +2,7 @@
  * served by the server's workers (server.c), ended. */
 #include "server.h"
 
+#include "answers.h"
 #include "cleanup.h"
 #include "control.h"
 #include "faults.h"
@@ -49,21 +50,25 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 		const struct fuse_poll_in *in = (const void *)(h + 1);
 		ops_poll_taken(in->fh, in->kh);
 	}
-	if (n >= (ssize_t)sizeof(struct fuse_in_header) && ((struct fuse_in_header *)buf)->opcode == FUSE_READ &&
-	    fault_armed())
-		fault_point("read-taken"); /* a daemon dying with a read in hand */
+	if (n >= (ssize_t)(sizeof(*h) + sizeof(struct fuse_read_in)) && h->opcode == FUSE_READ && fault_armed()) {
+		/* a daemon dying with a read in hand: the first, or one past a
+		 * file's start (a reader a byte at a time, as busybox's read) */
+		fault_point(((const struct fuse_read_in *)(h + 1))->offset ? "past-start-read-taken" : "read-taken");
+		if (fault_wanted("answer-copy-fails"))
+			answer_poison_next(h->unique);
+	}
 	return n;
 }
 
-/* Answers go straight to the kernel, notifications (unique 0) through
- * the notifier. */
+/* Answers go to the kernel (answers.h), notifications (unique 0)
+ * through the notifier. */
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	const struct session *s = userdata;
 	const struct fuse_out_header *h = iov[0].iov_base;
 	if (count > 0 && iov[0].iov_len >= sizeof(*h) && h->unique == 0)
 		return notifier_writev(s->server->notifier, fd, iov, count);
-	ssize_t n = writev(fd, iov, count);
+	ssize_t n = answer_write(fd, iov, count);
 	if (count > 0 && iov[0].iov_len >= sizeof(*h))
 		inflight_answered(s->server->inflight, h->unique);
 	return n;

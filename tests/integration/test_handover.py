@@ -302,6 +302,29 @@ def make_tests():
     test("a takeover from the keeper, the keeper SIGKILLed once it sent everything (give-end): the new daemon "
          "serves, no failed read, the views kept")(recover_with_fault("keeper:give-end"))
 
+    @test("a daemon SIGKILLed while the kernel copies its answer to a read (answer-copy-fails: the answer's "
+          "bytes unreadable, as a killed daemon's pages are to a kernel without the fast get_user_pages): the "
+          "reader gets no EIO, the next daemon answers it")
+    def _():
+        with Daemon(prefix=["env", "CGPROCFS_FAULT=daemon:answer-copy-fails"]) as d:
+            cgtest.keepers_of(d.mnt, wait=True)
+            # stat, whose every open has its own text: no page cache to
+            # read it again from
+            reader = subprocess.Popen(["cat", os.path.join(d.proc, "stat")], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)
+            check(cgtest.wait_until(lambda: d.process.poll() is not None, timeout=WAIT_TIMEOUT),
+                  "the daemon did not die at its first read's answer", d.log())
+            check("SIGKILLs itself at answer-copy-fails" in d.log(), "the fault was not reached", d.log())
+            d.crash_and_restart()
+            try:
+                out, err = reader.communicate(timeout=READER_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                reader.kill()
+                raise cgtest.Failure("the read still waits %d s after a new daemon took over" % READER_TIMEOUT,
+                                     d.log())
+            check(reader.returncode == 0 and out.startswith("cpu "), "cat of the view's stat: exit %d, "
+                  "%r, %s" % (reader.returncode, out[:40], err.strip()), d.log())
+
     @test("the keeper SIGKILLed while the daemon serves: the daemon starts another, which holds every view "
           "(the daemon SIGKILLed next: no failed read)")
     def _():

@@ -318,37 +318,45 @@ print(json.dumps({"containers": out, "log": open("/tmp/daemon.log").read()[-1500
 """
 
 
-# In the guest: a daemon that SIGKILLs itself with a read in hand (the
-# fault read-taken), its keeper holding the view; then a second daemon,
-# which takes the view over from the keeper. Linux 6.1 cannot resend that
-# read: the second daemon must answer it from what the first kept.
+# In the guest, for each fault of argv[2:]: a daemon that SIGKILLs itself
+# with a read in hand (read-taken), or while the kernel would copy its
+# answer to a read (answer-copy-fails: the answer's bytes unreadable, as
+# a killed process's pages always are to user-mode Linux, which has no
+# fast get_user_pages), its keeper holding the view; then a second
+# daemon, which takes the view over from the keeper. Linux 6.1 cannot
+# resend that read: the second daemon must answer it from what the first
+# kept.
 CRASH_GUEST = r"""
 import json, os, subprocess, sys, time
 exe = sys.argv[1]
-mnt = "/tmp/mnt"
-os.mkdir(mnt)
 log = open("/tmp/daemon.log", "w")
-first = subprocess.Popen([exe, mnt], stdout=log, stderr=log, env=dict(os.environ, CGPROCFS_FAULT="daemon:read-taken"))
-keeper = "/run/cgprocfs/tmp-mnt.sock.keeper"
-for _ in range(200):
-    if os.path.exists(mnt + "/proc/.real/self") and os.path.exists(keeper):
-        break
-    time.sleep(0.05)
-time.sleep(0.5)  # the keeper holds every view once published: it is
-reader = subprocess.Popen(["cat", mnt + "/proc/meminfo"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-first.wait(10)
-second = subprocess.Popen([exe, mnt], stdout=log, stderr=log)
-try:
-    out, err = reader.communicate(timeout=20)
-    got = {"rc": reader.returncode, "out": out.decode()[:200], "err": err.decode()}
-except subprocess.TimeoutExpired:
-    got = {"rc": None, "out": "", "err": "(still waiting 20 s after the second daemon started)"}
-    reader.kill()
-got["first"] = first.returncode
-second.terminate()
-second.wait(20)
-got["log"] = open("/tmp/daemon.log").read()[-3000:]
-print(json.dumps(got))
+results = {}
+for i, fault in enumerate(sys.argv[2:]):
+    mnt = "/tmp/m%d" % i
+    os.mkdir(mnt)
+    log.write("=== %s\n" % fault)
+    log.flush()
+    first = subprocess.Popen([exe, mnt], stdout=log, stderr=log, env=dict(os.environ, CGPROCFS_FAULT="daemon:" + fault))
+    keeper = "/run/cgprocfs/tmp-m%d.sock.keeper" % i
+    for _ in range(200):
+        if os.path.exists(mnt + "/proc/.real/self") and os.path.exists(keeper):
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)  # the keeper holds every view once published: it is
+    reader = subprocess.Popen(["cat", mnt + "/proc/stat"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first.wait(10)
+    second = subprocess.Popen([exe, mnt], stdout=log, stderr=log)
+    try:
+        out, err = reader.communicate(timeout=20)
+        got = {"rc": reader.returncode, "out": out.decode()[:200], "err": err.decode()}
+    except subprocess.TimeoutExpired:
+        got = {"rc": None, "out": "", "err": "(still waiting 20 s after the second daemon started)"}
+        reader.kill()
+    got["first"] = first.returncode
+    second.terminate()
+    second.wait(20)
+    results[fault] = got
+print(json.dumps({"results": results, "log": open("/tmp/daemon.log").read()[-4000:]}))
 """
 
 
@@ -502,15 +510,20 @@ def run(exe, probe, probe_err, copies):
                         + where)
 
 
-    @test("in the guest (Linux 6.1, which cannot resend a dead daemon's requests), a daemon SIGKILLed with a "
-          "read of meminfo in hand, its keeper holding the view: the next daemon answers that read (cat prints "
-          "MemTotal and exits 0), from the requests in hand the first one kept")
+    @test("in the guest (Linux 6.1, which cannot resend a dead daemon's requests, and copies a killed daemon's "
+          "answer from its pages with the slow get_user_pages, which fails), a daemon SIGKILLed with a read of "
+          "/proc/stat (its own text at each open, not kept in the page cache) in hand, and one SIGKILLed as the kernel copies its answer to it, each with its keeper holding "
+          "the view: the next daemon answers that read (cat prints the cpu line and exits 0, no EIO), from the "
+          "requests in hand the first one kept")
     def _():
-        res = cgtest.run([UML_RUN, "--", "/usr/bin/python3", "-c", CRASH_GUEST, exe], timeout=300)
+        faults = ["read-taken", "answer-copy-fails"]
+        res = cgtest.run([UML_RUN, "--", "/usr/bin/python3", "-c", CRASH_GUEST, exe] + faults, timeout=300)
         got = json.loads(cgtest.check_ran(res, "the guest").strip().splitlines()[-1])
-        check(got["first"] == -9, "the first daemon's end (SIGKILL at the fault): %s" % got["first"], got["log"])
-        check(got["rc"] == 0 and got["out"].startswith("MemTotal:"), "the read in hand at the crash: exit %s, %r, %s"
-              % (got["rc"], got["out"][:60], got["err"]), got["log"])
+        for fault in faults:
+            r = got["results"][fault]
+            check(r["first"] == -9, "the first daemon's end (SIGKILL at %s): %s" % (fault, r["first"]), got["log"])
+            check(r["rc"] == 0 and r["out"].startswith("cpu "), "the read in hand at the crash at %s: exit %s, "
+                  "%r, %s" % (fault, r["rc"], r["out"][:60], r["err"]), got["log"])
 
     @test("in the guest (Linux 6.1, older than 6.15), busybox containers under memory.max 256M run by runc and "
           "by crun with the hook as their createContainer hook, and by the runtime wrapper, get the view over "

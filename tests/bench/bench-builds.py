@@ -1,0 +1,89 @@
+#!/usr/bin/python3
+"""Two builds of the daemon side by side: each on its own mountpoint, the
+same files read through each in one interleaved run (each round reads
+every file once through each), for a change whose cost is per request.
+
+    sudo /usr/bin/python3 tests/bench/bench-builds.py --old OLD_BUILD --new build [--rounds 5000]
+
+Times Python's open + read to EOF + close through the host's view of
+each: the floor (.cgprocfs/control, answered from memory) and files
+rendered at each open (proc/stat, proc/uptime, proc/loadavg). Prints
+p50 and p99 in µs per build and the ratio new / old. It only reports;
+the exit status says whether it ran."""
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+
+FILES = [".cgprocfs/control", "proc/stat", "proc/uptime", "proc/loadavg"]
+
+
+def read_once(path):
+    started = time.perf_counter_ns()
+    with open(path, "rb", buffering=0) as f:
+        while f.read(65536):
+            pass
+    return (time.perf_counter_ns() - started) / 1000
+
+
+def percentile(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.work = tempfile.mkdtemp(prefix="cgprocfs-bench-builds-")
+        self.daemons = {}
+
+    def daemon_log(self):
+        return "".join(open(os.path.join(self.work, n + ".log")).read() for n in self.daemons)
+
+    def run(self):
+        for name, build in (("old", self.args.old), ("new", self.args.new)):
+            exe, = benchlib.built(build, "daemon/cgprocfs")
+            mnt = os.path.join(self.work, name)
+            os.mkdir(mnt)
+            self.daemons[name] = (benchlib.start_daemon([exe, mnt], mnt, os.path.join(self.work, name + ".log")), mnt)
+        times = {(n, f): [] for n in self.daemons for f in FILES}
+        for _ in range(200):  # warm up
+            for name, (_, mnt) in self.daemons.items():
+                for f in FILES:
+                    read_once(os.path.join(mnt, f))
+        for _ in range(self.args.rounds):
+            for name, (_, mnt) in self.daemons.items():
+                for f in FILES:
+                    times[(name, f)].append(read_once(os.path.join(mnt, f)))
+        print("| file | old p50 / p99 µs | new p50 / p99 µs | new / old (p50) |")
+        print("|---|---|---|---|")
+        for f in FILES:
+            o, n = times[("old", f)], times[("new", f)]
+            print("| %s | %.0f / %.0f | %.0f / %.0f | %.2f |" % (f, percentile(o, 0.5), percentile(o, 0.99),
+                  percentile(n, 0.5), percentile(n, 0.99), percentile(n, 0.5) / percentile(o, 0.5)))
+
+    def cleanup(self):
+        for proc, mnt in self.daemons.values():
+            benchlib.stop_served(proc, mnt)
+        left = [mnt for _, mnt in self.daemons.values() if os.path.ismount(mnt)]
+        if not left:
+            shutil.rmtree(self.work, ignore_errors=True)
+        return not left
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--old", required=True, help="the build directory of the build to compare against")
+    p.add_argument("--new", default="build", help="the build directory of the build measured")
+    p.add_argument("--rounds", type=int, default=5000)
+    return benchlib.run_bench("bench-builds", lambda: Bench(p.parse_args()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -724,7 +724,8 @@ def start_namespace():
 
 def end_namespace(ns):
     for p in _children(ns.pid):  # the namespace's init: unshare does not end it
-        os.kill(p, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # it may have died meanwhile
+            os.kill(p, signal.SIGKILL)
     ns.wait()
 
 

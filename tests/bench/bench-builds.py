@@ -32,11 +32,6 @@ def read_once(path):
     return (time.perf_counter_ns() - started) / 1000
 
 
-def percentile(values, q):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
-
-
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -64,9 +59,8 @@ class Bench:
         print("| file | old p50 / p99 µs | new p50 / p99 µs | new / old (p50) |")
         print("|---|---|---|---|")
         for f in FILES:
-            o, n = times[("old", f)], times[("new", f)]
-            print("| %s | %.0f / %.0f | %.0f / %.0f | %.2f |" % (f, percentile(o, 0.5), percentile(o, 0.99),
-                  percentile(n, 0.5), percentile(n, 0.99), percentile(n, 0.5) / percentile(o, 0.5)))
+            o, n = ([benchlib.percentile(times[(b, f)], q) for q in (0.5, 0.99)] for b in ("old", "new"))
+            print("| %s | %.0f / %.0f | %.0f / %.0f | %.2f |" % (f, o[0], o[1], n[0], n[1], n[0] / o[0]))
 
     def cleanup(self):
         for proc, mnt in self.daemons.values():

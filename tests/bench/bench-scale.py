@@ -45,11 +45,6 @@ def status_field(pid, name):
     raise BenchError("no %s in /proc/%d/status" % (name, pid))
 
 
-def percentile(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
-
-
 class Bench:
     def __init__(self, args):
         self.args = args

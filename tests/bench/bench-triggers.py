@@ -52,11 +52,6 @@ print((time.perf_counter() - start) / n * 1e6)
 """
 
 
-def pct(values, q):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
-
-
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -97,7 +92,7 @@ class Bench:
         print(json.dumps({"firings": {"view": len(view_ev), "kernel": len(kernel_ev)}}))
         if lat:
             print("wake-up after the kernel file's poller, per firing (ms; negative: before): p50 %.2f  p90 %.2f  max %.2f  (%d firings)"
-                  % (statistics.median(lat), pct(lat, 0.9), max(lat), len(lat)))
+                  % (statistics.median(lat), benchlib.percentile(lat, 0.9), max(lat), len(lat)))
         print("poll(timeout 0) on an armed fd: view %.1f us, kernel file %.1f us, ratio %.1fx"
               % (cost["view"], cost["kernel"], cost["view"] / cost["kernel"]))
 

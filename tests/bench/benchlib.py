@@ -123,6 +123,12 @@ class Namespaces:
         self.holders, self.inits = [], []
 
 
+def percentile(values, q):
+    """The q-quantile (0..1) of values, nearest rank; nan for none."""
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+
 def built(build_dir, *paths):
     """The absolute paths of executables built in build_dir (paths relative
     to it); BenchError if one is missing."""

@@ -88,45 +88,103 @@ static void append_own(GString *out, const struct line *l, const struct cgroup_i
 	g_string_append_c(out, '\n');
 }
 
-int diskview_render(const char *host, const GArray *devs, enum diskview_others others, GString **ret)
+struct host_line {
+	struct line l;   /* l.name points into name */
+	char *name;
+	char *text;      /* the host's line, as it is */
+	gboolean partition; /* of the last whole disk before it */
+};
+
+struct diskview_host {
+	GArray *lines; /* struct host_line */
+};
+
+static void host_line_clear(gpointer data)
+{
+	struct host_line *h = data;
+	g_free(h->name);
+	g_free(h->text);
+}
+
+void diskview_host_free(struct diskview_host *h)
+{
+	if (!h)
+		return;
+	g_array_unref(h->lines);
+	g_free(h);
+}
+
+/* One line of the host's text into ret (its name and text taken). */
+static gboolean parse_host_line(const char *text, const char *disk, struct host_line *ret)
+{
+	g_autofree char *copy = g_strstrip(g_strdup(text));
+	g_auto(GStrv) words = g_strsplit_set(copy, " \t", -1);
+	/* several blanks between the numbers: drop the empty words */
+	char **w = words, **to = words;
+	for (; *w; w++)
+		if (**w)
+			*to++ = *w;
+		else
+			g_free(*w);
+	*to = NULL;
+	struct line l;
+	if (!parse_line(words, &l))
+		return FALSE;
+	*ret = (struct host_line){ l, g_strdup(l.name), g_strdup(text), disk && partition_of(l.name, disk) };
+	ret->l.name = ret->name;
+	return TRUE;
+}
+
+int diskview_host_parse(const char *host, struct diskview_host **ret)
 {
 	g_auto(GStrv) lines = g_strsplit(host, "\n", -1);
-	g_autoptr(GString) out = g_string_new(NULL);
-	g_autofree char *disk = NULL; /* the last whole disk's name */
-	gboolean disk_own = FALSE;    /* its line is the cgroup's */
+	g_autoptr(GArray) parsed = g_array_new(FALSE, FALSE, sizeof(struct host_line));
+	g_array_set_clear_func(parsed, host_line_clear);
+	const char *disk = NULL; /* the last whole disk's name */
 	for (char **text = lines; *text; text++) {
 		if (!**text)
 			continue;
-		g_autofree char *copy = g_strstrip(g_strdup(*text));
-		g_auto(GStrv) words = g_strsplit_set(copy, " \t", -1);
-		/* several blanks between the numbers: drop the empty words */
-		char **w = words, **to = words;
-		for (; *w; w++)
-			if (**w)
-				*to++ = *w;
-			else
-				g_free(*w);
-		*to = NULL;
-		struct line l;
-		if (!parse_line(words, &l))
+		struct host_line h;
+		if (!parse_host_line(*text, disk, &h))
 			return -EINVAL;
-		if (disk && partition_of(l.name, disk)) {
+		g_array_append_val(parsed, h);
+		if (!h.partition)
+			disk = g_array_index(parsed, struct host_line, parsed->len - 1).name;
+	}
+	*ret = g_new(struct diskview_host, 1);
+	(*ret)->lines = g_steal_pointer(&parsed);
+	return 0;
+}
+
+GString *diskview_render_host(const struct diskview_host *host, const GArray *devs, enum diskview_others others)
+{
+	GString *out = g_string_new(NULL);
+	gboolean disk_own = FALSE; /* the last whole disk's line is the cgroup's */
+	for (guint i = 0; i < host->lines->len; i++) {
+		const struct host_line *h = &g_array_index(host->lines, struct host_line, i);
+		if (h->partition) {
 			if (!disk_own)
-				g_string_append_printf(out, "%s\n", *text);
+				g_string_append_printf(out, "%s\n", h->text);
 			continue;
 		}
-		g_free(disk);
-		disk = g_strdup(l.name);
 		static const struct cgroup_io_device unused;
-		const struct cgroup_io_device *d = find(devs, l.major, l.minor);
+		const struct cgroup_io_device *d = find(devs, h->l.major, h->l.minor);
 		if (!d && others == DISKVIEW_OTHERS_ZERO)
 			d = &unused;
 		disk_own = d != NULL;
 		if (d)
-			append_own(out, &l, d);
+			append_own(out, &h->l, d);
 		else
-			g_string_append_printf(out, "%s\n", *text);
+			g_string_append_printf(out, "%s\n", h->text);
 	}
-	*ret = g_steal_pointer(&out);
-	return 0;
+	return out;
+}
+
+int diskview_render(const char *host, const GArray *devs, enum diskview_others others, GString **ret)
+{
+	g_autoptr(diskview_host) parsed = NULL;
+	int r = diskview_host_parse(host, &parsed);
+	if (r == 0)
+		*ret = diskview_render_host(parsed, devs, others);
+	return r;
 }

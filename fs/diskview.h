@@ -23,3 +23,11 @@ enum diskview_others {
  * lacks has no name: left out. 0 or -EINVAL (the host's text not
  * understood). */
 int diskview_render(const char *host, const GArray *devs, enum diskview_others others, GString **ret);
+
+/* diskview_render in two steps, for a host's text rendered for many
+ * cgroups: its lines parsed once (0 or -EINVAL), then rendered for each. */
+typedef struct diskview_host diskview_host;
+int diskview_host_parse(const char *host, struct diskview_host **ret);
+GString *diskview_render_host(const struct diskview_host *host, const GArray *devs, enum diskview_others others);
+void diskview_host_free(struct diskview_host *host);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(diskview_host, diskview_host_free)

@@ -18,8 +18,27 @@
 /* The files under /proc/pressure a cgroup has as <name>.pressure. */
 static const char *const pressure_names[] = { "cpu", "memory", "io", "irq" };
 
+/* What every open of diskstats reads besides its group's own counters,
+ * read at most once a tick for all: the host's lines (whose counts v1
+ * shows for the devices it does not count), and on v1 the devices
+ * counted. A group's own counters are read at each open: a reader that
+ * wrote sees it. Shared (g_atomic_rc_box), never changed once made. */
+#define DISK_INPUTS_MAX_AGE_US (G_USEC_PER_SEC / 100)
+
+struct disk_inputs {
+	gint64 read_at;
+	int error;      /* of the host's text: its read's -errno, or -EINVAL */
+	char *text;     /* the host's diskstats (NULL: error) */
+	struct diskview_host *host; /* its lines (NULL: not understood) */
+	GArray *counted; /* v1: struct cgroup_io_device, the top cgroup's */
+	int counted_error; /* of their read: the next open reads them itself */
+};
+typedef struct disk_inputs disk_inputs;
+
 struct iogroups {
 	struct iogroups_config cfg;
+	GMutex disk_lock;
+	struct disk_inputs *disk_inputs; /* the last read (NULL: none yet) */
 	struct deciders disks;    /* callers' io cgroups (strings) */
 	struct deciders pressure; /* callers' cgroups in the v2 hierarchy (strings) */
 	struct reports reports;   /* files that could not be used */
@@ -56,6 +75,7 @@ struct iogroups *iogroups_new(const struct iogroups_config *cfg)
 {
 	struct iogroups *g = g_new0(struct iogroups, 1);
 	g->cfg = *cfg;
+	g_mutex_init(&g->disk_lock);
 	static const deciders_class_fn disk_classes[] = { iogroups_disk_class, NULL };
 	static const deciders_class_fn pressure_classes[] = { iogroups_pressure_class, NULL };
 	deciders_init(&g->disks, find_disk_group, disk_classes, dup_group, g_free, g);
@@ -71,12 +91,24 @@ struct iogroups *iogroups_new(const struct iogroups_config *cfg)
 	return g;
 }
 
+static void disk_inputs_clear(gpointer data)
+{
+	struct disk_inputs *in = data;
+	g_free(in->text);
+	diskview_host_free(in->host);
+	if (in->counted)
+		g_array_unref(in->counted);
+}
+
 void iogroups_free(struct iogroups *g)
 {
 	if (!g)
 		return;
 	deciders_clear(&g->disks);
 	deciders_clear(&g->pressure);
+	if (g->disk_inputs)
+		g_atomic_rc_box_release_full(g->disk_inputs, disk_inputs_clear);
+	g_mutex_clear(&g->disk_lock);
 	reports_clear(&g->reports);
 	g_free(g);
 }
@@ -132,21 +164,57 @@ int iogroups_may_trigger(struct iogroups *g, const struct caller *c, const char 
 	return r;
 }
 
+/* The inputs as they are now, read again if older than a tick: a
+ * reference, for disk_inputs_unref. */
+static struct disk_inputs *disk_inputs_now(struct iogroups *g)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&g->disk_lock);
+	struct disk_inputs *in = g->disk_inputs;
+	gint64 now = g_get_monotonic_time();
+	if (!in || now - in->read_at >= DISK_INPUTS_MAX_AGE_US) {
+		if (in)
+			g_atomic_rc_box_release_full(in, disk_inputs_clear);
+		in = g->disk_inputs = g_atomic_rc_box_new0(struct disk_inputs);
+		in->read_at = now;
+		in->error = procfile_read_text_at(g->cfg.proc_fd, "diskstats", &in->text);
+		if (in->error == 0 && diskview_host_parse(in->text, &in->host) < 0) {
+			reports_once(&g->reports, "diskstats", EINVAL); /* the host's text, not understood */
+			in->error = -EINVAL;
+		}
+		in->counted = g_array_new(FALSE, TRUE, sizeof(struct cgroup_io_device));
+		if (g->cfg.io.version == CGROUP_V1)
+			in->counted_error = cgroup_read_io(&g->cfg.io, ".", in->counted, NULL);
+	}
+	return g_atomic_rc_box_acquire(in);
+}
+
+static void disk_inputs_unref(struct disk_inputs *in)
+{
+	g_atomic_rc_box_release_full(in, disk_inputs_clear);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(disk_inputs, disk_inputs_unref)
+
+static gboolean has_device(const GArray *devs, unsigned major, unsigned minor)
+{
+	for (guint i = 0; i < devs->len; i++) {
+		const struct cgroup_io_device *d = &g_array_index(devs, struct cgroup_io_device, i);
+		if (d->major == major && d->minor == minor)
+			return TRUE;
+	}
+	return FALSE;
+}
+
 /* On v1 the throttle files of recent kernels count a device's I/O only
  * once a throttle rule was set on it, in any cgroup, and it stays so after
  * the rule is gone: the devices the top cgroup's files list (at 0 until
- * I/O). devs becomes one entry per device so counted, the group's counters
- * or 0s. */
-static int v1_counted(struct iogroups *g, GArray *devs, char **ret_culprit)
+ * I/O), counted. devs (the group's) becomes one entry per device so
+ * counted, the group's counters or 0s. */
+static void v1_counted(const GArray *counted, GArray *devs)
 {
-	g_autoptr(GArray) all = g_array_new(FALSE, TRUE, sizeof(struct cgroup_io_device));
-	int r = cgroup_read_io(&g->cfg.io, ".", all, ret_culprit);
-	if (r < 0)
-		return r;
 	g_autoptr(GArray) own = g_array_copy(devs);
 	g_array_set_size(devs, 0);
-	for (guint i = 0; i < all->len; i++) {
-		struct cgroup_io_device d = g_array_index(all, struct cgroup_io_device, i);
+	for (guint i = 0; i < counted->len; i++) {
+		struct cgroup_io_device d = g_array_index(counted, struct cgroup_io_device, i);
 		struct cgroup_io_device mine = { .major = d.major, .minor = d.minor };
 		for (guint j = 0; j < own->len; j++) {
 			const struct cgroup_io_device *o = &g_array_index(own, struct cgroup_io_device, j);
@@ -155,28 +223,47 @@ static int v1_counted(struct iogroups *g, GArray *devs, char **ret_culprit)
 		}
 		g_array_append_val(devs, mine);
 	}
-	return 0;
 }
 
-/* host's diskstats for the group at dir: NULL if the group's files cannot
+/* The devices counted on v1 for devs, the group's devices: in's list,
+ * unless devs names one it lacks (a rule set since, maybe: the top
+ * cgroup's list is read again, now). 0 or -errno and *ret_culprit. */
+static int v1_counted_for(struct iogroups *g, const struct disk_inputs *in, GArray *devs, char **ret_culprit)
+{
+	gboolean known = TRUE;
+	for (guint i = 0; i < devs->len && known; i++) {
+		const struct cgroup_io_device *d = &g_array_index(devs, struct cgroup_io_device, i);
+		known = has_device(in->counted, d->major, d->minor);
+	}
+	if (known && in->counted_error == 0) {
+		v1_counted(in->counted, devs);
+		return 0;
+	}
+	g_autoptr(GArray) now = g_array_new(FALSE, TRUE, sizeof(struct cgroup_io_device));
+	int r = cgroup_read_io(&g->cfg.io, ".", now, ret_culprit);
+	if (r == 0)
+		v1_counted(now, devs);
+	return r;
+}
+
+/* in's host lines for the group at dir: NULL if the group's files cannot
  * be used (told once), or if it has none. */
-static GString *render_disks(struct iogroups *g, const char *dir, const char *host)
+static GString *render_disks(struct iogroups *g, const struct disk_inputs *in, const char *dir)
 {
 	g_autoptr(GArray) devs = g_array_new(FALSE, TRUE, sizeof(struct cgroup_io_device));
 	g_autofree char *culprit = NULL;
 	gboolean v1 = g->cfg.io.version == CGROUP_V1;
-	GString *out = NULL;
 
 	int r = cgroup_read_io(&g->cfg.io, dir, devs, &culprit);
 	if (r == 0 && v1)
-		r = v1_counted(g, devs, &culprit);
+		r = v1_counted_for(g, in, devs, &culprit);
 	if (r == -EINVAL)
 		reports_once(&g->reports, culprit, EINVAL);
 	else if (r < 0 && r != -ENOENT)
 		reports_once(&g->reports, dir, -r);
-	if (r == 0 && diskview_render(host, devs, v1 ? DISKVIEW_OTHERS_HOST : DISKVIEW_OTHERS_ZERO, &out) == -EINVAL)
-		reports_once(&g->reports, "diskstats", EINVAL); /* the host's text, not understood */
-	return out;
+	if (r < 0)
+		return NULL;
+	return diskview_render_host(in->host, devs, v1 ? DISKVIEW_OTHERS_HOST : DISKVIEW_OTHERS_ZERO);
 }
 
 static void take_text(char **text, GBytes **ret)
@@ -187,16 +274,15 @@ static void take_text(char **text, GBytes **ret)
 
 int iogroups_render_diskstats(struct iogroups *g, const char *group, GBytes **ret)
 {
-	g_autofree char *host = NULL;
-	int r = procfile_read_text_at(g->cfg.proc_fd, "diskstats", &host);
-	if (r < 0)
-		return r;
-	GString *out = *group ? render_disks(g, group, host) : NULL;
+	g_autoptr(disk_inputs) in = disk_inputs_now(g);
+	if (!in->text)
+		return in->error;
+	GString *out = *group && in->host ? render_disks(g, in, group) : NULL;
 	if (out) {
 		*ret = g_string_free_to_bytes(out);
 		return 0;
 	}
-	take_text(&host, ret);
+	*ret = g_bytes_new(in->text, strlen(in->text));
 	return SERVED_HOST;
 }
 

@@ -122,41 +122,6 @@ def sources(rows, view, lxcfs, kernel, meta):
         [[FLOOR, {"view": os.path.join(meta, os.path.basename(FLOOR_PATH))}]]
 
 
-class Cgroup:
-    """One cgroup of the bench in every v1 hierarchy it limits through (or
-    the v2 one): half a CPU and 256 MiB."""
-
-    def __init__(self, name):
-        root = "/sys/fs/cgroup"
-        v2 = os.path.exists(os.path.join(root, "cgroup.controllers"))
-        names = [""] if v2 else ["cpu", "cpuacct", "cpuset", "memory", "blkio"]
-        self.dirs = [os.path.join(root, c, name) for c in names if os.path.isdir(os.path.join(root, c))]
-        for d in self.dirs:
-            os.mkdir(d)
-            if "/cpuset/" in d:
-                for f in ("cpuset.cpus", "cpuset.mems"):
-                    with open(os.path.join(os.path.dirname(d), f)) as src, open(os.path.join(d, f), "w") as dst:
-                        dst.write(src.read())
-        limits = {"cpu.max": "%d %d" % (QUOTA, PERIOD), "memory.max": str(MEMORY)} if v2 else \
-            {"cpu.cfs_quota_us": str(QUOTA), "memory.limit_in_bytes": str(MEMORY)}
-        for d in self.dirs:
-            for f, value in limits.items():
-                if os.path.exists(os.path.join(d, f)):
-                    with open(os.path.join(d, f), "w") as out:
-                        out.write(value)
-
-    def run(self, argv):
-        r = subprocess.run(benchlib.cgtest.in_cgroups(self.dirs, argv), capture_output=True, text=True,
-                           timeout=1800)
-        if r.returncode != 0:
-            raise BenchError("%s failed:\n%s" % (argv[:3], r.stderr))
-        return json.loads(r.stdout.strip().splitlines()[-1])
-
-    def remove(self):
-        for d in self.dirs:
-            benchlib.cgtest.remove_cgroups([d], os.path.dirname(d))
-
-
 def containers_module():
     spec = importlib.util.spec_from_file_location("bench_containers", os.path.join(HERE, "bench-containers.py"))
     module = importlib.util.module_from_spec(spec)
@@ -227,7 +192,7 @@ class FilesBench:
         os.mkdir(b.rootfs)
         b.build_rootfs()
         inside = in_container(b, self.lxmnt, rows, rounds)
-        self.group = Cgroup("cgprocfs-bench-files-%d" % os.getpid())
+        self.group = benchlib.Cgroup("cgprocfs-bench-files-%d" % os.getpid(), QUOTA, PERIOD, MEMORY)
         host = self.group.run([sys.executable, "-c", MEASURE, str(rounds), json.dumps(
             sources(rows, os.path.join(b.mnt, "proc"), os.path.join(self.lxmnt, "proc"), "/proc",
                     os.path.join(b.mnt, os.path.dirname(FLOOR_PATH))))])

@@ -123,6 +123,41 @@ class Namespaces:
         self.holders, self.inits = [], []
 
 
+class Cgroup:
+    """One cgroup of a bench in every v1 hierarchy it limits through (or
+    the v2 one): a CPU quota of quota per period (µs), and memory bytes."""
+
+    def __init__(self, name, quota, period, memory):
+        root = "/sys/fs/cgroup"
+        v2 = os.path.exists(os.path.join(root, "cgroup.controllers"))
+        names = [""] if v2 else ["cpu", "cpuacct", "cpuset", "memory", "blkio"]
+        self.dirs = [os.path.join(root, c, name) for c in names if os.path.isdir(os.path.join(root, c))]
+        for d in self.dirs:
+            os.mkdir(d)
+            if "/cpuset/" in d:
+                for f in ("cpuset.cpus", "cpuset.mems"):
+                    with open(os.path.join(os.path.dirname(d), f)) as src, open(os.path.join(d, f), "w") as dst:
+                        dst.write(src.read())
+        limits = {"cpu.max": "%d %d" % (quota, period), "memory.max": str(memory)} if v2 else \
+            {"cpu.cfs_quota_us": str(quota), "memory.limit_in_bytes": str(memory)}
+        for d in self.dirs:
+            for f, value in limits.items():
+                if os.path.exists(os.path.join(d, f)):
+                    with open(os.path.join(d, f), "w") as out:
+                        out.write(value)
+
+    def run(self, argv):
+        """argv in the cgroup: the JSON of its last line of output."""
+        r = subprocess.run(cgtest.in_cgroups(self.dirs, argv), capture_output=True, text=True, timeout=1800)
+        if r.returncode != 0:
+            raise BenchError("%s failed:\n%s" % (argv[:3], r.stderr))
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    def remove(self):
+        for d in self.dirs:
+            cgtest.remove_cgroups([d], os.path.dirname(d))
+
+
 def percentile(values, q):
     """The q-quantile (0..1) of values, nearest rank; nan for none."""
     values = sorted(values)

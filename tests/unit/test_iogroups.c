@@ -11,6 +11,7 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <string.h>
 #include <unistd.h>
 
 static int proc_fd = -1, v2_fd = -1, blkio_fd = -1;
@@ -172,6 +173,48 @@ Test(iogroups, v1_counted_devices_are_the_cgroups_the_others_the_hosts)
 	cr_assert(g_str_has_prefix(idle, "   7       1 loop1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
 					 "   8       0 sda 900 "),
 		  "a counted device the cgroup never used: 0s; %s", idle);
+	iogroups_free(g);
+}
+
+Test(iogroups, the_groups_counters_are_read_at_each_open_the_hosts_lines_are_at_most_a_tick_old)
+{
+	struct iogroups *g = make(CGROUP_V2);
+	g_autofree char *before = diskstats(g, 100);
+	cr_assert(strstr(before, "   8       0 sda 1 0 8 0 64 0 16384 "), "%s", before);
+	tmptree_put("v2/box/io.stat", "8:0 rbytes=4096 wbytes=9437184 rios=1 wios=72 dbytes=0 dios=0\n");
+	g_autofree char *wrote = diskstats(g, 100);
+	cr_assert(strstr(wrote, "   8       0 sda 1 0 8 0 72 0 18432 "),
+		  "a write the group made just before: seen at once, in the same tick: %s", wrote);
+	tmptree_put("proc/diskstats", "   8      16 sdb 1 0 8 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
+	g_usleep(G_USEC_PER_SEC / 100 + 1000);
+	g_autofree char *later = diskstats(g, 100);
+	cr_assert_str_eq(later, "   8      16 sdb 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+			 "the host's lines a tick later: sdb came, sda and loop1 went");
+	iogroups_free(g);
+}
+
+Test(iogroups, v1_a_device_counted_since_the_last_read_of_the_top_cgroups_list_is_the_groups_at_once)
+{
+	tmptree_put("proc/diskstats", "   7       1 loop1 10 0 80 5 20 0 160 9 0 14 14 0 0 0 0 0 0\n"
+				      "   7       2 loop2 30 0 240 5 40 0 320 9 0 14 14 0 0 0 0 0 0\n");
+	struct iogroups *g = make(CGROUP_V1);
+	tmptree_put("proc/100/cgroup", "7:blkio:/box\n");
+	g_autofree char *before = diskstats(g, 100);
+	cr_assert(strstr(before, "   7       2 loop2 30 0 240 "), "loop2 not counted yet: the host's line; %s", before);
+	/* a rule set on loop2, and a write there, within the same tick */
+	const char *lists[][2] = {
+		{ "blkio/blkio.throttle.io_serviced_recursive", "7:1 Read 0\n7:2 Write 0\nTotal 0\n" },
+		{ "blkio/blkio.throttle.io_service_bytes_recursive", "7:1 Read 0\n7:2 Write 0\nTotal 0\n" },
+		{ "blkio/box/blkio.throttle.io_serviced_recursive", "7:2 Write 5\nTotal 5\n" },
+		{ "blkio/box/blkio.throttle.io_service_bytes_recursive", "7:2 Write 20480\nTotal 20480\n" },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(lists); i++)
+		tmptree_put(lists[i][0], lists[i][1]);
+	g_autofree char *after = diskstats(g, 100);
+	cr_assert_str_eq(after,
+			 "   7       1 loop1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+			 "   7       2 loop2 0 0 0 0 5 0 40 0 0 0 0 0 0 0 0 0 0\n",
+			 "the group's write to loop2, counted now: %s", after);
 	iogroups_free(g);
 }
 

@@ -458,19 +458,35 @@ static uint64_t vmstat_unit_size(enum vmstat_unit unit)
 }
 
 /* The cgroup's value of a vmstat line; FALSE if it is the host's. */
-static gboolean vmstat_value(const char *line, size_t name_len, const struct mem_figures *f, uint64_t *ret)
+/* vmstat_sources by line name, made once: a vmstat has some 200 lines. */
+static GHashTable *vmstat_index(void)
 {
-	for (size_t i = 0; i < G_N_ELEMENTS(vmstat_sources); i++) {
-		const struct vmstat_source *s = &vmstat_sources[i];
-		if (!name_is(line, name_len, s->line))
-			continue;
-		uint64_t amount = sub_floor(f->limit, f->usage);
-		if (s->key && !mem_figures_stat(f, s->key, &amount))
-			return FALSE;
-		*ret = amount / vmstat_unit_size(s->unit);
-		return TRUE;
+	static gsize made;
+	if (g_once_init_enter(&made)) {
+		GHashTable *t = g_hash_table_new(g_str_hash, g_str_equal);
+		for (size_t i = 0; i < G_N_ELEMENTS(vmstat_sources); i++)
+			g_hash_table_insert(t, (gpointer)vmstat_sources[i].line, (gpointer)&vmstat_sources[i]);
+		g_once_init_leave(&made, (gsize)t);
 	}
-	return FALSE;
+	return (GHashTable *)made;
+}
+
+/* The cgroup's value of the line whose name is the first name_len bytes
+ * of line (a copy of the host's, a blank after the name): FALSE if the
+ * line is the host's. */
+static gboolean vmstat_value(char *line, size_t name_len, const struct mem_figures *f, uint64_t *ret)
+{
+	char blank = line[name_len];
+	line[name_len] = '\0';
+	const struct vmstat_source *s = g_hash_table_lookup(vmstat_index(), line);
+	line[name_len] = blank;
+	if (!s)
+		return FALSE;
+	uint64_t amount = sub_floor(f->limit, f->usage);
+	if (s->key && !mem_figures_stat(f, s->key, &amount))
+		return FALSE;
+	*ret = amount / vmstat_unit_size(s->unit);
+	return TRUE;
 }
 
 int memview_render_vmstat(const char *host, const struct mem_figures *f, GString **ret)
@@ -484,10 +500,14 @@ int memview_render_vmstat(const char *host, const struct mem_figures *f, GString
 		if (!space || space == *l || !parse_decimal(space + 1, &value))
 			return -EINVAL;
 		size_t name_len = (size_t)(space - *l);
-		if (vmstat_value(*l, name_len, f, &value))
-			g_string_append_printf(out, "%.*s %" PRIu64 "\n", (int)name_len, *l, value);
-		else
-			g_string_append_printf(out, "%s\n", *l);
+		if (vmstat_value(*l, name_len, f, &value)) {
+			char digits[24];
+			g_string_append_len(out, *l, (gssize)name_len + 1);
+			g_string_append_len(out, digits, g_snprintf(digits, sizeof(digits), "%" PRIu64, value));
+		} else {
+			g_string_append(out, *l);
+		}
+		g_string_append_c(out, '\n');
 	}
 	*ret = g_steal_pointer(&out);
 	return 0;

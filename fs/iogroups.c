@@ -171,7 +171,7 @@ static struct disk_inputs *disk_inputs_now(struct iogroups *g)
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&g->disk_lock);
 	struct disk_inputs *in = g->disk_inputs;
 	gint64 now = g_get_monotonic_time();
-	if (!in || now - in->read_at >= DISK_INPUTS_MAX_AGE_US) {
+	if (!in || !in->text || now - in->read_at >= DISK_INPUTS_MAX_AGE_US) { /* an error is not kept */
 		if (in)
 			g_atomic_rc_box_release_full(in, disk_inputs_clear);
 		in = g->disk_inputs = g_atomic_rc_box_new0(struct disk_inputs);

@@ -457,7 +457,6 @@ static uint64_t vmstat_unit_size(enum vmstat_unit unit)
 	g_assert_not_reached();
 }
 
-/* The cgroup's value of a vmstat line; FALSE if it is the host's. */
 /* vmstat_sources by line name, made once: a vmstat has some 200 lines. */
 static GHashTable *vmstat_index(void)
 {

@@ -34,6 +34,10 @@ At once, for --minutes:
   each kind of event once, then --calm s follow without one (that
   daemon's growth is measured).
 
+Each wrong read is reported on its own, with the daemon events around it
+and the reader's cgroup and limits before and after; a CPU reader's texts
+of that round are saved in a directory the report names (roles.py).
+
 It passes when no read failed (a process that is gone may be ENOENT or
 ESRCH; a read() past the start across a takeover and a class change may be
 ESTALE: Soak.stale_past_start), no content was wrong, every event ended with a daemon serving
@@ -49,7 +53,6 @@ and mount it made goes on every exit path.
 import argparse
 import collections
 import contextlib
-import errno
 import os
 import re
 import shutil
@@ -67,257 +70,18 @@ import benchlib  # noqa: E402
 import cgtest  # noqa: E402
 import daemons  # noqa: E402
 import test_containers as tc  # noqa: E402
-from test_cpuview import parse_cpu_list  # noqa: E402
+from groups import Groups  # noqa: E402
+from roles import ROLES, READER_FILES, dump_ask, dumped_rounds, kib_field, read  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 HOLDER_MIB = (16, 32, 48, 64)
-CHURN_RATE, CHURN_WINDOW, CHURN_LIFE = 200, 64, 0.2
-SETTLED = 0.05  # s: a churned process is checked once this old
 TAKEOVER_WINDOW = 5  # s: see Soak.stale_past_start
 LIMITS_EVERY, MOVES_EVERY, SAMPLE_EVERY = 10.0, 5.0, 10.0
 GRACE = 1.0  # s the views have to follow a change
 CONTAINER_MEMORY = 128 << 20
 RSS_GROWTH, FD_GROWTH = 5 << 20, 16
-GONE = ("No such file or directory", "No such process")
 SANITIZER = re.compile(r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|ThreadSanitizer")
 
-
-# ---------------------------------------------------- roles (subprocesses) --
-
-def kib_field(text, name):
-    m = re.search(r"^%s:\s+(\d+) kB" % name, text, re.M)
-    return int(m.group(1)) if m else -1
-
-
-def read(path):
-    with open(path) as f:
-        return f.read()
-
-
-def role_reader(args):
-    """Read the CPU and memory files over and over: one line a round,
-    "<monotonic at start> <at end> <cpuinfo CPUs> <stat cpuN lines> <online
-    CPUs> <MemTotal kB>", or "err <what>" (and go on)."""
-    while True:
-        t = time.monotonic()
-        try:
-            cpus = len(re.findall(r"^processor\s", read("/proc/cpuinfo"), re.M))
-            stat = len(re.findall(r"^cpu\d+ ", read("/proc/stat"), re.M))
-            online = len(parse_cpu_list(read("/sys/devices/system/cpu/online")))
-            mem = kib_field(read("/proc/meminfo"), "MemTotal")
-            print("%.6f %.6f %d %d %d %d" % (t, time.monotonic(), cpus, stat, online, mem), flush=True)
-        except OSError as e:
-            print("err %s: %s" % (e.filename, e.strerror), flush=True)
-        time.sleep(0.02)
-
-
-def rss_of(path):
-    return kib_field(read(path), "Rss")
-
-
-def rollup_range(path):
-    """smaps_rollup's first line: the span of the process's mappings, fixed
-    from its exec on (a young process's Rss moves faster than the memo
-    follows; this never does, and tells processes apart)."""
-    return read(path).split("\n", 1)[0]
-
-
-def unless_gone(fn, path, reused=False):
-    """fn(path), or None for a process that is gone (reported otherwise).
-    With reused, ESTALE is returned, for the caller to report unless the
-    pid was taken by another process meanwhile."""
-    try:
-        return fn(path)
-    except OSError as e:
-        if reused and e.errno == errno.ESTALE:
-            return e
-        if e.strerror not in GONE:
-            print("err %s: %s" % (e.filename, e.strerror), flush=True)
-        return None
-
-
-def role_smaps(args):
-    """Compare smaps_rollup's Rss through the view with the kernel's, for
-    the pids given: "<monotonic> smaps <pid> <view kB> <kernel kB>"."""
-    pids = [int(p) for p in args.pids.split(",")]
-    while True:
-        for pid in pids:
-            t = time.monotonic()
-            try:
-                print("%.6f smaps %d %d %d" % (t, pid, rss_of("/proc/%d/smaps_rollup" % pid),
-                                               rss_of("/proc/.real/%d/smaps_rollup" % pid)), flush=True)
-            except OSError as e:
-                print("err %s: %s" % (e.filename, e.strerror), flush=True)
-        time.sleep(0.05)
-
-
-def role_holder(args):
-    import mmap
-    mem = mmap.mmap(-1, args.mib << 20)
-    mem.write(b"x" * (args.mib << 20))
-    print("ready", flush=True)
-    sys.stdin.read()
-
-
-def start_time(pid):
-    """Field 22 of the kernel's stat of pid, or None if it is gone or a
-    zombie (whose memory is gone)."""
-    try:
-        fields = read("/proc/.real/%d/stat" % pid).rsplit(")", 1)[1].split()
-        return None if fields[0] in "ZX" else int(fields[19])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def role_churn(args):
-    """In its own pid namespace: CHURN_RATE spawns of sleep a second, each
-    with a pid of a window of CHURN_WINDOW (ns_last_pid); a process checks
-    that every settled process of the window has, through the view, the
-    smaps_rollup of its own (the span of its mappings, which differs from
-    exec to exec) and not another's: "<monotonic> churn <checked> <gone>
-    <stale>" every second, "wrong ..." or "err ..." as they come. Stale:
-    the view's text is of this process before or during its exec (a vfork
-    child shares its parent's memory until then; halfway, only its new
-    stack is mapped, ending where its span ends), which the memo may serve
-    up to its maximum age; the checker skips processes younger than
-    SETTLED, so that is only seen when an exec took longer."""
-    base = 10000
-    ticks = os.sysconf("SC_CLK_TCK")
-
-    parent = os.getpid()
-
-    def check():
-        checked = gone = stale = 0
-        last = time.monotonic()
-        while True:
-            for pid in range(base + 1, base + CHURN_WINDOW + 1):
-                s1 = start_time(pid)
-                with open("/proc/.real/uptime") as f:
-                    now_ticks = float(f.read().split()[0]) * ticks
-                if s1 is None or now_ticks - s1 < SETTLED * ticks:
-                    continue
-                view = unless_gone(rollup_range, "/proc/%d/smaps_rollup" % pid, reused=True)
-                real = unless_gone(rollup_range, "/proc/.real/%d/smaps_rollup" % pid)
-                if start_time(pid) != s1:  # gone, or another process took the pid, meanwhile
-                    # A walk held up by a daemon event can meet the pid
-                    # taken twice (it is taken every 0.32 s here): the
-                    # kernel walks again once only, then gives ESTALE.
-                    gone += 1
-                    continue
-                if isinstance(view, OSError):
-                    print("err %s: %s (its process unchanged)" % (view.filename, view.strerror), flush=True)
-                    checked += 1
-                    continue
-                # The same process throughout: the view must have it if the
-                # kernel does (both may say it is gone as it exits).
-                if view is None and real is not None:
-                    print("wrong: the view says churned pid %d is gone, the kernel has it" % pid, flush=True)
-                elif real is not None and view != real and (
-                        view == rollup_range("/proc/.real/%d/smaps_rollup" % parent)
-                        or view.split()[0].split("-")[1] == real.split()[0].split("-")[1]):
-                    # Its parent's span (a vfork child before its exec), or
-                    # its own stack top with less mapped below (mid-exec).
-                    stale += 1
-                elif real is not None and view != real:
-                    print("wrong smaps_rollup of churned pid %d (started at tick %d, %d ticks old): %r in the "
-                          "view, %r in the kernel's" % (pid, s1, now_ticks - s1, view, real), flush=True)
-                checked += 1
-            if time.monotonic() - last >= 1:
-                print("%.6f churn %d %d %d" % (time.monotonic(), checked, gone, stale), flush=True)
-                checked = gone = stale = 0
-                last = time.monotonic()
-
-    # The checker in a process of its own: the churn's forks hold the GIL.
-    if os.fork() == 0:
-        check()
-    n = 0
-    start = time.monotonic()
-    while True:
-        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-            f.write(str(base + n % CHURN_WINDOW))
-        os.posix_spawn("/bin/sleep", ["sleep", str(CHURN_LIFE)], os.environ)
-        n += 1
-        with contextlib.suppress(ChildProcessError):
-            while os.waitpid(-1, os.WNOHANG)[0] > 0:
-                pass
-        delay = start + n / CHURN_RATE - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-
-
-# ---------------------------------------------------------------- cgroups --
-
-class Groups:
-    """Three reader cgroups in the cpu, cpuset and memory hierarchies (v1)
-    or one v2 directory each, with limits the soak changes, and what a
-    reader of each must see. The third, for file-level binds, keeps its
-    CPUs: a bind keeps the CPU class it was made in (see the README)."""
-
-    PHASES = (
-        # (CFS quota in CPUs or None, cpuset, memory MiB) of each group
-        ((2, "0-1", 512), (1, "0-1", 384), (1, "0-1", 320)),
-        ((None, "1", 256), (3, "0-1", 192), (1, "0-1", 160)),
-    )
-
-    def __init__(self, tag):
-        self.v2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
-        self.online = parse_cpu_list(read("/sys/devices/system/cpu/online"))
-        if not {0, 1} <= self.online:
-            raise benchlib.BenchError("needs CPUs 0 and 1 online (the limits it sets name them)")
-        self.host_kib = kib_field(read("/proc/meminfo"), "MemTotal")
-        roots = ["/sys/fs/cgroup"] if self.v2 else ["/sys/fs/cgroup/%s" % c for c in ("cpu", "cpuset", "memory")]
-        self.dirs = [[os.path.join(r, "cgprocfs-soak-%s-%d" % (tag, g)) for r in roots] for g in range(3)]
-        self.made = []
-        for dirs in self.dirs:
-            for d in dirs:
-                os.mkdir(d)
-                self.made.append(d)
-            if not self.v2:
-                cpuset = next(d for d in dirs if "/cpuset/" in d)
-                parent = os.path.dirname(cpuset)
-                for f in ("cpuset.mems", "cpuset.cpus"):
-                    with open(os.path.join(cpuset, f), "w") as out:
-                        out.write(read(os.path.join(parent, f)).strip())
-        self.phase = None
-        self.set_phase(0)
-
-    def write(self, g, controller, name, value):
-        d = self.dirs[g][0] if self.v2 else next(x for x in self.dirs[g] if "/%s/" % controller in x)
-        with open(os.path.join(d, name), "w") as f:
-            f.write(value)
-
-    def set_phase(self, phase):
-        for g, (quota, cpus, mib) in enumerate(self.PHASES[phase]):
-            if self.v2:
-                self.write(g, "cpu", "cpu.max", "%s 100000" % (quota * 100000 if quota else "max"))
-                self.write(g, "memory", "memory.max", str(mib << 20))
-                self.write(g, "cpuset", "cpuset.cpus", cpus)
-            else:
-                self.write(g, "cpu", "cpu.cfs_quota_us", str(quota * 100000 if quota else -1))
-                self.write(g, "memory", "memory.limit_in_bytes", str(mib << 20))
-                self.write(g, "cpuset", "cpuset.cpus", cpus)
-        self.phase = phase
-
-    def expected(self, phase, g):
-        """(CPUs, MemTotal kB) a reader of group g sees in phase."""
-        quota, cpus, mib = self.PHASES[phase][g]
-        n = len(parse_cpu_list(cpus) & self.online)
-        if quota:
-            n = min(n, quota)
-        return max(1, n), min(self.host_kib, mib << 10)
-
-    def move(self, pid, g):
-        for d in self.dirs[g]:
-            with open(os.path.join(d, "cgroup.procs"), "w") as f:
-                f.write(str(pid))
-
-    def remove(self):
-        for d in reversed(self.made):
-            cgtest.remove_cgroups([d], os.path.dirname(d))
-        return ["cgroup left: %s" % d for d in self.made if os.path.exists(d)]
-
-
-# ------------------------------------------------------------------ soak --
 
 class Soak:
     def __init__(self, args):
@@ -325,6 +89,8 @@ class Soak:
         self.work = tempfile.mkdtemp(prefix="cgprocfs-soak-")
         self.lock = threading.Lock()
         self.failures = []       # (time, what)
+        self.wrong_reads = []    # (time, reader, what, the round's start as the reader printed it, or None)
+        self.dumps = os.path.join(self.work, "dumps")  # readers' texts (roles.dump_ask)
         self.counts = collections.Counter()
         self.events = []         # (time, reader name or group, phase/group): see expected_at
         self.procs = []          # every Popen to kill at the end
@@ -346,6 +112,26 @@ class Soak:
             if len(self.failures) < 1000:
                 self.failures.append((time.monotonic() - self.t0, what))
 
+    def wrong(self, name, what, start=None):
+        """A wrong read by reader name, whose round began at start (as the
+        reader printed it) if its texts are kept (roles.role_reader)."""
+        self.counts["wrong"] += 1
+        self.fail("wrong: %s: %s" % (name, what))
+        with self.lock:
+            self.wrong_reads.append((time.monotonic() - self.t0, name, what, start))
+        if start:
+            dump_ask(self.dumps, name)
+
+    def daemon_context(self, t):
+        """Where t (s from the start) falls among the daemon events."""
+        before = [(w, what) for w, what in self.daemon_events if w <= t]
+        after = [(w, what) for w, what in self.daemon_events if w > t]
+        parts = ["%.2f s after the daemon event %r (at %.0f s)" % (t - before[-1][0], before[-1][1], before[-1][0])
+                 if before else "before any daemon event"]
+        if after:
+            parts.append("%.2f s before %r" % (after[0][0] - t, after[0][1]))
+        return "; ".join(parts)
+
     # --- readers -------------------------------------------------------
 
     def spawn(self, argv, name, on_line):
@@ -366,8 +152,7 @@ class Soak:
                 self.fail("%s: %s" % (name, line[4:]))
                 self.counts["failed reads"] += 1
             elif line.startswith("wrong"):
-                self.fail("%s: %s" % (name, line))
-                self.counts["wrong"] += 1
+                self.wrong(name, line)
             elif line:
                 on_line(line)
         if not self.stop.is_set() and not name.startswith("container"):
@@ -416,18 +201,17 @@ class Soak:
         # Each file as it was at some time within the grace: the four reads
         # of a round are not one snapshot.
         if not all(any(v == (want[0] if i < 3 else want[1]) for want in allowed) for i, v in enumerate(got)):
-            self.counts["wrong"] += 1
-            self.fail("%s read (cpuinfo, stat, online, MemTotal) = %s at %.2f s, expected (CPUs, MemTotal) among %s; "
-                      "last change at %.2f s" % (name, tuple(got), t_rel, sorted(set(allowed)),
-                                                 max([e[0] for e in self.events if e[0] <= t] or [self.t0]) - self.t0))
+            self.wrong(name, "read (cpuinfo, stat, online, MemTotal) = %s from %.2f s to %.2f s, expected (CPUs, "
+                       "MemTotal) among %s; its (group, limits phase) %s before, %s at the end; last change at %.2f s"
+                       % (tuple(got), t_rel, end - self.t0, sorted(set(allowed)), at[0], at[1],
+                          max([e[0] for e in self.events if e[0] <= t] or [self.t0]) - self.t0), start=f[0])
 
     def check_smaps_line(self, name, line):
         _, _, pid, view, real = line.split()
         view, real = int(view), int(real)
         self.counts["reads checked"] += 1
         if abs(view - real) > real * 0.05:
-            self.counts["wrong"] += 1
-            self.fail("%s: smaps_rollup of %s: Rss %d kB in the view, %d kB in the kernel's" % (name, pid, view, real))
+            self.wrong(name, "smaps_rollup of %s: Rss %d kB in the view, %d kB in the kernel's" % (pid, view, real))
 
     def check_churn_line(self, line):
         _, _, checked, gone, stale = line.split()
@@ -437,6 +221,7 @@ class Soak:
 
     def start_readers(self):
         me = [PYTHON, os.path.abspath(__file__)]
+        os.mkdir(self.dumps)
         files_setup = "".join('mount --bind "$CG_MNT%s" %s || exit 97\n' % (p, p) for p in (
             "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/sys/devices/system/cpu/online"))
         for i in range(10):
@@ -444,7 +229,8 @@ class Soak:
             name = "cpu-%s-%d" % (kind, i)
             g = i % 2 if kind == "view" else 2
             self.readers[name] = {"group0": g}
-            argv = cgtest.in_cgroups(self.groups.dirs[g], me + ["--role", "reader"],
+            argv = cgtest.in_cgroups(self.groups.dirs[g], me + ["--role", "reader", "--name", name,
+                                                                  "--dump-dir", self.dumps],
                                      cgtest.view_setup_script("rbind") if kind == "view" else files_setup)
             self.readers[name]["proc"] = self.spawn(argv, name, lambda line, n=name: self.check_cpu_line(n, line))
         holders = []
@@ -493,9 +279,8 @@ class Soak:
                 m = re.match(r"R (\d+) MemTotal:\s+(\d+) kB$", line)
                 self.counts["reads checked"] += 2
                 if not m or (int(m.group(1)), int(m.group(2))) != (tc.expected_cpus(), want_mem):
-                    self.counts["wrong"] += 1
-                    self.fail("container %s read %r, expected %d CPUs and MemTotal %d kB"
-                              % (c.id, line, tc.expected_cpus(), want_mem))
+                    self.wrong("container " + c.id, "read %r, expected %d CPUs and MemTotal %d kB"
+                               % (line, tc.expected_cpus(), want_mem))
 
     def stop_container(self):
         c = self.containers.popleft()
@@ -628,10 +413,32 @@ class Soak:
                             after[0][1], after[0][2], max(r[3] for r in after)))
         return out
 
+    def report_wrong_reads(self):
+        """Each wrong read, where it falls among the daemon events, and
+        the texts a reader kept of it, in a directory kept for them."""
+        if not self.wrong_reads:
+            return
+        kept = tempfile.mkdtemp(prefix="cgprocfs-soak-wrong-")
+        cgtest.wait_until(lambda: not any(n.endswith(".ask") for n in os.listdir(self.dumps)), timeout=5)
+        print("  wrong reads (their texts, where a reader kept them, in %s):" % kept)
+        for i, (t, name, what, start) in enumerate(self.wrong_reads[:50]):
+            texts = dumped_rounds(self.dumps, name).get(start) if start else None
+            saved = ""
+            if texts:
+                saved = os.path.join(kept, "%d-%s.txt" % (i, name))
+                with open(saved, "w") as f:
+                    for path in READER_FILES:
+                        f.write("==> %s <==\n%s\n" % (path, texts.get(path, "(not read)")))
+                saved = "; texts in " + os.path.basename(saved)
+            elif start:
+                saved = "; its texts were not kept (the reader did not answer)"
+            print("  %6.2f s %s: %s (%s)%s" % (t, name, what, self.daemon_context(t), saved))
+
     def report(self):
         print("\nsoak: %.1f minutes" % ((time.monotonic() - self.t0) / 60))
         for k in sorted(self.counts):
             print("  %-36s %d" % (k, self.counts[k]))
+        self.report_wrong_reads()
         for t, what in self.daemon_events:
             print("  at %6.0f s: daemon %s" % (t, what))
         fired = self.check_faults()
@@ -699,11 +506,12 @@ def main():
     p.add_argument("--role", choices=("reader", "smaps", "holder", "churn"), help=argparse.SUPPRESS)
     p.add_argument("--pids", help=argparse.SUPPRESS)
     p.add_argument("--mib", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--name", help=argparse.SUPPRESS)
+    p.add_argument("--dump-dir", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.role:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        return {"reader": role_reader, "smaps": role_smaps, "holder": role_holder, "churn": role_churn}[
-            args.role](args) or 0
+        return ROLES[args.role](args) or 0
     if os.geteuid() != 0:
         p.error("needs root")
     for var in ("CGPROCFS", "CGPROCFS_OCI_HOOK"):

@@ -360,18 +360,21 @@ static void send_watch(void *owner, pid_t pid, int pidfd, void *data)
  * this one serves on, with what the new one took and did not answer sent
  * again, and its own keeper at the keeper's path again (the new one's
  * may have taken it; if this one's is gone, the main thread starts
- * another within seconds). */
+ * another within seconds). The kernel resends every request taken and
+ * not answered: asked before the workers serve again, those are only the
+ * new daemon's (paused, this one's workers have none in hand), never one
+ * a worker here has just taken, which would be answered twice. */
 static void serve_on(struct containers *cs, int conn, GError *error)
 {
 	handover_stop_taker(conn);
 	keeper_hold(cs->cfg.keeper, FALSE);
-	server_resume(cs->cfg.server);
-	sysinfo_listener_resume(cs->cfg.sysinfo);
 	session_resend(cs->cfg.host);
 	g_mutex_lock(&cs->lock);
 	for (guint i = 0; i < cs->served->len; i++)
 		session_resend(((struct container *)g_ptr_array_index(cs->served, i))->session);
 	g_mutex_unlock(&cs->lock);
+	server_resume(cs->cfg.server);
+	sysinfo_listener_resume(cs->cfg.sysinfo);
 	g_autoptr(GError) unpublished = NULL;
 	if (keeper_publish(cs->cfg.keeper, &unpublished) < 0)
 		log_warning_consequence(g_steal_pointer(&unpublished), "trying again within seconds");

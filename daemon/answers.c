@@ -20,6 +20,7 @@
 #include <linux/fuse.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 struct answer_pipe {
@@ -30,16 +31,33 @@ struct answer_pipe {
 static void answer_pipe_free(gpointer data)
 {
 	struct answer_pipe *p = data;
-	close(p->fd[0]);
-	close(p->fd[1]);
+	if (p->fd[0] >= 0) {
+		close(p->fd[0]);
+		close(p->fd[1]);
+	}
 	g_free(p);
 }
 
 static GPrivate answer_pipe_of = G_PRIVATE_INIT(answer_pipe_free);
 
+/* fds a pipe leaves free below the open-files limit, at least: a daemon
+ * near its limit keeps them for the files it reads for callers, and its
+ * threads answer without a pipe. */
+#define PIPE_FD_RESERVE 16
+
+/* Would a pipe whose higher fd is fd eat into the reserve? fds are
+ * numbered lowest free first: every number below fd is taken. */
+static gboolean near_fd_limit(int fd)
+{
+	struct rlimit rl;
+	return getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	       (rlim_t)fd + PIPE_FD_RESERVE >= rl.rlim_cur;
+}
+
 /* This thread's pipe, as large as the largest answer (a READ of
  * FUSE_MAX_MAX_PAGES pages) where the kernel lets it be; NULL if no pipe
- * can be made. */
+ * can be made. One of size 0 (no fds) if the daemon is near its limit of
+ * open files: the thread answers without one from then on. */
 static struct answer_pipe *answer_pipe(void)
 {
 	struct answer_pipe *p = g_private_get(&answer_pipe_of);
@@ -48,10 +66,16 @@ static struct answer_pipe *answer_pipe(void)
 	int fd[2];
 	if (pipe2(fd, O_CLOEXEC) < 0)
 		return NULL;
-	(void)fcntl(fd[1], F_SETPIPE_SZ, 1 << 20);
-	int size = fcntl(fd[1], F_GETPIPE_SZ);
 	p = g_new(struct answer_pipe, 1);
-	*p = (struct answer_pipe){ { fd[0], fd[1] }, size > 0 ? (size_t)size : 0 };
+	if (near_fd_limit(MAX(fd[0], fd[1]))) {
+		close(fd[0]);
+		close(fd[1]);
+		*p = (struct answer_pipe){ { -1, -1 }, 0 };
+	} else {
+		(void)fcntl(fd[1], F_SETPIPE_SZ, 1 << 20);
+		int size = fcntl(fd[1], F_GETPIPE_SZ);
+		*p = (struct answer_pipe){ { fd[0], fd[1] }, size > 0 ? (size_t)size : 0 };
+	}
 	g_private_set(&answer_pipe_of, p);
 	return p;
 }

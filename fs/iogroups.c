@@ -19,10 +19,11 @@
 static const char *const pressure_names[] = { "cpu", "memory", "io", "irq" };
 
 /* What every open of diskstats reads besides its group's own counters,
- * read at most once a tick for all: the host's lines (whose counts v1
- * shows for the devices it does not count), and on v1 the devices
- * counted. A group's own counters are read at each open: a reader that
- * wrote sees it. Shared (g_atomic_rc_box), never changed once made. */
+ * read at most once a tick for all: on v2 the host's lines (only their
+ * names and fields are shown), on v1 the devices counted. A group's own
+ * counters are read at each open, and on v1 the host's lines too, whose
+ * counts it shows for the devices it does not count: a reader that wrote
+ * sees it either way. Shared (g_atomic_rc_box), never changed once made. */
 #define DISK_INPUTS_MAX_AGE_US (G_USEC_PER_SEC / 100)
 
 struct disk_inputs {
@@ -164,6 +165,16 @@ int iogroups_may_trigger(struct iogroups *g, const struct caller *c, const char 
 	return r;
 }
 
+/* The host's diskstats into in: its text and lines. */
+static void host_lines(struct iogroups *g, struct disk_inputs *in)
+{
+	in->error = procfile_read_text_at(g->cfg.proc_fd, "diskstats", &in->text);
+	if (in->error == 0 && diskview_host_parse(in->text, &in->host) < 0) {
+		reports_once(&g->reports, "diskstats", EINVAL); /* the host's text, not understood */
+		in->error = -EINVAL;
+	}
+}
+
 /* The inputs as they are now, read again if older than a tick: a
  * reference, for disk_inputs_unref. */
 static struct disk_inputs *disk_inputs_now(struct iogroups *g)
@@ -171,19 +182,17 @@ static struct disk_inputs *disk_inputs_now(struct iogroups *g)
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&g->disk_lock);
 	struct disk_inputs *in = g->disk_inputs;
 	gint64 now = g_get_monotonic_time();
-	if (!in || !in->text || now - in->read_at >= DISK_INPUTS_MAX_AGE_US) { /* an error is not kept */
+	gboolean v2 = g->cfg.io.version != CGROUP_V1;
+	if (!in || (v2 && !in->text) || now - in->read_at >= DISK_INPUTS_MAX_AGE_US) { /* an error is not kept */
 		if (in)
 			g_atomic_rc_box_release_full(in, disk_inputs_clear);
 		in = g->disk_inputs = g_atomic_rc_box_new0(struct disk_inputs);
 		in->read_at = now;
-		in->error = procfile_read_text_at(g->cfg.proc_fd, "diskstats", &in->text);
-		if (in->error == 0 && diskview_host_parse(in->text, &in->host) < 0) {
-			reports_once(&g->reports, "diskstats", EINVAL); /* the host's text, not understood */
-			in->error = -EINVAL;
-		}
 		in->counted = g_array_new(FALSE, TRUE, sizeof(struct cgroup_io_device));
 		if (g->cfg.io.version == CGROUP_V1)
 			in->counted_error = cgroup_read_io(&g->cfg.io, ".", in->counted, NULL);
+		else
+			host_lines(g, in);
 	}
 	return g_atomic_rc_box_acquire(in);
 }
@@ -246,9 +255,10 @@ static int v1_counted_for(struct iogroups *g, const struct disk_inputs *in, GArr
 	return r;
 }
 
-/* in's host lines for the group at dir: NULL if the group's files cannot
- * be used (told once), or if it has none. */
-static GString *render_disks(struct iogroups *g, const struct disk_inputs *in, const char *dir)
+/* The host's lines for the group at dir (v1: with in's counted devices):
+ * NULL if the group's files cannot be used (told once), or if it has none. */
+static GString *render_disks(struct iogroups *g, const struct diskview_host *host, const struct disk_inputs *in,
+			     const char *dir)
 {
 	g_autoptr(GArray) devs = g_array_new(FALSE, TRUE, sizeof(struct cgroup_io_device));
 	g_autofree char *culprit = NULL;
@@ -263,7 +273,7 @@ static GString *render_disks(struct iogroups *g, const struct disk_inputs *in, c
 		reports_once(&g->reports, dir, -r);
 	if (r < 0)
 		return NULL;
-	return diskview_render_host(in->host, devs, v1 ? DISKVIEW_OTHERS_HOST : DISKVIEW_OTHERS_ZERO);
+	return diskview_render_host(host, devs, v1 ? DISKVIEW_OTHERS_HOST : DISKVIEW_OTHERS_ZERO);
 }
 
 static void take_text(char **text, GBytes **ret)
@@ -275,14 +285,20 @@ static void take_text(char **text, GBytes **ret)
 int iogroups_render_diskstats(struct iogroups *g, const char *group, GBytes **ret)
 {
 	g_autoptr(disk_inputs) in = disk_inputs_now(g);
-	if (!in->text)
-		return in->error;
-	GString *out = *group && in->host ? render_disks(g, in, group) : NULL;
+	g_autoptr(disk_inputs) fresh = NULL; /* v1: the host's lines of this open */
+	if (g->cfg.io.version == CGROUP_V1) {
+		fresh = g_atomic_rc_box_new0(struct disk_inputs);
+		host_lines(g, fresh);
+	}
+	const struct disk_inputs *lines = fresh ? fresh : in;
+	if (!lines->text)
+		return lines->error;
+	GString *out = *group && lines->host ? render_disks(g, lines->host, in, group) : NULL;
 	if (out) {
 		*ret = g_string_free_to_bytes(out);
 		return 0;
 	}
-	*ret = g_bytes_new(in->text, strlen(in->text));
+	*ret = g_bytes_new(lines->text, strlen(lines->text));
 	return SERVED_HOST;
 }
 

@@ -193,6 +193,21 @@ Test(iogroups, the_groups_counters_are_read_at_each_open_the_hosts_lines_are_at_
 	iogroups_free(g);
 }
 
+Test(iogroups, v1_the_hosts_line_of_a_device_it_does_not_count_is_read_at_each_open)
+{
+	struct iogroups *g = make(CGROUP_V1);
+	tmptree_put("proc/100/cgroup", "7:blkio:/box\n");
+	g_autofree char *before = diskstats(g, 100);
+	cr_assert(strstr(before, "   8       0 sda 900 10 72000 "), "%s", before);
+	tmptree_put("proc/diskstats", "   7       1 loop1 10 0 80 5 20 0 160 9 0 14 14 0 0 0 0 0 0\n"
+				      "   8       0 sda 900 10 72000 300 816 20 80384 402 0 700 702 5 0 40 1 0 0\n");
+	g_autofree char *wrote = diskstats(g, 100);
+	cr_assert(strstr(wrote, "   8       0 sda 900 10 72000 300 816 20 80384 402 "),
+		  "a write to sda (which v1 does not count for the group) just before: the host's line shows it at "
+		  "once, in the same tick: %s", wrote);
+	iogroups_free(g);
+}
+
 Test(iogroups, v1_a_device_counted_since_the_last_read_of_the_top_cgroups_list_is_the_groups_at_once)
 {
 	tmptree_put("proc/diskstats", "   7       1 loop1 10 0 80 5 20 0 160 9 0 14 14 0 0 0 0 0 0\n"

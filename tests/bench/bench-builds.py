@@ -27,21 +27,14 @@ QUOTA, PERIOD, MEMORY = 50000, 100000, 256 << 20
 
 # Run in the cgroup: argv[1] rounds, argv[2] JSON {build: mountpoint},
 # argv[3] JSON [file]; prints {build: {file: [µs, ...]}}.
-MEASURE = r"""
-import json, os, sys, time
+MEASURE = benchlib.READER_FUNCTIONS + r"""
+import json, sys
 rounds, mnts, files = int(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
-def once(path):
-    started = time.perf_counter_ns()
-    fd = os.open(path, os.O_RDONLY)
-    while os.read(fd, 65536):
-        pass
-    os.close(fd)
-    return (time.perf_counter_ns() - started) / 1000
 times = {b: {f: [] for f in files} for b in mnts}
 for n in range(200 + rounds):  # the first 200 warm up
     for b, mnt in mnts.items():
         for f in files:
-            t = once(os.path.join(mnt, f))
+            t = once(os.path.join(mnt, f)) / 1000
             if n >= 200:
                 times[b][f].append(t)
 print(json.dumps(times))

@@ -52,16 +52,9 @@ FLOOR, FLOOR_PATH, META_IN_CONTAINER = "floor: control", ".cgprocfs/control", "/
 # Run by the readers: argv[1] rounds, argv[2] JSON [[row, {source: path}]];
 # prints {row: {source: [p50 µs, p99 µs]}} (a source whose file cannot be
 # opened is left out of its row).
-MEASURE = r"""
-import json, os, sys, time
+MEASURE = benchlib.READER_FUNCTIONS + r"""
+import json, sys
 rounds, rows = int(sys.argv[1]), json.loads(sys.argv[2])
-def once(path):
-    t = time.perf_counter_ns()
-    fd = os.open(path, os.O_RDONLY)
-    while os.read(fd, 65536):
-        pass
-    os.close(fd)
-    return time.perf_counter_ns() - t
 todo = []
 for row, sources in rows:
     for source, path in sources.items():
@@ -82,22 +75,19 @@ print(json.dumps(out))
 
 # Run in the host's view's caller: argv[1] MNT, argv[2] rounds, argv[3]
 # JSON {row: path in MNT}; prints {row: requests per open + read + close}.
-REQUESTS = r"""
-import json, os, sys
+REQUESTS = benchlib.READER_FUNCTIONS + r"""
+import json, sys
 mnt, rounds, rows = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
-def requests():
-    with open(mnt + "/.cgprocfs/stats") as f:
-        return sum(int(l.split()[-1]) for l in f if l.startswith("cgprocfs_requests_total{"))
 def read(path):
     with open(path, "rb") as f:
         f.read()
-own = -requests() + requests()  # what reading the stats costs
+own = -requests(mnt) + requests(mnt)  # what reading the stats costs
 out = {}
 for row, path in rows.items():
-    before = requests()
+    before = requests(mnt)
     for _ in range(rounds):
         read(mnt + "/" + path)
-    out[row] = (requests() - before - own) / rounds
+    out[row] = (requests(mnt) - before - own) / rounds
 print(__import__("json").dumps(out))
 """
 

@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
@@ -52,36 +53,26 @@ PARTS = [
 # daemon's pid, argv[4] MNT. The rows take turns, PASSES blocks each, so
 # that drift affects all alike; prints {path: {"wall_p50": µs, "cpu": µs
 # of the daemon per open, "requests": per open}}.
-READER = r"""
-import json, os, sys, time
+READER = benchlib.READER_FUNCTIONS + r"""
+import json, sys
 paths, rounds, pid, mnt = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 PASSES = 10
 def cpu():
     f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-def requests():
-    with open(mnt + "/.cgprocfs/stats") as f:
-        return sum(int(l.split()[-1]) for l in f if l.startswith("cgprocfs_requests_total{"))
-def once(path):
-    fd = os.open(path, os.O_RDONLY)
-    while os.read(fd, 65536):
-        pass
-    os.close(fd)
 for path in paths:
     for _ in range(200):
         once(path)
-own = -requests() + requests()
+own = -requests(mnt) + requests(mnt)
 got = {p: {"times": [], "cpu": 0.0, "requests": 0} for p in paths}
 for _ in range(PASSES):
     for path in paths:
         g = got[path]
-        before, c0 = requests(), cpu()
+        before, c0 = requests(mnt), cpu()
         for _ in range(rounds // PASSES):
-            t = time.perf_counter_ns()
-            once(path)
-            g["times"].append((time.perf_counter_ns() - t) / 1000)
+            g["times"].append(once(path) / 1000)
         g["cpu"] += cpu() - c0
-        g["requests"] += requests() - before - own
+        g["requests"] += requests(mnt) - before - own
 out = {}
 for path, g in got.items():
     n = len(g["times"])
@@ -116,6 +107,7 @@ class Bench:
         perf = subprocess.Popen(["perf", "record", "-q", "-F", "2000", "--call-graph", "dwarf,8192", "-p",
                                  str(self.daemon.pid), "-o", data], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
+        time.sleep(0.5)  # perf takes a moment to attach: a short run would go unseen
         try:
             self.reader([row], self.args.rounds // 2)
         finally:

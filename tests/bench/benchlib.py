@@ -15,6 +15,24 @@ import cgtest  # noqa: E402
 READY_TIMEOUT = 10.0
 
 
+# Functions the benches' reader scripts (run with python -c, in cgroups and
+# containers) start with: once(path), an open + read to EOF + close of
+# path, its ns; requests(mnt), the FUSE requests MNT's daemon has taken.
+READER_FUNCTIONS = r"""
+import os, time
+def once(path):
+    t = time.perf_counter_ns()
+    fd = os.open(path, os.O_RDONLY)
+    while os.read(fd, 65536):
+        pass
+    os.close(fd)
+    return time.perf_counter_ns() - t
+def requests(mnt):
+    with open(mnt + "/.cgprocfs/stats") as f:
+        return sum(int(l.split()[-1]) for l in f if l.startswith("cgprocfs_requests_total{"))
+"""
+
+
 class BenchError(Exception):
     """A benchmark cannot go on; the message says why."""
 

@@ -16,14 +16,22 @@ static gboolean parse_device(const char *text, unsigned *major, unsigned *minor)
 	return TRUE;
 }
 
-/* ret's entry for major:minor, added if new. */
-static struct cgroup_io_device *device_in(GArray *ret, unsigned major, unsigned minor)
+const struct cgroup_io_device *cgroup_io_device_find(const GArray *devs, unsigned major, unsigned minor)
 {
-	for (guint i = 0; i < ret->len; i++) {
-		struct cgroup_io_device *d = &g_array_index(ret, struct cgroup_io_device, i);
+	for (guint i = 0; i < devs->len; i++) {
+		const struct cgroup_io_device *d = &g_array_index(devs, struct cgroup_io_device, i);
 		if (d->major == major && d->minor == minor)
 			return d;
 	}
+	return NULL;
+}
+
+/* ret's entry for major:minor, added if new. */
+static struct cgroup_io_device *device_in(GArray *ret, unsigned major, unsigned minor)
+{
+	const struct cgroup_io_device *had = cgroup_io_device_find(ret, major, minor);
+	if (had)
+		return (struct cgroup_io_device *)had;
 	const struct cgroup_io_device d = { major, minor, { 0 }, { 0 } };
 	g_array_append_val(ret, d);
 	return &g_array_index(ret, struct cgroup_io_device, ret->len - 1);

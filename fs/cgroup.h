@@ -114,6 +114,9 @@ int cgroup_parse_io_stat(const char *text, GArray *ret);
  * Discard, Total; a last "Total N") into ret. 0 or -EINVAL. */
 int cgroup_parse_blkio(const char *serviced, const char *bytes, GArray *ret);
 
+/* The entry of devs (struct cgroup_io_device) for major:minor, or NULL. */
+const struct cgroup_io_device *cgroup_io_device_find(const GArray *devs, unsigned major, unsigned minor);
+
 /* The I/O the cgroup at dir (cgroup_relative_dir's) of h counted, per
  * device: v2 io.stat, v1 the throttle files above. 0, -ENOENT (gone, or
  * no such file: no I/O accounting), or -EINVAL (then *ret_culprit names

@@ -54,16 +54,6 @@ static gboolean partition_of(const char *name, const char *disk)
 	return TRUE;
 }
 
-static const struct cgroup_io_device *find(const GArray *devs, unsigned major, unsigned minor)
-{
-	for (guint i = 0; i < devs->len; i++) {
-		const struct cgroup_io_device *d = &g_array_index(devs, struct cgroup_io_device, i);
-		if (d->major == major && d->minor == minor)
-			return d;
-	}
-	return NULL;
-}
-
 static void append_own(GString *out, const struct line *l, const struct cgroup_io_device *d)
 {
 	const struct {
@@ -168,7 +158,7 @@ GString *diskview_render_host(const struct diskview_host *host, const GArray *de
 			continue;
 		}
 		static const struct cgroup_io_device unused;
-		const struct cgroup_io_device *d = find(devs, h->l.major, h->l.minor);
+		const struct cgroup_io_device *d = cgroup_io_device_find(devs, h->l.major, h->l.minor);
 		if (!d && others == DISKVIEW_OTHERS_ZERO)
 			d = &unused;
 		disk_own = d != NULL;

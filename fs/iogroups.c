@@ -26,15 +26,21 @@ static const char *const pressure_names[] = { "cpu", "memory", "io", "irq" };
  * sees it either way. Shared (g_atomic_rc_box), never changed once made. */
 #define DISK_INPUTS_MAX_AGE_US (G_USEC_PER_SEC / 100)
 
+/* The host's diskstats as read once. */
+struct host_disks {
+	int error;  /* of its read: -errno, or -EINVAL */
+	char *text; /* NULL: error */
+	struct diskview_host *lines; /* NULL: not understood */
+};
+
 struct disk_inputs {
 	gint64 read_at;
-	int error;      /* of the host's text: its read's -errno, or -EINVAL */
-	char *text;     /* the host's diskstats (NULL: error) */
-	struct diskview_host *host; /* its lines (NULL: not understood) */
-	GArray *counted; /* v1: struct cgroup_io_device, the top cgroup's */
-	int counted_error; /* of their read: the next open reads them itself */
+	struct host_disks host; /* v2 */
+	GArray *counted;        /* v1: struct cgroup_io_device, the top cgroup's */
+	int counted_error;      /* of their read: the next open reads them itself */
 };
 typedef struct disk_inputs disk_inputs;
+typedef struct host_disks host_disks;
 
 struct iogroups {
 	struct iogroups_config cfg;
@@ -92,11 +98,17 @@ struct iogroups *iogroups_new(const struct iogroups_config *cfg)
 	return g;
 }
 
+static void host_disks_clear(struct host_disks *h)
+{
+	g_free(h->text);
+	diskview_host_free(h->lines);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(host_disks, host_disks_clear)
+
 static void disk_inputs_clear(gpointer data)
 {
 	struct disk_inputs *in = data;
-	g_free(in->text);
-	diskview_host_free(in->host);
+	host_disks_clear(&in->host);
 	if (in->counted)
 		g_array_unref(in->counted);
 }
@@ -165,13 +177,12 @@ int iogroups_may_trigger(struct iogroups *g, const struct caller *c, const char 
 	return r;
 }
 
-/* The host's diskstats into in: its text and lines. */
-static void host_lines(struct iogroups *g, struct disk_inputs *in)
+static void host_disks_read(struct iogroups *g, struct host_disks *h)
 {
-	in->error = procfile_read_text_at(g->cfg.proc_fd, "diskstats", &in->text);
-	if (in->error == 0 && diskview_host_parse(in->text, &in->host) < 0) {
+	h->error = procfile_read_text_at(g->cfg.proc_fd, "diskstats", &h->text);
+	if (h->error == 0 && diskview_host_parse(h->text, &h->lines) < 0) {
 		reports_once(&g->reports, "diskstats", EINVAL); /* the host's text, not understood */
-		in->error = -EINVAL;
+		h->error = -EINVAL;
 	}
 }
 
@@ -182,17 +193,18 @@ static struct disk_inputs *disk_inputs_now(struct iogroups *g)
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&g->disk_lock);
 	struct disk_inputs *in = g->disk_inputs;
 	gint64 now = g_get_monotonic_time();
-	gboolean v2 = g->cfg.io.version != CGROUP_V1;
-	if (!in || (v2 && !in->text) || now - in->read_at >= DISK_INPUTS_MAX_AGE_US) { /* an error is not kept */
+	gboolean v1 = g->cfg.io.version == CGROUP_V1;
+	if (!in || (!v1 && !in->host.text) || now - in->read_at >= DISK_INPUTS_MAX_AGE_US) { /* an error is not kept */
 		if (in)
 			g_atomic_rc_box_release_full(in, disk_inputs_clear);
 		in = g->disk_inputs = g_atomic_rc_box_new0(struct disk_inputs);
 		in->read_at = now;
-		in->counted = g_array_new(FALSE, TRUE, sizeof(struct cgroup_io_device));
-		if (g->cfg.io.version == CGROUP_V1)
+		if (v1) {
+			in->counted = g_array_new(FALSE, TRUE, sizeof(struct cgroup_io_device));
 			in->counted_error = cgroup_read_io(&g->cfg.io, ".", in->counted, NULL);
-		else
-			host_lines(g, in);
+		} else {
+			host_disks_read(g, &in->host);
+		}
 	}
 	return g_atomic_rc_box_acquire(in);
 }
@@ -202,16 +214,6 @@ static void disk_inputs_unref(struct disk_inputs *in)
 	g_atomic_rc_box_release_full(in, disk_inputs_clear);
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(disk_inputs, disk_inputs_unref)
-
-static gboolean has_device(const GArray *devs, unsigned major, unsigned minor)
-{
-	for (guint i = 0; i < devs->len; i++) {
-		const struct cgroup_io_device *d = &g_array_index(devs, struct cgroup_io_device, i);
-		if (d->major == major && d->minor == minor)
-			return TRUE;
-	}
-	return FALSE;
-}
 
 /* On v1 the throttle files of recent kernels count a device's I/O only
  * once a throttle rule was set on it, in any cgroup, and it stays so after
@@ -223,13 +225,11 @@ static void v1_counted(const GArray *counted, GArray *devs)
 	g_autoptr(GArray) own = g_array_copy(devs);
 	g_array_set_size(devs, 0);
 	for (guint i = 0; i < counted->len; i++) {
-		struct cgroup_io_device d = g_array_index(counted, struct cgroup_io_device, i);
-		struct cgroup_io_device mine = { .major = d.major, .minor = d.minor };
-		for (guint j = 0; j < own->len; j++) {
-			const struct cgroup_io_device *o = &g_array_index(own, struct cgroup_io_device, j);
-			if (o->major == d.major && o->minor == d.minor)
-				mine = *o;
-		}
+		const struct cgroup_io_device *d = &g_array_index(counted, struct cgroup_io_device, i);
+		const struct cgroup_io_device *o = cgroup_io_device_find(own, d->major, d->minor);
+		struct cgroup_io_device mine = { .major = d->major, .minor = d->minor };
+		if (o)
+			mine = *o;
 		g_array_append_val(devs, mine);
 	}
 }
@@ -242,7 +242,7 @@ static int v1_counted_for(struct iogroups *g, const struct disk_inputs *in, GArr
 	gboolean known = TRUE;
 	for (guint i = 0; i < devs->len && known; i++) {
 		const struct cgroup_io_device *d = &g_array_index(devs, struct cgroup_io_device, i);
-		known = has_device(in->counted, d->major, d->minor);
+		known = cgroup_io_device_find(in->counted, d->major, d->minor) != NULL;
 	}
 	if (known && in->counted_error == 0) {
 		v1_counted(in->counted, devs);
@@ -285,20 +285,20 @@ static void take_text(char **text, GBytes **ret)
 int iogroups_render_diskstats(struct iogroups *g, const char *group, GBytes **ret)
 {
 	g_autoptr(disk_inputs) in = disk_inputs_now(g);
-	g_autoptr(disk_inputs) fresh = NULL; /* v1: the host's lines of this open */
+	g_auto(host_disks) fresh = { 0 }; /* v1: the host's lines of this open */
+	const struct host_disks *host = &in->host;
 	if (g->cfg.io.version == CGROUP_V1) {
-		fresh = g_atomic_rc_box_new0(struct disk_inputs);
-		host_lines(g, fresh);
+		host_disks_read(g, &fresh);
+		host = &fresh;
 	}
-	const struct disk_inputs *lines = fresh ? fresh : in;
-	if (!lines->text)
-		return lines->error;
-	GString *out = *group && lines->host ? render_disks(g, lines->host, in, group) : NULL;
+	if (!host->text)
+		return host->error;
+	GString *out = *group && host->lines ? render_disks(g, host->lines, in, group) : NULL;
 	if (out) {
 		*ret = g_string_free_to_bytes(out);
 		return 0;
 	}
-	*ret = g_bytes_new(lines->text, strlen(lines->text));
+	*ret = g_bytes_new(host->text, strlen(host->text));
 	return SERVED_HOST;
 }
 

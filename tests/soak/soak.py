@@ -421,8 +421,9 @@ class Soak:
         kept = tempfile.mkdtemp(prefix="cgprocfs-soak-wrong-")
         cgtest.wait_until(lambda: not any(n.endswith(".ask") for n in os.listdir(self.dumps)), timeout=5)
         print("  wrong reads (their texts, where a reader kept them, in %s):" % kept)
+        dumped = {name: dumped_rounds(self.dumps, name) for _, name, _, start in self.wrong_reads[:50] if start}
         for i, (t, name, what, start) in enumerate(self.wrong_reads[:50]):
-            texts = dumped_rounds(self.dumps, name).get(start) if start else None
+            texts = dumped[name].get(start) if start else None
             saved = ""
             if texts:
                 saved = os.path.join(kept, "%d-%s.txt" % (i, name))

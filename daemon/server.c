@@ -197,7 +197,7 @@ static void release_held(struct server *sv)
  * may be freed by it). */
 static void end_if_idle(struct server *sv, struct session *s)
 {
-	if (!s->stopping || s->busy > 0 || s->ended)
+	if (!s->stopping || s->busy > 0 || s->starting || s->ended)
 		return;
 	s->ended = TRUE;
 	if (s->held)
@@ -464,12 +464,20 @@ int server_add(struct server *sv, struct session *s, session_ended_fn ended, voi
 	if (epoll_ctl(sv->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0)
 		return -errno;
 	s->armed = TRUE;
+	s->starting = TRUE;
 	s->ended_fn = ended;
 	s->ended_data = data;
 	g_hash_table_insert(sv->by_id, &s->id, s);
 	while (sv->workers < MIN_WORKERS)
 		spawn(sv);
 	return 0;
+}
+
+void server_started(struct server *sv, struct session *s)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sv->lock);
+	s->starting = FALSE;
+	end_if_idle(sv, s);
 }
 
 int server_watch(struct server *sv, struct session *s)

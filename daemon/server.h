@@ -62,6 +62,7 @@ struct session {
 	gboolean stalled;
 	struct share_windows share;
 	gboolean stopping; /* no more requests: it ends once busy is 0 */
+	gboolean starting; /* server_add to server_started: it cannot end */
 	gboolean ended;
 	int error;
 	session_ended_fn ended_fn;
@@ -72,9 +73,12 @@ struct session {
 G_STATIC_ASSERT(G_STRUCT_OFFSET(struct session, ops) == 0);
 
 /* session_start's part: serve s on the pool, its fd (non-blocking) in the
- * epoll set; ended(data, error) once it ends. 0, -ECANCELED while the
- * server is paused, or -errno. */
+ * epoll set; ended(data, error) once it ends, which is not before
+ * server_started (s stays the caller's until then). 0, -ECANCELED while
+ * the server is paused, or -errno. */
 int server_add(struct server *sv, struct session *s, session_ended_fn ended, void *data);
+/* The end of session_start after server_add's 0: s may end (and be freed) from here on. */
+void server_started(struct server *sv, struct session *s);
 /* session_serve's part: be the pool's watchdog until s ends; s's error. */
 int server_watch(struct server *sv, struct session *s);
 /* session_exit's part: no more requests of s; it ends once no worker is in it. */

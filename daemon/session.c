@@ -203,14 +203,17 @@ int session_start(struct session *s, session_ended_fn ended, void *data)
 	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
 		return -errno;
 	int r = server_add(s->server, s, ended, data);
-	if (r == 0)
-		triggers_each_polled(s->server->triggers, s->key, wake_poller, s);
-	if (r == 0 && s->resend && !resent && s->server->replay)
+	if (r < 0)
+		return r;
+	/* s cannot end before server_started, though workers serve it. */
+	triggers_each_polled(s->server->triggers, s->key, wake_poller, s);
+	if (s->resend && !resent && s->server->replay)
 		g_thread_join(g_thread_new("answer-taken", answer_taken, s));
-	else if (r == 0 && s->resend && !resent && !g_atomic_int_exchange(&unanswerable_said, 1))
+	else if (s->resend && !resent && !g_atomic_int_exchange(&unanswerable_said, 1))
 		g_warning("this kernel cannot resend the requests a dead daemon had taken (Linux 6.9 can), and that "
 			  "daemon kept none for the next: any such request waits until its caller is killed");
-	return r;
+	server_started(s->server, s);
+	return 0;
 }
 
 /* session_serve's end callback. */

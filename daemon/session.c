@@ -240,8 +240,10 @@ void session_free(struct session *s)
 	if (!s)
 		return;
 	pidwatch_forget_owner(s->ops.watch, &s->ops);
-	fuse_session_destroy(s->se);
+	/* Its open files' PSI triggers go first: their poll handles name
+	 * s->se. */
 	ops_state_clear(&s->ops);
+	fuse_session_destroy(s->se);
 	g_free(s);
 }
 

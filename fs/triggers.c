@@ -22,6 +22,8 @@ struct trigger {
 
 struct triggers {
 	GMutex lock;          /* guards all below, and the records' contents */
+	GCond woken;          /* waking went to 0 */
+	unsigned waking;      /* poll handles being woken outside the lock */
 	GHashTable *by_id;    /* id -> struct trigger *, owned */
 	GHashTable *tenants;  /* tenant -> triggers it holds */
 	uint64_t serial;
@@ -82,11 +84,16 @@ static gpointer watch(gpointer data)
 			if (ph)
 				wake[woken++] = ph;
 		}
+		t->waking = woken;
 		g_mutex_unlock(&t->lock);
 		for (unsigned i = 0; i < woken; i++) {
 			fuse_lowlevel_notify_poll(wake[i]);
 			fuse_pollhandle_destroy(wake[i]);
 		}
+		g_mutex_lock(&t->lock);
+		t->waking = 0;
+		g_cond_broadcast(&t->woken);
+		g_mutex_unlock(&t->lock);
 		if (stop)
 			return NULL;
 	}
@@ -104,6 +111,7 @@ struct triggers *triggers_new(struct trigger_record *records, unsigned n)
 	}
 	struct triggers *t = g_new0(struct triggers, 1);
 	g_mutex_init(&t->lock);
+	g_cond_init(&t->woken);
 	t->by_id = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)trigger_free);
 	t->tenants = g_hash_table_new(g_direct_hash, g_direct_equal);
 	t->records = records;
@@ -125,6 +133,7 @@ void triggers_free(struct triggers *t)
 	g_hash_table_unref(t->tenants);
 	close(t->epfd);
 	close(t->stop_fd);
+	g_cond_clear(&t->woken);
 	g_mutex_clear(&t->lock);
 	g_free(t);
 }
@@ -275,6 +284,10 @@ void triggers_remove(struct trigger *tr)
 	if (!tr->gone)
 		epoll_ctl(t->epfd, EPOLL_CTL_DEL, tr->fd, NULL);
 	g_hash_table_remove(t->by_id, KEY(tr->id)); /* frees tr */
+	/* Its handle may be being woken: that goes through its session,
+	 * which its caller may free next. */
+	while (t->waking)
+		g_cond_wait(&t->woken, &t->lock);
 }
 
 void triggers_released(struct triggers *t, uint64_t key, uint64_t fh)

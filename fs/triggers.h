@@ -62,7 +62,8 @@ int triggers_admit(struct triggers *t, uint64_t tenant);
  * -ENOSPC past a limit (fd closed). */
 int triggers_add(struct triggers *t, int fd, uint64_t tenant, uint64_t key, uint64_t fh, uint64_t ino,
 		 const char *text, struct trigger **ret);
-/* Close the trigger (NULL: nothing); its record stays. */
+/* Close the trigger (NULL: nothing); its record stays. Returns once no
+ * poller is being woken (through its session, which may go next). */
 void triggers_remove(struct trigger *tr);
 /* The fd (key, fh) was released: its record goes. */
 void triggers_released(struct triggers *t, uint64_t key, uint64_t fh);

@@ -1,10 +1,14 @@
-/* fs/triggers.c: the limits and the records the next daemon reads. An
- * eventfd stands for a kernel pressure file; it never says EPOLLPRI, so
- * firings are left to tests/integration/test_triggers.py. */
+/* fs/triggers.c: the limits, the records the next daemon reads, and a
+ * close while the trigger's poller is being woken. An eventfd stands for
+ * a kernel pressure file; it never says EPOLLPRI, so firings are left to
+ * tests/integration/test_triggers.py. */
 #include "triggers.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <linux/fuse.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -95,5 +99,99 @@ Test(triggers, with_every_record_in_use_a_trigger_is_still_taken_unkept)
 	cr_assert_eq(triggers_kept(t, 0, 2, text), -ENOENT);
 	triggers_remove(a);
 	triggers_remove(b);
+	triggers_free(t);
+}
+
+/* A FUSE session that takes INIT and POLL from the test and whose writes
+ * come here: a poll wakeup waits until the test lets it go. */
+static struct {
+	GMutex lock;
+	GCond changed;
+	gboolean waking, let_go, removed;
+	struct fuse_pollhandle *ph;
+} wake;
+
+static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
+{
+	return 0;
+}
+
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	const struct fuse_out_header *h = iov[0].iov_base;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&wake.lock);
+	if (h->unique == 0 && h->error == FUSE_NOTIFY_POLL) {
+		wake.waking = TRUE;
+		g_cond_broadcast(&wake.changed);
+		while (!wake.let_go)
+			g_cond_wait(&wake.changed, &wake.lock);
+	}
+	return h->len;
+}
+
+static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct fuse_pollhandle *ph)
+{
+	wake.ph = ph;
+	fuse_reply_poll(req, 0);
+}
+
+static void send_request(struct fuse_session *se, uint32_t opcode, const void *in, size_t len)
+{
+	char msg[256] = { 0 };
+	struct fuse_in_header h = { .len = sizeof(h) + len, .opcode = opcode, .unique = 2, .nodeid = 1 };
+	memcpy(msg, &h, sizeof(h));
+	memcpy(msg + sizeof(h), in, len);
+	const struct fuse_buf buf = { .size = h.len, .mem = msg };
+	fuse_session_process_buf(se, &buf);
+}
+
+static gpointer remove_trigger(gpointer tr)
+{
+	triggers_remove(tr);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&wake.lock);
+	wake.removed = TRUE;
+	return NULL;
+}
+
+/* A closed fd's trigger goes, then its session (session_free): the wake
+ * that the thread is sending through that session must be over first. */
+Test(triggers, a_close_waits_for_the_wake_of_its_poller_under_way)
+{
+	static const struct fuse_lowlevel_ops ops = { .poll = op_poll };
+	static const struct fuse_custom_io io = { .read = io_read, .writev = io_writev };
+	char *argv[] = { "test", NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
+	struct fuse_session *se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
+	cr_assert(se);
+	cr_assert_eq(fuse_session_custom_io(se, &io, open("/dev/null", O_RDWR | O_CLOEXEC)), 0);
+	const struct fuse_init_in init = { .major = FUSE_KERNEL_VERSION, .minor = 31 };
+	send_request(se, FUSE_INIT, &init, sizeof(init));
+	const struct fuse_poll_in poll = { .fh = 5, .kh = 9, .flags = FUSE_POLL_SCHEDULE_NOTIFY };
+	send_request(se, FUSE_POLL, &poll, sizeof(poll));
+	cr_assert(wake.ph, "libfuse made a poll handle");
+
+	/* A pipe's read end with no writer says EPOLLHUP: the trigger fires. */
+	int p[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	struct triggers *t = fresh();
+	struct trigger *tr = NULL;
+	cr_assert_eq(triggers_add(t, p[0], 1, 0, 5, 77, "some 1 2", &tr), 0);
+	triggers_poll(t, tr, wake.ph, 9);
+	close(p[1]);
+	g_mutex_lock(&wake.lock);
+	while (!wake.waking)
+		g_cond_wait(&wake.changed, &wake.lock);
+	g_mutex_unlock(&wake.lock);
+
+	GThread *remover = g_thread_new("remove", remove_trigger, tr);
+	g_usleep(200 * 1000);
+	g_mutex_lock(&wake.lock);
+	cr_expect_not(wake.removed, "the close returned while its poller was being woken through its session");
+	wake.let_go = TRUE;
+	g_cond_broadcast(&wake.changed);
+	g_mutex_unlock(&wake.lock);
+	g_thread_join(remover);
+	cr_assert(wake.removed);
+	fuse_session_destroy(se);
 	triggers_free(t);
 }

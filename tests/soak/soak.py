@@ -491,6 +491,17 @@ class Soak:
         return problems
 
 
+def events_of(text):
+    """--events' round: [(kind, fault or None), ...], each one of daemons.ROUND."""
+    round_ = [(e.split("=", 1) + [None])[:2] for e in text.split(",")]
+    round_ = [(kind, fault) for kind, fault in round_]
+    unknown = [e for e in round_ if e not in daemons.ROUND]
+    if unknown:
+        raise argparse.ArgumentTypeError("not a daemon event of the round: %s (they are %s)" % (
+            unknown, ", ".join(k + ("=" + f if f else "") for k, f in daemons.ROUND)))
+    return round_
+
+
 def main():
     p = argparse.ArgumentParser(description="cgprocfs under hours of mixed load (needs root).")
     p.add_argument("--minutes", type=float, default=60, help="how long (default 60)")
@@ -502,6 +513,9 @@ def main():
     p.add_argument("--rounds", type=int, default=0,
                    help="go on past --minutes (up to twice as long) until this many whole rounds of daemon events "
                         "are done, and fail if they are not (default 0)")
+    p.add_argument("--events", type=events_of,
+                   help="a round of only these daemon events, for a targeted run: KIND[=FAULT],... of the round "
+                        "tests/soak/daemons.py describes, e.g. replace=daemon:take-host,replace")
     p.add_argument("--log", help="write the daemons' stderr to this file at the end")
     p.add_argument("--warmup", type=float, default=60, help="s of a daemon's life before growth counts (default 60)")
     p.add_argument("--role", choices=("reader", "smaps", "holder", "churn"), help=argparse.SUPPRESS)
@@ -510,6 +524,8 @@ def main():
     p.add_argument("--name", help=argparse.SUPPRESS)
     p.add_argument("--dump-dir", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.events:
+        daemons.ROUND[:] = args.events
     if args.role:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         return ROLES[args.role](args) or 0

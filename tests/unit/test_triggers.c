@@ -4,11 +4,11 @@
  * tests/integration/test_triggers.py. */
 #include "triggers.h"
 
+#include "fakefuse.h"
+
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <glib.h>
-#include <linux/fuse.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -102,8 +102,8 @@ Test(triggers, with_every_record_in_use_a_trigger_is_still_taken_unkept)
 	triggers_free(t);
 }
 
-/* A FUSE session that takes INIT and POLL from the test and whose writes
- * come here: a poll wakeup waits until the test lets it go. */
+/* The poll handle libfuse made, and a wakeup sent through its session,
+ * which waits until the test lets it go. */
 static struct {
 	GMutex lock;
 	GCond changed;
@@ -111,12 +111,7 @@ static struct {
 	struct fuse_pollhandle *ph;
 } wake;
 
-static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
-{
-	return 0;
-}
-
-static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
+static ssize_t held_wakeups(int fd, struct iovec *iov, int count, void *userdata)
 {
 	const struct fuse_out_header *h = iov[0].iov_base;
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&wake.lock);
@@ -126,23 +121,13 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 		while (!wake.let_go)
 			g_cond_wait(&wake.changed, &wake.lock);
 	}
-	return h->len;
+	return (ssize_t)fakefuse_len(iov, count);
 }
 
 static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct fuse_pollhandle *ph)
 {
 	wake.ph = ph;
 	fuse_reply_poll(req, 0);
-}
-
-static void send_request(struct fuse_session *se, uint32_t opcode, const void *in, size_t len)
-{
-	char msg[256] = { 0 };
-	struct fuse_in_header h = { .len = sizeof(h) + len, .opcode = opcode, .unique = 2, .nodeid = 1 };
-	memcpy(msg, &h, sizeof(h));
-	memcpy(msg + sizeof(h), in, len);
-	const struct fuse_buf buf = { .size = h.len, .mem = msg };
-	fuse_session_process_buf(se, &buf);
 }
 
 static gpointer remove_trigger(gpointer tr)
@@ -158,16 +143,9 @@ static gpointer remove_trigger(gpointer tr)
 Test(triggers, a_close_waits_for_the_wake_of_its_poller_under_way)
 {
 	static const struct fuse_lowlevel_ops ops = { .poll = op_poll };
-	static const struct fuse_custom_io io = { .read = io_read, .writev = io_writev };
-	char *argv[] = { "test", NULL };
-	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
-	struct fuse_session *se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
-	cr_assert(se);
-	cr_assert_eq(fuse_session_custom_io(se, &io, open("/dev/null", O_RDWR | O_CLOEXEC)), 0);
-	const struct fuse_init_in init = { .major = FUSE_KERNEL_VERSION, .minor = 31 };
-	send_request(se, FUSE_INIT, &init, sizeof(init));
+	struct fuse_session *se = fakefuse_new(&ops, sizeof(ops), NULL, held_wakeups);
 	const struct fuse_poll_in poll = { .fh = 5, .kh = 9, .flags = FUSE_POLL_SCHEDULE_NOTIFY };
-	send_request(se, FUSE_POLL, &poll, sizeof(poll));
+	fakefuse_send(se, FUSE_POLL, 1, 0, &poll, sizeof(poll));
 	cr_assert(wake.ph, "libfuse made a poll handle");
 
 	/* A pipe's read end with no writer says EPOLLHUP: the trigger fires. */

@@ -5,6 +5,8 @@
 #include "view-internal.h"
 
 #include "cleanup.h"
+#include "fakefuse.h"
+#include "ops.h"
 #include "scope.h"
 
 #include <criterion/criterion.h>
@@ -398,4 +400,42 @@ Test(view, every_kind_has_the_operations_its_type_needs)
 {
 	int kind = view_kind_incomplete();
 	cr_assert_eq(kind, -1, "node kind %d lacks an operation its type needs", kind);
+}
+
+/* fs/ops.c under libfuse: answers of OPEN the kernel refuses (ENOENT, as
+ * for a request resent meanwhile, whose copy is answered), and those
+ * answered, counted. */
+static unsigned opens_refused, opens_answered;
+
+static ssize_t refuse_opens(int fd, struct iovec *iov, int count, void *userdata)
+{
+	const struct fuse_out_header *h = iov[0].iov_base;
+	if (fakefuse_len(iov, count) == sizeof(*h) + sizeof(struct fuse_open_out) && h->error == 0) {
+		opens_refused++;
+		errno = ENOENT;
+		return -1;
+	}
+	opens_answered++;
+	return (ssize_t)fakefuse_len(iov, count);
+}
+
+/* The answer frees the request even when the kernel refuses it: the open's
+ * handle goes, and nothing is read from the freed request for that (the
+ * ASan soak's SEGV in fuse_req_userdata under op_open, after a failed
+ * handover had a request answered twice). */
+Test(view, an_open_whose_answer_the_kernel_refuses_leaves_no_handle)
+{
+	struct ops_state st = { .view = v, .proc_fd = real_proc };
+	ops_state_init(&st);
+	struct fuse_session *se = fakefuse_new(&ops_table, sizeof(ops_table), &st, refuse_opens);
+	st.session = se;
+	uint64_t cpuinfo = lookup(view_proc_ino(), "cpuinfo");
+	const struct fuse_open_in open_in = { .flags = O_RDONLY };
+	for (unsigned i = 0; i < 3; i++)
+		fakefuse_send(se, FUSE_OPEN, cpuinfo, me.tid, &open_in, sizeof(open_in));
+	cr_assert_eq(opens_refused, 3, "the opens were answered (%u refused, %u other answers)", opens_refused,
+		     opens_answered);
+	cr_assert_eq(g_hash_table_size(st.handles.table), 0, "handles left of refused opens");
+	fuse_session_destroy(se);
+	ops_state_clear(&st);
 }

@@ -396,11 +396,13 @@ static GBytes *snapshot_for_read(fuse_req_t req, struct served_file *f, off_t of
  * the daemon that took it: a snapshot of now. If the caller's content
  * class changed meanwhile (a new limit), nobody walks the path again. A
  * text the page cache keeps is the inode's own class's, whoever reads
- * (what this READ answers fills every caller's pages), where this daemon
- * knows that class. Otherwise a read that starts over gets the caller's
- * own text, as an open now would, from that snapshot only; past the start,
- * ESTALE (the pass began with the other class's text, whose length this
- * daemon does not know). */
+ * (what this READ answers fills every caller's pages, up to the inode's
+ * size), where this daemon knows that class, and ESTALE where it does not
+ * (the caller's own text would be cut to that size, and read by the
+ * class's other callers). A text of each open's, read from its start, is
+ * the caller's own, as an open now would give, from that snapshot only;
+ * past the start, ESTALE (the pass began with the other class's text,
+ * whose length this daemon does not know). */
 static int adopted_file(fuse_req_t req, fuse_ino_t ino, off_t off, int flags, struct served_file **ret)
 {
 	int r = served_file_new(req, ino, flags, ret);
@@ -409,11 +411,12 @@ static int adopted_file(fuse_req_t req, fuse_ino_t ino, off_t off, int flags, st
 	struct caller c = ops_caller(req);
 	GBytes *content = NULL;
 	int64_t version;
-	if (view_class_text(state(req)->view, &c, ino, &content, &version) == 0) {
+	r = view_class_text(state(req)->view, &c, ino, &content, &version);
+	if (r == 0) {
 		*ret = served_file_of(content, version, ino, flags);
 		return 0;
 	}
-	if (off > 0)
+	if (off > 0 || r == -ESTALE)
 		return -ESTALE;
 	r = served_file_new(req, view_own_class_ino(state(req)->view, &c, ino), flags, ret);
 	if (r == 0)

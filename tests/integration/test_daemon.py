@@ -750,6 +750,48 @@ def make_tests():
         finally:
             box.remove()
 
+    @test("cpu/online opened by two processes under a 1-CPU quota, the daemon SIGKILLed, one of them moved out "
+          "of the quota, a new daemon that has met no caller of the quota's class, the pages dropped: the moved "
+          "one's read from the start is ESTALE (the new daemon cannot render the class it opened, and its own "
+          "text, put in that class's pages, would be cut to their size), and the other's, of its open file, 1 "
+          "CPU, not the moved one's text left in the class's pages")
+    def _():
+        host = cgtest.read_all("/sys/devices/system/cpu/online").decode()
+        if host == "0\n":
+            raise cgtest.Skip("this machine has 1 CPU: a 1-CPU quota shows no change")
+        quota = ContainerCgroup("cgprocfs-test-foreign-%d" % os.getpid())
+        free = ContainerCgroup("cgprocfs-test-foreign-free-%d" % os.getpid())
+        readers = []
+        try:
+            quota.cpu_quota(1)
+            with Daemon() as d:
+                online = os.path.join(d.cpu, "online")
+                for _ in range(2):
+                    readers.append(subprocess.Popen(quota.prefix() + [cgtest.PYTHON, "-c", HELD_READ, online],
+                                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+                    check_equal(json.loads(readers[-1].stdout.readline()), "0\n", "cpu/online at its open")
+                moved, other = readers
+
+                def move():
+                    for path in free.dirs:
+                        with open(os.path.join(path, "cgroup.procs"), "w") as f:
+                            f.write(str(moved.pid))
+                d.crash_and_restart(after_kill=move)
+                # Nothing reaches the new daemon before the moved one's read.
+                with open("/proc/sys/vm/drop_caches", "w") as f:
+                    f.write("1")
+                check_equal(json.loads(moved.communicate("\n", timeout=30)[0]), "error: Stale file handle",
+                            "cpu/online read again from the start by the moved one")
+                check_equal(json.loads(other.communicate("\n", timeout=30)[0]), "0\n",
+                            "cpu/online read again from the start by the one left under the quota")
+        finally:
+            for r in readers:
+                if r.poll() is None:
+                    r.kill()
+                    r.wait()
+            quota.remove()
+            free.remove()
+
     @test("SIGKILL of the daemon and no new one within --keeper-wait: the keeper (started even where its "
           "socket's directory did not exist) lets go, the mount is dead")
     def _():

@@ -39,8 +39,8 @@ and the reader's cgroup and limits before and after; a CPU reader's texts
 of that round are saved in a directory the report names (roles.py).
 
 It passes when no read failed (a process that is gone may be ENOENT or
-ESRCH; a read() past the start across a takeover and a class change may be
-ESTALE: Soak.stale_past_start), no content was wrong, every event ended with a daemon serving
+ESRCH; a read() of a file opened before a takeover may be ESTALE after a
+class change: Soak.stale_past_start), no content was wrong, every event ended with a daemon serving
 (and each fault of every round done fired), no daemon exited non-zero
 but of a fault, the daemons logged no sanitizer report, the last one
 stopped with exit 0 and left no keeper, and each daemon that lived past the
@@ -147,7 +147,7 @@ class Soak:
             if self.stop.is_set():  # the end: what it reads goes first
                 continue
             if line.startswith("err ") and self.stale_past_start(name, line):
-                self.counts["reads past the start across a takeover and a class change (ESTALE)"] += 1
+                self.counts["reads across a takeover and a class change (ESTALE)"] += 1
             elif line.startswith("err "):  # readers report a gone process's ENOENT only where it may be
                 self.fail("%s: %s" % (name, line[4:]))
                 self.counts["failed reads"] += 1
@@ -164,7 +164,8 @@ class Soak:
         reader's class (a move, or new limits): the documented answer to
         a read past the start of a per-open text (stat's) whose pass began
         with a class the caller no longer has, which the new daemon cannot
-        continue (README "Upgrading without a remount")."""
+        continue, or to any read of a text the page cache keeps of a class
+        the new daemon has not met (README "Upgrading without a remount")."""
         if not line.endswith("None: Stale file handle"):
             return False
         now = time.monotonic()

@@ -368,10 +368,10 @@ static void serve_on(struct containers *cs, int conn, GError *error)
 {
 	handover_stop_taker(conn);
 	keeper_hold(cs->cfg.keeper, FALSE);
-	session_serve_on(cs->cfg.host);
+	session_resend(cs->cfg.host);
 	g_mutex_lock(&cs->lock);
 	for (guint i = 0; i < cs->served->len; i++)
-		session_serve_on(((struct container *)g_ptr_array_index(cs->served, i))->session);
+		session_resend(((struct container *)g_ptr_array_index(cs->served, i))->session);
 	g_mutex_unlock(&cs->lock);
 	server_resume(cs->cfg.server);
 	sysinfo_listener_resume(cs->cfg.sysinfo);

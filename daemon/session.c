@@ -150,12 +150,6 @@ gboolean session_resend(struct session *s)
 	return write(fuse_session_fd(s->se), &h, sizeof(h)) == (ssize_t)sizeof(h);
 }
 
-void session_serve_on(struct session *s)
-{
-	session_resend(s);
-	ops_state_forget_told(&s->ops);
-}
-
 /* One request the dead daemon had taken, answered here as if read now. */
 static void answer_kept(void *data, const struct fuse_in_header *req, size_t len)
 {

@@ -73,10 +73,6 @@ int session_take_up(struct session *s, int fuse_fd, unsigned proto_minor, gboole
  * was stopped) had taken from s and not answered: FALSE if it cannot
  * (before Linux 6.9). */
 gboolean session_resend(struct session *s);
-/* After a handover that failed, before the workers resume: the new
- * daemon may have taken requests of s (resent) and told the kernel texts
- * of its own (what this daemon told it is forgotten). */
-void session_serve_on(struct session *s);
 
 /* How a session ended: 0 (its mount went away, or session_exit),
  * -ECANCELED (drained), or -errno. Called once, by a worker or by the

@@ -16,12 +16,6 @@ void kcache_clear(struct ops_state *s)
 	g_mutex_clear(&s->cache_lock);
 }
 
-void kcache_forget_told(struct ops_state *s)
-{
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
-	g_hash_table_remove_all(s->told);
-}
-
 /* A row whose callers looked up more than one class. */
 #define CLASS_MIXED GUINT_TO_POINTER(1)
 

@@ -10,8 +10,6 @@
 
 void kcache_init(struct ops_state *s);
 void kcache_clear(struct ops_state *s);
-/* ops_state_forget_told (fs/ops.h). */
-void kcache_forget_told(struct ops_state *s);
 
 /* Served files shared per content class (view_class_row). The kernel keeps
  * one dentry per name for every caller of a session: in a container's view

@@ -187,11 +187,6 @@ void ops_state_clear(struct ops_state *s)
 	kcache_clear(s);
 }
 
-void ops_state_forget_told(struct ops_state *s)
-{
-	kcache_forget_told(s);
-}
-
 /* An open past a limit (fs/handles.h): EMFILE for the caller's tenant,
  * ENFILE for the session, said at most once a minute. */
 static void refuse_handle(fuse_req_t req, int negative_errno)

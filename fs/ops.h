@@ -41,10 +41,6 @@ struct ops_state {
  * free it with every open file and directory left in it. */
 void ops_state_init(struct ops_state *s);
 void ops_state_clear(struct ops_state *s);
-/* Another daemon served the session meanwhile and may have told the
- * kernel texts of its own: forget what this one told it (each shared
- * file's text is stored again at its next open). */
-void ops_state_forget_told(struct ops_state *s);
 
 extern const struct fuse_lowlevel_ops ops_table;
 

@@ -146,6 +146,13 @@ int diskview_host_parse(const char *host, struct diskview_host **ret)
 	return 0;
 }
 
+/* The host's line h as it is. */
+static void append_host(GString *out, const struct host_line *h)
+{
+	g_string_append(out, h->text);
+	g_string_append_c(out, '\n');
+}
+
 GString *diskview_render_host(const struct diskview_host *host, const GArray *devs, enum diskview_others others)
 {
 	GString *out = g_string_new(NULL);
@@ -154,7 +161,7 @@ GString *diskview_render_host(const struct diskview_host *host, const GArray *de
 		const struct host_line *h = &g_array_index(host->lines, struct host_line, i);
 		if (h->partition) {
 			if (!disk_own)
-				g_string_append_printf(out, "%s\n", h->text);
+				append_host(out, h);
 			continue;
 		}
 		static const struct cgroup_io_device unused;
@@ -165,7 +172,7 @@ GString *diskview_render_host(const struct diskview_host *host, const GArray *de
 		if (d)
 			append_own(out, &h->l, d);
 		else
-			g_string_append_printf(out, "%s\n", h->text);
+			append_host(out, h);
 	}
 	return out;
 }

@@ -28,9 +28,9 @@ static const char *const pressure_names[] = { "cpu", "memory", "io", "irq" };
 
 /* The host's diskstats as read once. */
 struct host_disks {
-	int error;  /* of its read: -errno, or -EINVAL */
-	char *text; /* NULL: error */
-	struct diskview_host *lines; /* NULL: not understood */
+	int error;    /* of its read: -errno, or -EINVAL */
+	GBytes *text; /* NULL: error */
+	struct diskview_host *lines; /* NULL: not understood, or not parsed */
 };
 
 struct disk_inputs {
@@ -100,7 +100,8 @@ struct iogroups *iogroups_new(const struct iogroups_config *cfg)
 
 static void host_disks_clear(struct host_disks *h)
 {
-	g_free(h->text);
+	if (h->text)
+		g_bytes_unref(h->text);
 	diskview_host_free(h->lines);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(host_disks, host_disks_clear)
@@ -177,13 +178,25 @@ int iogroups_may_trigger(struct iogroups *g, const struct caller *c, const char 
 	return r;
 }
 
-static void host_disks_read(struct iogroups *g, struct host_disks *h)
+static void take_text(char **text, GBytes **ret)
 {
-	h->error = procfile_read_text_at(g->cfg.proc_fd, "diskstats", &h->text);
-	if (h->error == 0 && diskview_host_parse(h->text, &h->lines) < 0) {
+	size_t len = strlen(*text);
+	*ret = g_bytes_new_take(g_steal_pointer(text), len);
+}
+
+/* The host's diskstats into h, and its lines parsed if parse (for a
+ * reader with a group of its own). */
+static void host_disks_read(struct iogroups *g, struct host_disks *h, gboolean parse)
+{
+	g_autofree char *text = NULL;
+	h->error = procfile_read_text_at(g->cfg.proc_fd, "diskstats", &text);
+	if (h->error < 0)
+		return;
+	if (parse && diskview_host_parse(text, &h->lines) < 0) {
 		reports_once(&g->reports, "diskstats", EINVAL); /* the host's text, not understood */
 		h->error = -EINVAL;
 	}
+	take_text(&text, &h->text);
 }
 
 /* The inputs as they are now, read again if older than a tick: a
@@ -203,7 +216,7 @@ static struct disk_inputs *disk_inputs_now(struct iogroups *g)
 			in->counted = g_array_new(FALSE, TRUE, sizeof(struct cgroup_io_device));
 			in->counted_error = cgroup_read_io(&g->cfg.io, ".", in->counted, NULL);
 		} else {
-			host_disks_read(g, &in->host);
+			host_disks_read(g, &in->host, TRUE);
 		}
 	}
 	return g_atomic_rc_box_acquire(in);
@@ -276,19 +289,13 @@ static GString *render_disks(struct iogroups *g, const struct diskview_host *hos
 	return diskview_render_host(host, devs, v1 ? DISKVIEW_OTHERS_HOST : DISKVIEW_OTHERS_ZERO);
 }
 
-static void take_text(char **text, GBytes **ret)
-{
-	size_t len = strlen(*text);
-	*ret = g_bytes_new_take(g_steal_pointer(text), len);
-}
-
 int iogroups_render_diskstats(struct iogroups *g, const char *group, GBytes **ret)
 {
 	g_autoptr(disk_inputs) in = disk_inputs_now(g);
 	g_auto(host_disks) fresh = { 0 }; /* v1: the host's lines of this open */
 	const struct host_disks *host = &in->host;
 	if (g->cfg.io.version == CGROUP_V1) {
-		host_disks_read(g, &fresh);
+		host_disks_read(g, &fresh, *group != '\0');
 		host = &fresh;
 	}
 	if (!host->text)
@@ -298,7 +305,7 @@ int iogroups_render_diskstats(struct iogroups *g, const char *group, GBytes **re
 		*ret = g_string_free_to_bytes(out);
 		return 0;
 	}
-	*ret = g_bytes_new(host->text, strlen(host->text));
+	*ret = g_bytes_ref(host->text);
 	return SERVED_HOST;
 }
 

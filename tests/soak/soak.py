@@ -21,7 +21,9 @@ At once, for --minutes:
   - 2 in the view comparing /proc/<pid>/smaps_rollup's Rss of four
     processes holding 16 to 64 MiB with the kernel's (within 5 %);
   - 4 in runc containers with the hook (1 CPU of quota, 128 MiB), one of
-    them stopped and a new one started every --containers-every s;
+    them stopped and a new one started every --containers-every s, whose
+    sysinfo(2) the daemon's seccomp listener answers (busybox free's
+    total must be 128 MiB, through every daemon event);
 - process churn in a pid namespace of its own with the view: 200 spawns
   and exits a second, pids reused on purpose (ns_last_pid), and a
   checker comparing each settled process's smaps_rollup through the view
@@ -70,6 +72,7 @@ import benchlib  # noqa: E402
 import cgtest  # noqa: E402
 import daemons  # noqa: E402
 import test_containers as tc  # noqa: E402
+import test_sysinfo  # noqa: E402
 from groups import Groups  # noqa: E402
 from roles import ROLES, READER_FILES, dump_ask, dumped_rounds, kib_field, read  # noqa: E402
 
@@ -256,12 +259,20 @@ class Soak:
 
     # --- containers ----------------------------------------------------
 
-    CONTAINER_READER = ("while :; do echo \"R $(grep -c ^processor /proc/cpuinfo) $(grep MemTotal /proc/meminfo)\"; "
-                        "sleep 0.05; done")
+    # A round: the CPUs of cpuinfo, MemTotal, and busybox free's total,
+    # which is sysinfo(2)'s totalram, answered by the daemon's listener.
+    CONTAINER_READER = ("while :; do echo \"R $(grep -c ^processor /proc/cpuinfo) $(grep MemTotal /proc/meminfo) "
+                        "F $(busybox free | busybox awk '/^Mem:/ { print $2 }')\"; sleep 0.05; done")
 
     def start_container(self):
         def edit(config):
             config["linux"]["resources"]["memory"] = {"limit": CONTAINER_MEMORY}
+            config["linux"]["seccomp"] = {
+                "defaultAction": "SCMP_ACT_ALLOW",
+                "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+                "listenerPath": self.listener,
+                "syscalls": [{"names": ["sysinfo"], "action": "SCMP_ACT_NOTIFY"}],
+            }
         c = tc.Container(self.lab, self.CONTAINER_READER, edit=edit)
         c.start_detached()
         c.read_at = 0
@@ -277,11 +288,12 @@ class Soak:
             done = text.rfind("\n") + 1
             c.read_at += len(text[:done].encode())
             for line in text[:done].splitlines():
-                m = re.match(r"R (\d+) MemTotal:\s+(\d+) kB$", line)
+                m = re.match(r"R (\d+) MemTotal:\s+(\d+) kB F (\d+)$", line)
                 self.counts["reads checked"] += 2
-                if not m or (int(m.group(1)), int(m.group(2))) != (tc.expected_cpus(), want_mem):
-                    self.wrong("container " + c.id, "read %r, expected %d CPUs and MemTotal %d kB"
-                               % (line, tc.expected_cpus(), want_mem))
+                self.counts["container sysinfo() calls checked"] += 1
+                if not m or tuple(map(int, m.groups())) != (tc.expected_cpus(), want_mem, want_mem):
+                    self.wrong("container " + c.id, "read %r, expected %d CPUs, MemTotal %d kB and busybox free's "
+                               "total %d" % (line, tc.expected_cpus(), want_mem, want_mem))
 
     def stop_container(self):
         c = self.containers.popleft()
@@ -348,6 +360,7 @@ class Soak:
         self.groups = Groups(str(os.getpid()))
         self.lab = tc.Lab(self.daemon)
         self.lab.build()
+        self.listener = test_sysinfo.listener_path(self.daemon)
         self.t0 = time.monotonic()
         self.start_readers()
         self.start_churn()

@@ -61,6 +61,20 @@ def diag(text):
 
 # --------------------------------------------------------------------- TAP --
 
+UML_RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "uml", "uml-run")
+
+
+def uml_unusable():
+    """Why this machine cannot run a user-mode Linux guest at all (uml-run's
+    line saying so), or None: a guest that fails otherwise is the tests'
+    failure, not a reason to skip them."""
+    res = run([UML_RUN, "--", "true"], timeout=300)
+    if res[0] == 0:
+        return None
+    lines = [line for line in res[2].splitlines() if line.startswith("uml-run: this machine cannot run the guest")]
+    return lines[0] if lines else None
+
+
 def skip_all_unless_runnable():
     """Skip the whole script (TAP '1..0 # SKIP') where mount tests cannot run."""
     reason = None

@@ -293,6 +293,10 @@ def main():
     if shutil.which("linux.uml") is None:
         print("1..0 # SKIP user-mode-linux is not installed (apt-get install user-mode-linux)")
         return
+    why = cgtest.uml_unusable()
+    if why:
+        print("1..0 # SKIP " + why)
+        return
     os.makedirs(lane.debian.CACHE, exist_ok=True)
     share = tempfile.mkdtemp(prefix="lane-", dir="/var/tmp")
     try:

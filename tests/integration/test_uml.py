@@ -365,6 +365,10 @@ def main():
     if shutil.which("linux.uml") is None:
         print("1..0 # SKIP user-mode-linux is not installed (apt-get install user-mode-linux)")
         return
+    why = cgtest.uml_unusable()
+    if why:
+        print("1..0 # SKIP " + why)
+        return
     # The guest mounts empty tmpfs over /tmp, /run and /var/tmp: the daemon
     # it runs is a copy outside them.
     cache = "/var/cache/cgprocfs-uml"

@@ -65,9 +65,11 @@ UML_RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "uml", 
 
 
 def uml_unusable():
-    """Why this machine cannot run a user-mode Linux guest at all (uml-run's
-    line saying so), or None: a guest that fails otherwise is the tests'
-    failure, not a reason to skip them."""
+    """Why this machine cannot run a user-mode Linux guest at all (no
+    linux.uml, or uml-run's line saying so), or None: a guest that fails
+    otherwise is the tests' failure, not a reason to skip them."""
+    if shutil.which("linux.uml") is None:
+        return "user-mode-linux is not installed (apt-get install user-mode-linux)"
     res = run([UML_RUN, "--", "true"], timeout=300)
     if res[0] == 0:
         return None

@@ -88,15 +88,20 @@ def listener_path(d):
         return f.read().strip() + ".seccomp"
 
 
+def seccomp_notify(listener, names):
+    """A config's linux.seccomp: names notified to the listener, all else allowed."""
+    return {
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+        "listenerPath": listener,
+        "syscalls": [{"names": list(names), "action": "SCMP_ACT_NOTIFY"}],
+    }
+
+
 def notify(d, names, limit=True):
     """Container edit: names notified to the daemon's listener, a 256 MiB limit."""
     def edit(config):
-        config["linux"]["seccomp"] = {
-            "defaultAction": "SCMP_ACT_ALLOW",
-            "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
-            "listenerPath": listener_path(d),
-            "syscalls": [{"names": list(names), "action": "SCMP_ACT_NOTIFY"}],
-        }
+        config["linux"]["seccomp"] = seccomp_notify(listener_path(d), names)
         if limit:
             config["linux"]["resources"]["memory"] = {"limit": LIMIT}
     return edit

@@ -16,7 +16,7 @@ import test_memview  # noqa: E402
 import test_served  # noqa: E402
 from cgtest import check, check_equal  # noqa: E402
 
-UML_RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "uml", "uml-run")
+UML_RUN = cgtest.UML_RUN
 
 # What every guest script starts with: the daemon (argv[1]) serving
 # /tmp/mnt, its log in /tmp/daemon.log.
@@ -362,9 +362,6 @@ print(json.dumps({"results": results, "log": open("/tmp/daemon.log").read()[-400
 
 def main():
     cgtest.skip_all_unless_runnable()
-    if shutil.which("linux.uml") is None:
-        print("1..0 # SKIP user-mode-linux is not installed (apt-get install user-mode-linux)")
-        return
     why = cgtest.uml_unusable()
     if why:
         print("1..0 # SKIP " + why)

@@ -267,12 +267,7 @@ class Soak:
     def start_container(self):
         def edit(config):
             config["linux"]["resources"]["memory"] = {"limit": CONTAINER_MEMORY}
-            config["linux"]["seccomp"] = {
-                "defaultAction": "SCMP_ACT_ALLOW",
-                "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
-                "listenerPath": self.listener,
-                "syscalls": [{"names": ["sysinfo"], "action": "SCMP_ACT_NOTIFY"}],
-            }
+            config["linux"]["seccomp"] = test_sysinfo.seccomp_notify(self.listener, ["sysinfo"])
         c = tc.Container(self.lab, self.CONTAINER_READER, edit=edit)
         c.start_detached()
         c.read_at = 0

@@ -109,7 +109,9 @@ static gpointer find_key(void *data, pid_t tid)
 	struct cputimes *t = data;
 	uint64_t ns = 0, start = 0;
 	gboolean foreign = nsinits_of(t->cfg.nsinits, tid, &ns, &start);
-	struct cpu_map *map = cpuview_map_for(t->cfg.cpuview, tid);
+	/* Now, not as this thread kept it: a key kept half a second on a map
+	 * kept half a second would let stat lag cpuinfo by a second. */
+	struct cpu_map *map = cpuview_map_fresh(t->cfg.cpuview, tid);
 	/* Under the container rule the scope says who gets the host's time;
 	 * otherwise a caller whose CPUs are the host's does. */
 	gboolean own = scope_decides_host(t->cfg.scope) || foreign || !map->is_host;

@@ -134,6 +134,34 @@ while True:
     time.sleep(0.1)
 '''
 
+# One thread reads cpuinfo (only), waits for the test to change its cpuset,
+# reads stat 0.3 s after cpuinfo (within the daemon's per-thread half
+# second) and both again at 0.65 s: it prints the CPUs it saw, and when.
+LAGGER = r'''
+import json, sys, time
+
+def cpus():
+    with open("/proc/cpuinfo") as f:
+        info = sum(1 for l in f if l.startswith("processor"))
+    with open("/proc/stat") as f:
+        stat = sum(1 for l in f if l[:3] == "cpu" and l[3].isdigit())
+    return info, stat
+
+t0 = time.monotonic()
+with open("/proc/cpuinfo") as f:
+    print(sum(1 for l in f if l.startswith("processor")), flush=True)
+sys.stdin.readline()
+changed = time.monotonic() - t0
+time.sleep(max(0, 0.3 - (time.monotonic() - t0)))
+stat_at = time.monotonic() - t0
+with open("/proc/stat") as f:
+    f.read()
+time.sleep(max(0, 0.65 - (time.monotonic() - t0)))
+at = time.monotonic() - t0
+info, stat = cpus()
+print(json.dumps({"changed": changed, "stat_at": stat_at, "at": at, "cpuinfo": info, "stat": stat}))
+'''
+
 
 # ------------------------------------------------------------ cpu lists --
 
@@ -758,6 +786,37 @@ def make_tests(d, groups, workdir):
                 os.killpg(proc.pid, 9)
             proc.wait()
             thread.join(5)
+
+    @test("a caller's cpuset changed between its cpuinfo and its stat: stat follows as soon as cpuinfo does")
+    def _():
+        root_cpu, = need("root_cpu")
+        cpus = two_cpus()
+        pair = groups.make("cpuset", "pair", **{"cpuset.cpus": format_cpu_list(cpus[:2])})
+        proc = subprocess.Popen(caller_argv(d.mnt, [cgtest.PYTHON, "-c", LAGGER], [pair, root_cpu]),
+                                env=caller_env(d.mnt), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            first = proc.stdout.readline().split()
+            write(os.path.join(pair, "cpuset.cpus"), cpus[-1])
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+            out, err = proc.communicate(timeout=20)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)
+            proc.wait()
+        check_equal(proc.returncode, 0, "the caller's exit status (stderr: %s)" % err.strip())
+        check_equal(first, ["2"], "cpuinfo's CPUs before the change")
+        res = json.loads(out)
+        diag("the change came %.3f s after the first cpuinfo, stat was read at %.3f s, both again at %.3f s"
+             % (res["changed"], res["stat_at"], res["at"]))
+        check(res["changed"] < res["stat_at"] < 0.5, "the caller was too slow to test the lag (test setup)", res)
+        # What each file showed then; the change is more than half a
+        # second old, past the daemon's per-thread cache.
+        check_equal((res["cpuinfo"], res["stat"]), (1, 1),
+                    "(cpuinfo, stat) CPUs %.3f s after the change" % (res["at"] - res["changed"]))
+        problem = groups.remove(pair)
+        check(problem is None, "could not remove the cgroup", problem)
 
     # 7. ---------------------------------------------------------------
 

@@ -2,7 +2,8 @@
  * kept half a second, so that the LOOKUP and the OPEN of one read, which two
  * FUSE worker threads may take, do not both read /proc/<tid>/cgroup. The
  * table is split in shards by tid, each with its own lock: two callers
- * rarely wait on each other. */
+ * rarely wait on each other. A shard lets go of what has expired once a
+ * lifetime, when a finding is put in it. */
 #pragma once
 
 #include <glib.h>
@@ -17,6 +18,7 @@
 struct tidcache_shard {
 	GMutex lock;
 	GHashTable *entries; /* tid -> struct entry (tidcache.c) */
+	gint64 swept_at; /* when its expired entries were last let go */
 };
 
 /* One kind of finding, of one owner (a CPU view, the memory groups). */
@@ -38,3 +40,5 @@ gpointer tidcache_get(struct tidcache *c, pid_t tid);
 void tidcache_put(struct tidcache *c, pid_t tid, gpointer obj);
 /* A caller moved: nothing kept before is answered any more. */
 void tidcache_forget(struct tidcache *c);
+/* How many findings are kept, answerable or not yet let go. */
+guint tidcache_size(struct tidcache *c);

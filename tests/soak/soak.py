@@ -445,6 +445,10 @@ class Soak:
             print("  %6.2f s %s: %s (%s)%s" % (t, name, what, self.daemon_context(t), saved))
 
     def report(self):
+        if self.args.samples:
+            with open(self.args.samples, "w") as f:
+                f.write("# s daemon-pid rss-bytes fds pidfds\n")
+                f.writelines("%.1f %d %d %d %d\n" % row for row in self.samples)
         print("\nsoak: %.1f minutes" % ((time.monotonic() - self.t0) / 60))
         for k in sorted(self.counts):
             print("  %-36s %d" % (k, self.counts[k]))
@@ -526,6 +530,8 @@ def main():
                    help="a round of only these daemon events, for a targeted run: KIND[=FAULT],... of the round "
                         "tests/soak/daemons.py describes, e.g. replace=daemon:take-host,replace")
     p.add_argument("--log", help="write the daemons' stderr to this file at the end")
+    p.add_argument("--samples", help="write the daemons' RSS and fds, sampled every %g s, to this file at the end"
+                   % SAMPLE_EVERY)
     p.add_argument("--warmup", type=float, default=60, help="s of a daemon's life before growth counts (default 60)")
     p.add_argument("--role", choices=("reader", "smaps", "holder", "churn"), help=argparse.SUPPRESS)
     p.add_argument("--pids", help=argparse.SUPPRESS)

@@ -6,12 +6,14 @@ void kcache_init(struct ops_state *s)
 {
 	g_mutex_init(&s->cache_lock);
 	s->told = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+	s->told_of = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
 	s->row_class = g_hash_table_new(g_direct_hash, g_direct_equal);
 }
 
 void kcache_clear(struct ops_state *s)
 {
 	g_clear_pointer(&s->told, g_hash_table_unref);
+	g_clear_pointer(&s->told_of, g_hash_table_unref);
 	g_clear_pointer(&s->row_class, g_hash_table_unref);
 	g_mutex_clear(&s->cache_lock);
 }
@@ -51,24 +53,58 @@ static gint64 version_of(const struct stat *attr)
 
 /* What the kernel was last told of a served file: its text's version and
  * size (by attributes, or a store). Every regular file's attributes are
- * noted (a smaps_rollup's size 0 undoes its open's store); past TOLD_MAX
- * inodes the table starts over. */
+ * noted (a smaps_rollup's size 0 undoes its open's store). A process's
+ * files are let go of when it exits (kcache_forget_process), so that a
+ * node's churn does not fill the table; past TOLD_MAX inodes it starts
+ * over. */
 #define TOLD_MAX 65536
 struct told {
 	gint64 version;
 	gint64 size;
 };
 
+/* ino, new in told, among its process's. Under cache_lock. */
+static void note_process_locked(struct ops_state *s, uint64_t ino)
+{
+	pid_t pid = view_ino_process(ino);
+	if (!pid)
+		return;
+	GArray *inos = g_hash_table_lookup(s->told_of, GINT_TO_POINTER(pid));
+	if (!inos) {
+		inos = g_array_sized_new(FALSE, FALSE, sizeof(uint64_t), 1);
+		g_hash_table_insert(s->told_of, GINT_TO_POINTER(pid), inos);
+	}
+	g_array_append_val(inos, ino);
+}
+
+void kcache_forget_process(struct ops_state *s, pid_t pid)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
+	GArray *inos = g_hash_table_lookup(s->told_of, GINT_TO_POINTER(pid));
+	for (guint i = 0; inos && i < inos->len; i++)
+		g_hash_table_remove(s->told, &g_array_index(inos, uint64_t, i));
+	g_hash_table_remove(s->told_of, GINT_TO_POINTER(pid));
+}
+
+guint kcache_told_count(struct ops_state *s)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
+	return g_hash_table_size(s->told);
+}
+
 /* kcache_told, under cache_lock. */
 static gboolean told_locked(struct ops_state *s, uint64_t ino, gint64 version, gint64 size)
 {
 	struct told *had = g_hash_table_lookup(s->told, &ino);
 	gboolean changed = !had || had->version != version;
-	if (!had && g_hash_table_size(s->told) >= TOLD_MAX)
+	if (!had && g_hash_table_size(s->told) >= TOLD_MAX) {
 		g_hash_table_remove_all(s->told); /* forgetting costs a store each */
+		g_hash_table_remove_all(s->told_of);
+	}
 	if (!had) {
 		had = g_new0(struct told, 1);
 		g_hash_table_insert(s->told, g_memdup2(&ino, sizeof(ino)), had);
+		note_process_locked(s, ino);
 	}
 	*had = (struct told){ version, size };
 	return changed;

@@ -35,6 +35,12 @@ void kcache_told_attr(struct ops_state *s, uint64_t ino, struct stat *attr);
  * rendered for one open, longer than that, must be stored for sendfile to
  * read all of it (a shorter one cuts the size at its first read). */
 gboolean kcache_told_shorter(struct ops_state *s, uint64_t ino, gint64 size);
+/* pid's process exited: what the kernel was told of its files is let go
+ * of (a file of it read again, by another process of that pid, is then
+ * new to the kernel). */
+void kcache_forget_process(struct ops_state *s, pid_t pid);
+/* How many inodes' texts the kernel is known to have been told of. */
+guint kcache_told_count(struct ops_state *s);
 
 /* Have the kernel's page cache of ino hold content: its pages dropped and
  * filled anew, its size grown to it (a shorter text shrinks it at the

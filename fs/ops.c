@@ -533,6 +533,7 @@ void ops_forget_pid(void *owner, pid_t pid)
 	struct ops_state *s = owner;
 	char name[16];
 
+	kcache_forget_process(s, pid);
 	snprintf(name, sizeof(name), "%d", (int)pid);
 	int r = fuse_lowlevel_notify_inval_entry(s->session, view_proc_ino(), name, strlen(name));
 	if (r < 0 && r != -ENOENT)

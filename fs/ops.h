@@ -31,9 +31,10 @@ struct ops_state {
 	/* Served files shared per content class (view_class_row): the version
 	 * of each inode's text the kernel was last told, and per row the one
 	 * inode (class) its callers have looked up, or every class if several
-	 * (then the kernel may not keep the name). cache_lock guards both. */
+	 * (then the kernel may not keep the name). cache_lock guards them. */
 	GMutex cache_lock;
 	GHashTable *told;      /* ino -> what the kernel was told (kcache.c) */
+	GHashTable *told_of;   /* pid -> GArray of the inos in told of its process */
 	GHashTable *row_class; /* row -> ino, or CLASS_MIXED */
 };
 

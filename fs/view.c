@@ -90,6 +90,19 @@ int view_pid_ns_fd(const struct view *v)
 	return v->cfg.pid_ns_fd;
 }
 
+pid_t view_ino_process(uint64_t ino)
+{
+	switch (ino_kind(ino)) {
+	case NODE_PID_DIR:
+	case NODE_PID_LINK:
+	case NODE_PID_MAGIC:
+	case NODE_PID_FILE:
+		return ino_pid(ino);
+	default:
+		return 0;
+	}
+}
+
 uint64_t view_proc_ino(void)
 {
 	return files_row_ino(ROW_PROC);

@@ -82,6 +82,10 @@ void view_free(struct view *v);
 /* The pid namespace of its procfs: cfg.pid_ns_fd. */
 int view_pid_ns_fd(const struct view *v);
 
+/* The process whose proc/<pid> ino stands for (a pid directory or a file
+ * in it), or 0 for any other node. */
+pid_t view_ino_process(uint64_t ino);
+
 /* The inode of proc/: the parent of every pid directory. */
 uint64_t view_proc_ino(void);
 

@@ -29,7 +29,11 @@ int procfile_read_fd(int fd, GBytes **ret_content)
 		if (n == 0)
 			break;
 	}
-	*ret_content = g_byte_array_free_to_bytes(g_steal_pointer(&buf));
+	/* A copy of its length: the buffer is 4 KiB longer at least, and the
+	 * smaps memo keeps thousands of such texts of about 1 KiB. An empty
+	 * text keeps its buffer: its data is then not NULL, as callers expect. */
+	*ret_content = buf->len ? g_bytes_new(buf->data, buf->len)
+				: g_byte_array_free_to_bytes(g_steal_pointer(&buf));
 	return 0;
 }
 

@@ -352,6 +352,27 @@ def run_caller(mnt, argv, cgroups=(), setup="view", **kw):
     return cgtest.run(caller_argv(mnt, argv, cgroups, setup), env=caller_env(mnt), **kw)
 
 
+def prompted_caller(mnt, code, cgroups, between):
+    """Run Python code as a caller that prints a line, then waits for one
+    on stdin: call between(pid) after its line, answer, and return (its
+    first line, the rest of its output) once it exited 0."""
+    proc = subprocess.Popen(caller_argv(mnt, [cgtest.PYTHON, "-c", code], cgroups), env=caller_env(mnt),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        first = proc.stdout.readline()
+        between(proc.pid)
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        out, err = proc.communicate(timeout=20)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, 9)
+        proc.wait()
+    check_equal(proc.returncode, 0, "the caller's exit status (stderr: %s)" % err.strip())
+    return first, out
+
+
 def host_snapshot():
     return {"stat": read_text("/proc/stat"), "cpuinfo": read_text("/proc/cpuinfo")}
 
@@ -792,21 +813,9 @@ def make_tests(d, groups, workdir):
         root_cpu, = need("root_cpu")
         cpus = two_cpus()
         pair = groups.make("cpuset", "pair", **{"cpuset.cpus": format_cpu_list(cpus[:2])})
-        proc = subprocess.Popen(caller_argv(d.mnt, [cgtest.PYTHON, "-c", LAGGER], [pair, root_cpu]),
-                                env=caller_env(d.mnt), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            first = proc.stdout.readline().split()
-            write(os.path.join(pair, "cpuset.cpus"), cpus[-1])
-            proc.stdin.write("\n")
-            proc.stdin.flush()
-            out, err = proc.communicate(timeout=20)
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 9)
-            proc.wait()
-        check_equal(proc.returncode, 0, "the caller's exit status (stderr: %s)" % err.strip())
-        check_equal(first, ["2"], "cpuinfo's CPUs before the change")
+        first, out = prompted_caller(d.mnt, LAGGER, [pair, root_cpu],
+                                     lambda pid: write(os.path.join(pair, "cpuset.cpus"), cpus[-1]))
+        check_equal(first.split(), ["2"], "cpuinfo's CPUs before the change")
         res = json.loads(out)
         diag("the change came %.3f s after the first cpuinfo, stat was read at %.3f s, both again at %.3f s"
              % (res["changed"], res["stat_at"], res["at"]))
@@ -869,23 +878,14 @@ def make_tests(d, groups, workdir):
                 "end = time.monotonic() + 1.5\n"
                 "while time.monotonic() < end: last = online()\n"
                 "print(last, flush=True)\n")
-        proc = subprocess.Popen(caller_argv(d.mnt, [cgtest.PYTHON, "-c", code], [gone, root_cpu]),
-                                env=caller_env(d.mnt), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            first = proc.stdout.readline().strip()
-            write(os.path.join(root_cpuset, "cgroup.procs"), proc.pid)
-            problem = groups.remove(gone)
-            proc.stdin.write("\n")
-            proc.stdin.flush()
-            out, err = proc.communicate(timeout=20)
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 9)
-            proc.wait()
-        check(problem is None, "could not remove the cgroup", problem)
-        check_equal(proc.returncode, 0, "the caller's exit status (stderr: %s)" % err.strip())
-        check_equal(first, "0", "online before the move")
+        problems = []
+
+        def move_and_remove(pid):
+            write(os.path.join(root_cpuset, "cgroup.procs"), pid)
+            problems.append(groups.remove(gone))
+        first, out = prompted_caller(d.mnt, code, [gone, root_cpu], move_and_remove)
+        check(problems == [None], "could not remove the cgroup", problems)
+        check_equal(first.strip(), "0", "online before the move")
         check_equal(out.strip(), read_text(os.path.join(SYS_CPU, "online")).strip(), "online 1.5 s after")
 
     # 8. ---------------------------------------------------------------

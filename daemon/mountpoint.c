@@ -28,11 +28,14 @@ char *mountpoint_canonical(const char *dir)
 }
 
 /* A FUSE mount whose daemon is gone answers every request with ENOTCONN;
- * statfs is never answered from the kernel's caches. */
+ * statfs is never answered from the kernel's caches. It waits while the
+ * mount's last holder lives (a keeper of a daemon killed before it
+ * published the keeper holds the views until it sees that and exits),
+ * and fails with ECONNABORTED if that holder goes meanwhile: dead too. */
 static gboolean mount_is_dead(const char *path)
 {
 	struct statfs sfs;
-	return statfs(path, &sfs) < 0 && errno == ENOTCONN;
+	return statfs(path, &sfs) < 0 && (errno == ENOTCONN || errno == ECONNABORTED);
 }
 
 /* The type of the filesystem mounted at path, NULL if none. */

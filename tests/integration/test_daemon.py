@@ -139,6 +139,16 @@ print(json.dumps(read()), flush=True)
 """
 
 
+def waits_on_fuse(pid):
+    """Whether a thread of process pid waits for a FUSE answer."""
+    with contextlib.suppress(OSError):
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/stack" % (pid, tid)) as f:
+                if "fuse_simple_request" in f.read():
+                    return True
+    return False
+
+
 def dead_listing_errno(mnt):
     """The errno of listing mnt once its keeper has gone. The keeper's fuse
     fd is released after its process is gone (a deferred close): a listing
@@ -467,6 +477,45 @@ def make_tests():
             finally:
                 dead._stopped = True  # killed on purpose; scratch_dir cleans up
                 dead.process and dead.process.poll() is None and dead.process.kill()
+
+    @test("SIGKILL of a daemon whose keeper holds the views but was not yet published (no new daemon can find "
+          "it): a new daemon's look at the mount waits until that keeper sees its daemon gone and exits, and is "
+          "aborted then (ECONNABORTED, not ENOTCONN); it removes the dead mount and serves")
+    def _():
+        with scratch_dir() as tmp:
+            mnt = mountpoint_in(tmp, "mnt")
+            dead = Daemon(mountpoint=mnt, prefix=["env", "CGPROCFS_FAULT=daemon:keep-unpublished=stop"])
+            second = Daemon(mountpoint=mnt)
+            keeper = None
+            try:
+                dead.start(wait=False)
+                check(cgtest.wait_until(lambda: process_state(dead.process.pid) == "T", timeout=30),
+                      "the daemon did not stop itself between keep and publish", dead.log())
+                keepers = cgtest.keepers_of(mnt, wait=True)
+                check_equal(len(keepers), 1, "keepers of the stopped daemon")
+                keeper = keepers[0]
+                # It holds the views (read, or waiting on its socket) until it runs again.
+                os.kill(keeper, signal.SIGSTOP)
+                dead.process.kill()
+                dead.process.wait()
+                second.start(wait=False)
+                check(cgtest.wait_until(lambda: waits_on_fuse(second.process.pid), timeout=30),
+                      "the new daemon does not wait on the mount the stopped keeper holds", second.log())
+                os.kill(keeper, signal.SIGCONT)
+                check(cgtest.wait_until(lambda: second.process.poll() is not None or cgtest.serving_mounts(mnt),
+                                        timeout=30),
+                      "the new daemon does not serve 30 s after the keeper went on", second.log())
+                serves(second)
+                check("removed the dead cgprocfs mount" in second.log(),
+                      "the new daemon did not say it removed the dead mount", second.log())
+                check_equal(sorted(cgtest.mounts_under(mnt)), sorted([mnt, mnt + "/proc/.real"]),
+                            "mounts under the mountpoint")
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    keeper and os.kill(keeper, signal.SIGCONT)
+                dead._stopped = True  # killed on purpose; scratch_dir cleans up
+                dead.process and dead.process.poll() is None and dead.process.kill()
+                second.stop()
 
     @test("--replace takes over a serving daemon: readers in the view see no error, files opened before "
           "read on, the old daemon exits 0, the new one serves, then stops cleanly")

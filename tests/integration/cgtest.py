@@ -17,6 +17,7 @@ import os
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -237,6 +238,24 @@ def keepers_of(mnt, wait=False):
     return found
 
 
+def keeper_published(mnt):
+    """Whether a keeper of the daemon at mnt is at its path, where a new
+    daemon looks (a daemon serves before its keeper holds the views and is
+    published there: daemon/takeover.c, keep_all). The path is the keeper's
+    command line's; a connection, closed unsaid, is all the keeper sees.
+    Nothing is read from the view: its daemon may be stopped."""
+    for pid in keepers_of(mnt):
+        try:
+            with open("/proc/%d/cmdline" % pid) as f:
+                path = f.read().split("\0")[2]
+            with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+                s.connect(path)
+            return True
+        except (OSError, IndexError):
+            continue
+    return False
+
+
 def daemon_exe():
     return os.environ["CGPROCFS"]
 
@@ -278,6 +297,9 @@ class Daemon:
         mountpoint (with --replace if replace), which takes the views over
         from the keeper, and stand for it from then on (as take_over).
         after_kill(): called once the signal is sent."""
+        # Killed before its keeper holds the views, it leaves none to take.
+        if not wait_until(lambda: keeper_published(self.mnt), timeout=10, step=0.05):
+            raise Failure("no keeper of the daemon at %s is published 10 s after it served" % self.mnt, self.log())
         self.process.send_signal(signal.SIGKILL)
         if after_kill:
             after_kill()

@@ -224,35 +224,37 @@ def force_unmount(path):
         subprocess.run(["umount", "-l", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def keeper_commands(mnt):
+    """{pid: command line} of the keepers of the daemons of mountpoint mnt
+    (cgprocfs-keeper --be-keeper PATH WAIT MNT)."""
+    found = {}
+    for pid in run(["pgrep", "-x", "cgprocfs-keeper"])[1].split():
+        with contextlib.suppress(OSError), open("/proc/%s/cmdline" % pid) as f:
+            argv = f.read().split("\0")[:-1]
+            if argv[-1:] == [mnt]:
+                found[int(pid)] = argv
+    return found
+
+
 def keepers_of(mnt, wait=False):
     """The keeper processes of the daemons of mountpoint mnt. With wait,
     up to 10 s for one: a daemon serves before its keeper, started beside
     it, runs as itself."""
     if wait:
         return wait_until(lambda: keepers_of(mnt), timeout=10) or []
-    found = []
-    for pid in run(["pgrep", "-x", "cgprocfs-keeper"])[1].split():
-        with contextlib.suppress(OSError), open("/proc/%s/cmdline" % pid) as f:
-            if f.read().split("\0")[-2:-1] == [mnt]:
-                found.append(int(pid))
-    return found
+    return list(keeper_commands(mnt))
 
 
 def keeper_published(mnt):
     """Whether a keeper of the daemon at mnt is at its path, where a new
     daemon looks (a daemon serves before its keeper holds the views and is
-    published there: daemon/takeover.c, keep_all). The path is the keeper's
-    command line's; a connection, closed unsaid, is all the keeper sees.
-    Nothing is read from the view: its daemon may be stopped."""
-    for pid in keepers_of(mnt):
-        try:
-            with open("/proc/%d/cmdline" % pid) as f:
-                path = f.read().split("\0")[2]
-            with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
-                s.connect(path)
+    published there: daemon/takeover.c, keep_all). A connection, closed
+    unsaid, is all the keeper sees; nothing is read from the view, whose
+    daemon may be stopped."""
+    for argv in keeper_commands(mnt).values():
+        with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.connect(argv[2])
             return True
-        except (OSError, IndexError):
-            continue
     return False
 
 
@@ -292,14 +294,18 @@ class Daemon:
         with open(self._log.name, errors="replace") as f:
             return self._earlier_log + f.read()
 
+    def wait_published(self):
+        """Wait until this daemon's keeper holds the views and is published
+        (keeper_published): killed before that, it leaves none to take."""
+        if not wait_until(lambda: keeper_published(self.mnt), timeout=10, step=0.05):
+            raise Failure("no keeper of the daemon at %s is published 10 s after it served" % self.mnt, self.log())
+
     def crash_and_restart(self, replace=False, after_kill=None):
         """SIGKILL this daemon (not its keeper), start a new one on the same
         mountpoint (with --replace if replace), which takes the views over
         from the keeper, and stand for it from then on (as take_over).
         after_kill(): called once the signal is sent."""
-        # Killed before its keeper holds the views, it leaves none to take.
-        if not wait_until(lambda: keeper_published(self.mnt), timeout=10, step=0.05):
-            raise Failure("no keeper of the daemon at %s is published 10 s after it served" % self.mnt, self.log())
+        self.wait_published()
         self.process.send_signal(signal.SIGKILL)
         if after_kill:
             after_kill()

@@ -139,16 +139,6 @@ print(json.dumps(read()), flush=True)
 """
 
 
-def waits_on_fuse(pid):
-    """Whether a thread of process pid waits for a FUSE answer."""
-    with contextlib.suppress(OSError):
-        for tid in os.listdir("/proc/%d/task" % pid):
-            with open("/proc/%d/task/%s/stack" % (pid, tid)) as f:
-                if "fuse_simple_request" in f.read():
-                    return True
-    return False
-
-
 def dead_listing_errno(mnt):
     """The errno of listing mnt once its keeper has gone. The keeper's fuse
     fd is released after its process is gone (a deferred close): a listing
@@ -499,7 +489,10 @@ def make_tests():
                 dead.process.kill()
                 dead.process.wait()
                 second.start(wait=False)
-                check(cgtest.wait_until(lambda: waits_on_fuse(second.process.pid), timeout=30),
+                # Its statfs of the mount, waiting for an answer.
+                check(cgtest.wait_until(lambda: any(w in ("request_wait_answer", "__fuse_simple_request")
+                                                    for _, _, w in threads_of(second.process.pid).values()),
+                                        timeout=30),
                       "the new daemon does not wait on the mount the stopped keeper holds", second.log())
                 os.kill(keeper, signal.SIGCONT)
                 check(cgtest.wait_until(lambda: second.process.poll() is not None or cgtest.serving_mounts(mnt),

@@ -196,8 +196,7 @@ class Scene:
             left = [self.daemon()]
             took_over_from_keeper(left[0])
         serving(left[0])
-        check(cgtest.wait_until(lambda: cgtest.keeper_published(left[0].mnt), timeout=10, step=0.05),
-              "no keeper of the serving daemon is published", self.log())
+        left[0].wait_published()
         os.kill(left[0].process.pid, signal.SIGKILL)
         left[0].process.wait(cgtest.STOP_TIMEOUT)
         last = self.daemon()

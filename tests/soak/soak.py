@@ -96,6 +96,7 @@ class Soak:
         self.dumps = os.path.join(self.work, "dumps")  # readers' texts (roles.dump_ask)
         self.counts = collections.Counter()
         self.events = []         # (time, reader name or group, phase/group): see expected_at
+        self.writes = []         # (an event's time, when its cgroup files were all written)
         self.procs = []          # every Popen to kill at the end
         self.readers = {}        # name -> dict(proc, kind, group history)
         self.daemon = None       # the one serving: self.daemons.current
@@ -197,6 +198,9 @@ class Soak:
             # Read between t and end: as things were at some time from a
             # grace before t to end.
             times = [t - GRACE, end] + [e[0] for e in self.events if t - GRACE <= e[0] <= end]
+            # A change still being written a grace before t: what was before
+            # it (a text rendered meanwhile is served up to a grace later).
+            times += [when - 1e-6 for when, done in self.writes if when < t - GRACE <= done]
             # A move and a change of limits each within the grace, apart.
             at = [self.group_at(name, tau) for tau in times]
             allowed = [self.groups.expected(phase, g) for g in {a[0] for a in at} for phase in {a[1] for a in at}]
@@ -384,11 +388,12 @@ class Soak:
                     continue
                 next_at[k] += due[k]
                 # Each change dated before it is made: a reader may see it
-                # from then on.
+                # from then on; and what was before, until it is written.
                 if k == "limits":
                     with self.lock:
                         self.events.append((time.monotonic(), "limits", 1 - self.groups.phase))
                         self.groups.set_phase(1 - self.groups.phase)
+                        self.writes.append((self.events[-1][0], time.monotonic()))
                 elif k == "moves":
                     name = movable[moves % len(movable)]
                     moves += 1
@@ -396,6 +401,7 @@ class Soak:
                         g = 1 - self.group_at(name, time.monotonic())[0]
                         self.events.append((time.monotonic(), name, g))
                         self.groups.move(self.readers[name]["proc"].pid, g)
+                        self.writes.append((self.events[-1][0], time.monotonic()))
                     self.counts["cgroup moves"] += 1
                 elif k == "sample":
                     self.sample()

@@ -312,10 +312,34 @@ static int smallest_limit(const struct cgroup_hierarchy *h, const char *dir, con
 	return 0;
 }
 
+/* The level the kernel charges the memory of the cgroup at dir to: dir,
+ * or where v2's memory controller is not enabled for it (LXC's attach
+ * leaf .lxc, beside the container's init), its nearest ancestor with the
+ * controller. 0 and *ret ("." if none has it: v2's root); -ENOENT if
+ * the cgroup is gone. */
+static int memory_level(const struct cgroup_hierarchy *h, const char *dir, char **ret)
+{
+	const char *usage = h->version == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes";
+	if (strcmp(dir, ".") != 0 && faccessat(h->root_fd, dir, F_OK, 0) < 0)
+		return -ENOENT; /* the cgroup vanished */
+	g_autofree char *walk = g_strdup(dir);
+	do {
+		g_autofree char *path = g_build_filename(walk, usage, NULL);
+		if (faccessat(h->root_fd, path, F_OK, 0) == 0)
+			break;
+	} while (step_up(walk));
+	*ret = g_steal_pointer(&walk);
+	return 0;
+}
+
 int cgroup_memory_limited(const struct cgroup_hierarchy *h, const char *dir, gboolean *ret)
 {
 	uint64_t v;
-	return smallest_limit(h, dir, h->version == CGROUP_V2 ? "memory.max" : "memory.limit_in_bytes", &v, ret,
+	g_autofree char *level = NULL;
+	int r = memory_level(h, dir, &level);
+	if (r < 0)
+		return r;
+	return smallest_limit(h, level, h->version == CGROUP_V2 ? "memory.max" : "memory.limit_in_bytes", &v, ret,
 			      NULL);
 }
 
@@ -410,12 +434,14 @@ int cgroup_read_memory(const struct cgroup_hierarchy *h, const char *dir, struct
 {
 	gboolean v2 = h->version == CGROUP_V2;
 	struct mem_figures f = { 0 };
+	g_autofree char *level = NULL;
 
 	*ret_limited = FALSE;
-	if (strcmp(dir, ".") != 0 && faccessat(h->root_fd, dir, F_OK, 0) < 0)
-		return -ENOENT; /* the cgroup vanished */
-	int r = smallest_limit(h, dir, v2 ? "memory.max" : "memory.limit_in_bytes", &f.limit, ret_limited,
-			       ret_culprit);
+	int r = memory_level(h, dir, &level);
+	if (r < 0)
+		return r;
+	dir = level; /* its figures are that level's */
+	r = smallest_limit(h, dir, v2 ? "memory.max" : "memory.limit_in_bytes", &f.limit, ret_limited, ret_culprit);
 	if (r == -ENOENT && strcmp(dir, ".") == 0)
 		return 0; /* v2's root: no limit, no files */
 	if (r < 0 || !*ret_limited)

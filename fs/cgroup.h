@@ -74,14 +74,17 @@ unsigned cgroup_quota_cpus(uint64_t quota_us, uint64_t period_us);
 char *cgroup_relative_dir(const struct cgroup_hierarchy *h, const char *path);
 
 /* Read the memory figures of the cgroup at dir (cgroup_relative_dir's) into
- * *ret. 0; -ENOENT if the cgroup is gone; -EINVAL for a file the kernel
- * would not write (then *ret_culprit names it). *ret_limited FALSE: no
- * level has a memory limit, and *ret is left empty. */
+ * *ret: of the level its memory is charged to (dir, or on v2 where dir has
+ * no memory controller, its nearest ancestor with one). 0; -ENOENT if the
+ * cgroup is gone; -EINVAL for a file the kernel would not write (then
+ * *ret_culprit names it). *ret_limited FALSE: no level has a memory
+ * limit, and *ret is left empty. */
 int cgroup_read_memory(const struct cgroup_hierarchy *h, const char *dir, struct mem_figures *ret,
 		       gboolean *ret_limited, char **ret_culprit);
 
-/* *ret: whether the cgroup at dir or an ancestor has a memory limit. 0,
- * -ENOENT if the cgroup is gone, -EINVAL for garbage. */
+/* *ret: whether the cgroup at dir or an ancestor has a memory limit (from
+ * the level its memory is charged to up). 0, -ENOENT if the cgroup is gone
+ * or no level has the memory controller, -EINVAL for garbage. */
 int cgroup_memory_limited(const struct cgroup_hierarchy *h, const char *dir, gboolean *ret);
 
 /* The CPU time a cgroup's processes used since it was made. */

@@ -23,6 +23,7 @@ struct scope {
 	GHashTable *containers; /* pid namespace -> GPtrArray of struct container */
 	GMutex ns_lock;         /* guards ns_roots */
 	GHashTable *ns_roots;   /* "cgroup:[N]" -> struct cgroup_paths: its root */
+	guint64 ns_misses_told; /* errnos of roots not found, said (bit min(errno, 63)); ns_lock */
 	struct tidcache found;  /* what each caller was found, FOUND_LIFETIME_US */
 };
 
@@ -344,6 +345,18 @@ static int find_ns_root(struct scope *s, pid_t tid, const char *text, struct cgr
 	return r;
 }
 
+/* A namespace's root not found (r) for a caller still there: said once
+ * per errno, under ns_lock. */
+static void tell_ns_miss(struct scope *s, pid_t tid, int r)
+{
+	guint64 bit = UINT64_C(1) << MIN(-r, 63);
+	if (r == -ENOENT || r == -ESRCH || (s->ns_misses_told & bit))
+		return;
+	s->ns_misses_told |= bit;
+	g_message("cannot find the root of the cgroup namespace of thread %d (%s): its figures come from its own "
+		  "cgroup (rule 3)", (int)tid, g_strerror(-r));
+}
+
 /* Rule 2: the root of tid's cgroup namespace, if it has one of its own
  * (and own is in it); FALSE if not. */
 static gboolean ns_root(struct scope *s, pid_t tid, const char *text, const struct cgroup_paths *own,
@@ -363,8 +376,10 @@ static gboolean ns_root(struct scope *s, pid_t tid, const char *text, const stru
 	const struct cgroup_paths *known = g_hash_table_lookup(s->ns_roots, ns);
 	if (!known || !within(own, known, key)) {
 		struct cgroup_paths *found = g_new0(struct cgroup_paths, 1);
-		if (find_ns_root(s, tid, text, found) < 0) {
+		int r = find_ns_root(s, tid, text, found);
+		if (r < 0) {
 			g_free(found);
+			tell_ns_miss(s, tid, r);
 			return FALSE;
 		}
 		if (g_hash_table_size(s->ns_roots) >= NS_ROOTS_MAX)

@@ -259,8 +259,13 @@ def make_tests(state):
             counts = dict(zip(last[0::2], (int(v) for v in last[1::2]))) if last[:1] == ["reads"] else {}
             bad = {k: counts.get(k) for k in ("failed", "host", "sysinfo_host") if counts.get(k) != 0}
             if o["rc"] != 0 or counts.get("reads", 0) < 20 or bad:
-                problems.append("the %s reader (exit %s): %s" % (name, o["rc"], o["out"][-1000:]))
+                problems.append("the %s reader (exit %s): %s" % (name, o["rc"], o["out"][-1500:]))
             cgtest.diag("the %s reader: %s" % (name, " ".join(last)))
+        where = "the readers' processes and the daemon (pid, comm, cgroup and pid namespaces, cgroup), before the " \
+                "stop: " + " | ".join(observed("op_cgroups").splitlines())
+        cgtest.diag(where)
+        if any(p.startswith("the ") and " reader (exit " in p for p in problems):
+            problems.append(where)
         lines = observed("op_processes").splitlines()
         comms = [line.split()[1] for line in lines[1:]]
         daemons = [line.split()[0] for line in lines[1:] if line.split()[1] == "cgprocfs:"]

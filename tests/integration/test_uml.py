@@ -54,7 +54,9 @@ out = subprocess.run([sys.executable, "-c", read_ways, mnt] + files, preexec_fn=
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 sleeper.kill()
 # The memory view: 256 MiB and 64 MiB of swap (on the swap disk), for a
-# cgroup and for a child of it without limits of its own.
+# cgroup, for a child of it without limits of its own, and for a child
+# the memory controller is not enabled for (LXC's attach leaf .lxc),
+# charged to its parent.
 swapon = subprocess.run(["sh", "-c", "mkswap /dev/ubdc && swapon /dev/ubdc"], stdout=subprocess.DEVNULL,
                         stderr=subprocess.PIPE, text=True)
 def limited(group, *more):
@@ -62,16 +64,18 @@ def limited(group, *more):
     for name, value in (("memory.max", "268435456"), ("memory.swap.max", "67108864")) + more:
         with open(group + "/" + name, "w") as f:
             f.write(value)
-mem, parent = "/sys/fs/cgroup/mem", "/sys/fs/cgroup/parent"
+mem, parent, leafy = "/sys/fs/cgroup/mem", "/sys/fs/cgroup/parent", "/sys/fs/cgroup/leafy"
 limited(mem)
 limited(parent, ("cgroup.subtree_control", "+memory"))
 os.mkdir(parent + "/child")
+limited(leafy)
+os.mkdir(leafy + "/.lxc")
 meminfo = {}
 for line in open("/proc/meminfo"):
     name, value = line.split(":", 1)
     meminfo[name] = int(value.split()[0]) * (1024 if value.split()[1:] == ["kB"] else 1)
 probes = {}
-for group in (mem, parent + "/child"):
+for group in (mem, parent + "/child", leafy + "/.lxc"):
     p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
                         'mount --rbind "$0/proc" /proc && exec "$@"', mnt, sys.executable, "-c", mem_probe],
                        preexec_fn=joiner(group), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -414,11 +418,14 @@ def run(exe, probe, probe_err, copies):
                      "sys/devices/system/cpu/cpu0/topology/core_siblings_list"):
             check_equal(state[name]["size"], state[name]["len"], "st_size of " + name)
 
-    @test("in the guest (cgroup v2, swap on), a caller under memory.max 256M and memory.swap.max 64M, and one in "
-          "a child cgroup without limits, see them in meminfo, swaps, free, top, vmstat and psutil")
+    @test("in the guest (cgroup v2, swap on), a caller under memory.max 256M and memory.swap.max 64M, one in a "
+          "child cgroup without limits, and one in a child the memory controller is not enabled for (LXC's attach "
+          "leaf .lxc), see them in meminfo, swaps, free, top, vmstat and psutil")
     def _():
         check(guest, "the guest gave nothing")
         check_equal(guest["swapon"], 0, "swapon in the guest: %s" % guest["swapon_err"])
+        check_equal(sorted(guest["probes"]), ["/sys/fs/cgroup/leafy/.lxc", "/sys/fs/cgroup/mem",
+                                              "/sys/fs/cgroup/parent/child"], "the guest's memory probes")
         for group, p in sorted(guest["probes"].items()):
             check_equal(p["rc"], 0, "the probe in %s (stderr: %s; daemon log: %s)" % (group, p["err"], guest["log"]))
             # procps's vmstat fails on the guest's real /proc ("Unable to

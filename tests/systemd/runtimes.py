@@ -207,26 +207,33 @@ def lxc_system():
 # until the file STOP is there (at most 60,000 times), and (SYSINFO 1)
 # every 4th time busybox free (sysinfo(2)); counts the reads that failed
 # (each named: the file, the part of its line read, the time) and those
-# that gave the host's MemTotal, not the 256 MiB limit. At nice
+# that gave the host's MemTotal, not the 256 MiB limit (each run of them
+# named: what it got first, from when to when on the guest's clock, the
+# reader's cgroup as it sees it and the inode its meminfo is). At nice
 # 10: what the operator runs (dpkg, its maintainer scripts) shares the
 # lane's one CPU with four of them.
 READER = r"""
 busybox renice -n 10 -p $$ >/dev/null
-ok=0; failed=0; host=0; sys=0; n=0
+ok=0; failed=0; host=0; sys=0; n=0; since=
 while [ ! -e STOP ] && [ $n -lt 60000 ]; do
   f= m= s= u=
   read m < /proc/meminfo || f="meminfo [$m]"
   [ -n "$f" ] || read s < /proc/stat || f="stat [$s]"
   [ -n "$f" ] || read u < /proc/uptime || f="uptime [$u]"
-  if [ -z "$f" ]; then
-    case "$m" in *" 262144 kB") ok=$((ok+1));; *) host=$((host+1)); echo "got: $m";; esac
+  if [ -n "$f" ]; then
+    failed=$((failed+1)); echo "failed: $f at $(busybox date +%s)"
+  elif [ "${m%% 262144 kB}" != "$m" ]; then
+    ok=$((ok+1)); [ -z "$since" ] || echo "got it from $since to $(busybox date +%s)"; since=
   else
-    failed=$((failed+1)); echo "failed: $f at $(date +%s)"
+    host=$((host+1))
+    [ -n "$since" ] || { since=$(busybox date +%s); echo "got: $m at $since, in $(busybox cat /proc/self/cgroup)," \
+      "meminfo inode $(busybox stat -c %i /proc/meminfo)"; }
   fi
   [ SYSINFO = 0 ] || [ $((n % 4)) != 0 ] || busybox free | grep -q "^Mem: *262144 " || sys=$((sys+1))
   n=$((n+1))
   sleep 0.01
 done
+[ -z "$since" ] || echo "got it from $since to the end, $(busybox date +%s)"
 echo "reads $ok failed $failed host $host sysinfo_host $sys"
 """
 
@@ -303,6 +310,10 @@ def operator():
         obs["op_" + name]["pid"] = main_pid()
         obs["op_" + name]["at"] = int(started)
     time.sleep(3)  # reading after the last one too
+    # Where each reader's processes are, as the daemon sees them, and the daemon.
+    obs["op_cgroups"] = sh("for p in $(pgrep -f 'read m < /proc/meminfo') $(main=$(systemctl show -p MainPID --value "
+                           "cgprocfs); echo $main); do echo $p $(cat /proc/$p/comm) $(readlink /proc/$p/ns/cgroup "
+                           "/proc/$p/ns/pid) $(cat /proc/$p/cgroup); done")["out"]
     for stop in stops:
         write(stop, "")
     for name, p in procs.items():

@@ -128,6 +128,30 @@ Test(cgroup_files, garbage_is_einval_and_names_the_file)
 	}
 }
 
+Test(cgroup_files, v2_without_the_memory_controller_is_the_level_it_is_charged_to)
+{
+	v2_tree();
+	tmptree_put("a/b/.lxc/cgroup.procs", "7\n"); /* no memory files: not enabled for it */
+	const struct cgroup_hierarchy h = { CGROUP_V2, tree_fd, "/" };
+	struct mem_figures f = { 0 };
+	gboolean limited = FALSE;
+	cr_assert_eq(cgroup_memory_limited(&h, "a/b/.lxc", &limited), 0);
+	cr_assert(limited, "a's limit holds for what b is charged");
+	limited = FALSE;
+	cr_assert_eq(read_memory(CGROUP_V2, "a/b/.lxc", &f, &limited, NULL), 0);
+	cr_assert(limited);
+	cr_assert_eq(f.limit, 512 * MIB);
+	cr_assert_eq(f.usage, 100 * MIB, "b's usage, which counts its leaf's");
+	cr_assert_eq(stat_of(&f, "file"), 2000);
+	mem_figures_clear(&f);
+	/* no level with the controller (v2's root only): not limited */
+	tmptree_put("bare/leaf/cgroup.procs", "8\n");
+	cr_assert_eq(cgroup_memory_limited(&h, "bare/leaf", &limited), -ENOENT);
+	limited = TRUE;
+	cr_assert_eq(read_memory(CGROUP_V2, "bare/leaf", &f, &limited, NULL), 0);
+	cr_assert_not(limited);
+}
+
 Test(cgroup_files, a_vanished_cgroup_is_enoent)
 {
 	v2_tree();

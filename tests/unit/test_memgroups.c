@@ -38,6 +38,7 @@ static void setup(void)
 	tmptree_put("memory/box/memory.current", "67108864\n");
 	tmptree_put("memory/box/memory.stat", "anon 1048576\nfile 2097152\n");
 	tmptree_put("memory/free/memory.max", "max\n");
+	tmptree_put("memory/free/memory.current", "4096\n");
 }
 
 static void teardown(void)

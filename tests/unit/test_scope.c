@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 static int proc_fd = -1, tree_fd = -1, sys_fd = -1;
-static uint64_t ns_a, ns_b; /* pid namespaces: 100-102 and 300 are in a, 200-204 in b */
+static uint64_t ns_a, ns_b; /* pid namespaces: 100-102 and 300 are in a, 200-205 in b */
 
 /* A pid namespace for tids: proc/<tid>/ns/pid, one file linked into each,
  * whose inode the daemon takes for the namespace. */
@@ -50,18 +50,27 @@ static void setup(void)
 	tmptree_put("proc/202/cgroup", "0::/narrow\n");
 	tmptree_put("proc/203/cgroup", "0::/limited/child\n");
 	tmptree_put("proc/204/cgroup", "garbage\n");
-	tmptree_put("cgroup/user.slice/memory.max", "max\n");
+	tmptree_put("proc/205/cgroup", "0::/limited/.lxc\n");
+	/* The memory controller's files where it is enabled: memory.current
+	 * with memory.max. */
+	const char *memory[][2] = { { "user.slice", "max" },	{ "quota", "max" },
+				    { "narrow", "max" },	{ "limited", "268435456" },
+				    { "limited/child", "max" }, { "lxc/c1/init.scope", "max" } };
+	for (size_t i = 0; i < G_N_ELEMENTS(memory); i++) {
+		g_autofree char *max = g_strdup_printf("cgroup/%s/memory.max", memory[i][0]);
+		g_autofree char *current = g_strdup_printf("cgroup/%s/memory.current", memory[i][0]);
+		g_autofree char *text = g_strdup_printf("%s\n", memory[i][1]);
+		tmptree_put(max, text);
+		tmptree_put(current, "4096\n");
+	}
 	tmptree_put("cgroup/user.slice/cpu.max", "max 100000\n");
 	tmptree_put("cgroup/quota/cpu.max", "150000 100000\n");
-	tmptree_put("cgroup/quota/memory.max", "max\n");
 	tmptree_put("cgroup/narrow/cpuset.cpus.effective", "0-1\n");
-	tmptree_put("cgroup/narrow/memory.max", "max\n");
-	tmptree_put("cgroup/limited/memory.max", "268435456\n");
-	tmptree_put("cgroup/limited/child/memory.max", "max\n");
-	tmptree_put("cgroup/lxc/c1/init.scope/memory.max", "max\n");
+	/* LXC's attach leaf: beside the container's init, no controller */
+	tmptree_put("cgroup/limited/.lxc/cgroup.procs", "205\n");
 	tmptree_put("proc/300/cgroup", "0::/other/x\n");
 	ns_a = pid_ns("ns-a", (const int[]){ 100, 101, 102, 300, 0 });
-	ns_b = pid_ns("ns-b", (const int[]){ 200, 201, 202, 203, 204, 0 });
+	ns_b = pid_ns("ns-b", (const int[]){ 200, 201, 202, 203, 204, 205, 0 });
 }
 
 static void teardown(void)
@@ -131,6 +140,8 @@ Test(scope, another_caller_gets_its_own_cgroup_only_under_a_limit)
 	assert_found(s, 201, "/quota");         /* 1.5 CPUs of 4 */
 	assert_found(s, 202, "/narrow");        /* CPUs 0-1 of 0-3 */
 	assert_found(s, 203, "/limited/child"); /* a memory limit above */
+	/* charged to the level above, which is limited (it was the host's) */
+	assert_found(s, 205, "/limited/.lxc");
 	scope_free(s);
 }
 

@@ -277,6 +277,7 @@ def recover_with_fault(fault):
         with contextlib.ExitStack() as stack:
             keeper = fault.startswith("keeper:")
             s = Scene(stack, fault if keeper else None)
+            s.first.wait_published()  # killed before, it leaves no keeper to take from
             os.kill(s.first.process.pid, signal.SIGKILL)
             s.first.process.wait(cgtest.STOP_TIMEOUT)
             new = s.daemon(None if keeper else fault)
@@ -389,6 +390,7 @@ def make_tests():
     def _():
         with contextlib.ExitStack() as stack:
             s = Scene(stack)
+            s.first.wait_published()  # killed before, it leaves no keeper to take from
             os.kill(s.first.process.pid, signal.SIGSTOP)
             new = s.daemon(args=["--replace"], wait=False)
             time.sleep(1)  # its request waits in the stopped daemon's queue

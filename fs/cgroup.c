@@ -320,13 +320,14 @@ static int smallest_limit(const struct cgroup_hierarchy *h, const char *dir, con
 static int memory_level(const struct cgroup_hierarchy *h, const char *dir, char **ret)
 {
 	const char *usage = h->version == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes";
-	if (strcmp(dir, ".") != 0 && faccessat(h->root_fd, dir, F_OK, 0) < 0)
-		return -ENOENT; /* the cgroup vanished */
 	g_autofree char *walk = g_strdup(dir);
 	do {
 		g_autofree char *path = g_build_filename(walk, usage, NULL);
 		if (faccessat(h->root_fd, path, F_OK, 0) == 0)
 			break;
+		/* Not at dir: no controller there, or the cgroup vanished. */
+		if (strcmp(walk, dir) == 0 && strcmp(dir, ".") != 0 && faccessat(h->root_fd, dir, F_OK, 0) < 0)
+			return -ENOENT;
 	} while (step_up(walk));
 	*ret = g_steal_pointer(&walk);
 	return 0;

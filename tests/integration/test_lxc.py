@@ -467,7 +467,7 @@ def make_tests(d, state):
             res = c.tool("lxc-create", "-t", "busybox", "-f", config, timeout=300)
             check(res[0] == 0, "lxc-create -t busybox", describe(res))
             c.start()
-            res = c.attach(["sh", "-c", "busybox free; busybox uptime"])
+            res = attach_past_lxc_race(c, ["sh", "-c", "busybox free; busybox uptime"])
             check(res[0] == 0, "lxc-attach busybox free", describe(res), c.log_tail())
             # LXC answers a call itself (ENOSYS) when the proxy's answer does not come or is not whole
             proxy_errors = [line for line in c.log_tail(200000).splitlines() if "ERROR" in line and "seccomp" in line]
@@ -551,6 +551,38 @@ def make_tests(d, state):
         check_equal(left, [], "left behind")
 
     return t
+
+
+def lost_to_lxc_race(res, log):
+    """Whether an lxc-attach of a container with a notify profile failed in
+    LXC 5.0's own race (its TRACE log): the attached process sends its
+    seccomp listener on the socket its intermediate process sends the pid
+    on; when the listener comes first, lxc-attach never receives the pid,
+    gives up (exit 1, nothing said), and closes the listener, and the
+    command runs on with sysinfo(2) failing ENOSYS (busybox free: zeros).
+    No request reaches the daemon. About 1 in 10 attaches under load here."""
+    loaded = log.find("Loaded seccomp profile")
+    return (res[0] == 1 and "Received pid" not in log and loaded >= 0 and
+            re.search(r"Attached process \d+ started initializing", log[loaded:]) is not None)
+
+
+def attach_past_lxc_race(c, argv, tries=5):
+    """c.attach(argv), again (said in a diagnostic) when LXC's attach race
+    (lost_to_lxc_race) made it fail; any other failure is the caller's."""
+    for attempt in range(1, tries + 1):
+        log = os.path.join(c.lxcpath, "%s-attach-%d.log" % (c.name, attempt))
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(log)  # LXC appends
+        argv_logged = c.attach_argv(argv)
+        argv_logged[1:1] = ["-l", "TRACE", "-o", log]
+        res = cgtest.run(argv_logged, timeout=60)
+        with open(log, errors="replace") as f:
+            text = f.read()
+        if not lost_to_lxc_race(res, text):
+            return res
+        cgtest.diag("lxc-attach %d of %d lost LXC's race (the listener sent before the pid): again"
+                    % (attempt, tries))
+    return res
 
 
 def pivots():

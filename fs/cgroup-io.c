@@ -102,10 +102,14 @@ int cgroup_read_io(const struct cgroup_hierarchy *h, const char *dir, GArray *re
 	gboolean v2 = h->version == CGROUP_V2;
 	const char *files[] = { v2 ? "io.stat" : "blkio.throttle.io_serviced_recursive",
 				v2 ? NULL : "blkio.throttle.io_service_bytes_recursive" };
-	g_autofree char *a = NULL, *b = NULL;
+	g_autofree char *a = NULL, *b = NULL, *level = NULL;
 	char **texts[] = { &a, &b };
+	int r = cgroup_charged_level(h, dir, files[0], &level);
+	if (r < 0)
+		return r;
+	dir = level; /* its I/O is counted there */
 	for (size_t i = 0; i < G_N_ELEMENTS(files) && files[i]; i++) {
-		int r = cgroup_read_text(h, dir, files[i], texts[i]);
+		r = cgroup_read_text(h, dir, files[i], texts[i]);
 		if (r < 0)
 			return r == -EINVAL ? cgroup_bad(dir, files[i], ret_culprit) : r;
 	}

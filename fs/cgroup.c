@@ -312,17 +312,11 @@ static int smallest_limit(const struct cgroup_hierarchy *h, const char *dir, con
 	return 0;
 }
 
-/* The level the kernel charges the memory of the cgroup at dir to: dir,
- * or where v2's memory controller is not enabled for it (LXC's attach
- * leaf .lxc, beside the container's init), its nearest ancestor with the
- * controller. 0 and *ret ("." if none has it: v2's root); -ENOENT if
- * the cgroup is gone. */
-static int memory_level(const struct cgroup_hierarchy *h, const char *dir, char **ret)
+int cgroup_charged_level(const struct cgroup_hierarchy *h, const char *dir, const char *file, char **ret)
 {
-	const char *usage = h->version == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes";
 	g_autofree char *walk = g_strdup(dir);
 	do {
-		g_autofree char *path = g_build_filename(walk, usage, NULL);
+		g_autofree char *path = g_build_filename(walk, file, NULL);
 		if (faccessat(h->root_fd, path, F_OK, 0) == 0)
 			break;
 		/* Not at dir: no controller there, or the cgroup vanished. */
@@ -331,6 +325,12 @@ static int memory_level(const struct cgroup_hierarchy *h, const char *dir, char 
 	} while (step_up(walk));
 	*ret = g_steal_pointer(&walk);
 	return 0;
+}
+
+/* The level the memory of the cgroup at dir is charged to. */
+static int memory_level(const struct cgroup_hierarchy *h, const char *dir, char **ret)
+{
+	return cgroup_charged_level(h, dir, h->version == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes", ret);
 }
 
 int cgroup_memory_limited(const struct cgroup_hierarchy *h, const char *dir, gboolean *ret)

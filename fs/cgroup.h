@@ -121,7 +121,9 @@ int cgroup_parse_blkio(const char *serviced, const char *bytes, GArray *ret);
 const struct cgroup_io_device *cgroup_io_device_find(const GArray *devs, unsigned major, unsigned minor);
 
 /* The I/O the cgroup at dir (cgroup_relative_dir's) of h counted, per
- * device: v2 io.stat, v1 the throttle files above. 0, -ENOENT (gone, or
- * no such file: no I/O accounting), or -EINVAL (then *ret_culprit names
- * the file). */
+ * device: v2 io.stat, v1 the throttle files above; for a v2 cgroup the
+ * io controller is not enabled for (LXC's attach leaf), those of the level
+ * its I/O is counted at, its nearest ancestor with io.stat. 0, -ENOENT
+ * (gone, or no level with the file: no I/O accounting), or -EINVAL (then
+ * *ret_culprit names the file). */
 int cgroup_read_io(const struct cgroup_hierarchy *h, const char *dir, GArray *ret, char **ret_culprit);

@@ -111,16 +111,23 @@ spin.wait()
 # uptime: of a pid namespace made a second ago
 new_ns = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", "sleep 1; cat " + mnt + "/proc/uptime"],
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-# I/O: a cgroup writes 8 MiB to the scratch disk, another one looks.
+# I/O: a cgroup writes 8 MiB to the scratch disk, another one looks, and
+# a cgroup the io controller is not enabled for (LXC's attach leaf .lxc)
+# writes 8 MiB, counted in its parent's io.stat.
 io = {}
-for name, write in (("io-writer", "1"), ("io-other", "0")):
+memory_limited("/sys/fs/cgroup/io-leafy")
+os.mkdir("/sys/fs/cgroup/io-leafy/.lxc")
+for name, write in (("io-writer", "1"), ("io-other", "0"), ("io-leafy/.lxc", "1")):
     group = "/sys/fs/cgroup/" + name
-    memory_limited(group)
+    if not os.path.isdir(group):
+        memory_limited(group)
+    counted = group if os.path.exists(group + "/io.stat") else os.path.dirname(group)
     p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
                         'mount --rbind "$0/proc" /proc && exec "$@"', mnt, sys.executable, "-c", io_probe, "ubdb"],
                        preexec_fn=joiner(group), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                        env=dict(os.environ, CG_WRITE=write))
-    io[name] = {"rc": p.returncode, "err": p.stderr[-2000:], "out": p.stdout, "io.stat": open(group + "/io.stat").read()}
+    io[name] = {"rc": p.returncode, "err": p.stderr[-2000:], "out": p.stdout, "counted": counted,
+                "io.stat": open(counted + "/io.stat").read()}
 io["host"] = open("/proc/diskstats").read()
 io["pressure_dir"] = os.path.exists(mnt + "/proc/pressure")
 daemon.terminate()
@@ -456,22 +463,27 @@ def run(exe, probe, probe_err, copies):
         check(0.9 <= float(fields[0]) < 10, "uptime of a pid namespace 1 s old: %s s" % fields[0])
 
     @test("in the guest, a cgroup that writes 8 MiB to the scratch disk sees them in diskstats and psutil (its "
+          "io.stat), and so does one the io controller is not enabled for (LXC's attach leaf .lxc: its parent's "
           "io.stat), another cgroup sees 0 for every disk; the guest has no PSI: no pressure directory")
     def _():
         check(guest, "the guest gave nothing")
         io = guest["io"]
-        for name in ("io-writer", "io-other"):
+        for name in ("io-writer", "io-other", "io-leafy/.lxc"):
             check_equal(io[name]["rc"], 0, "the probe in %s (stderr: %s; daemon log: %s)"
                         % (name, io[name]["err"], guest["log"]))
-        writer, other = json.loads(io["io-writer"]["out"]), json.loads(io["io-other"]["out"])
-        wbytes = int(dict(kv.split("=") for kv in io["io-writer"]["io.stat"].split()[1:])["wbytes"])
-        check(wbytes >= 8 << 20, "io.stat of the writer: %r" % io["io-writer"]["io.stat"])
-        check_equal(writer["before"]["lines"].get("ubdb"), [0] * len(writer["after"]["lines"]["ubdb"]),
-                    "the line of a disk the cgroup had not used yet")
-        line = writer["after"]["lines"].get("ubdb")
-        check(line is not None, "no ubdb line after the writes", writer["after"]["lines"])
-        check_equal(line[test_ioview.SECTORS_WRITTEN], wbytes // 512, "sectors written (io.stat's wbytes / 512)")
-        check_equal(writer["after"]["psutil"]["ubdb"]["write_bytes"], wbytes, "psutil's write_bytes")
+        check_equal(io["io-leafy/.lxc"]["counted"], "/sys/fs/cgroup/io-leafy", "where .lxc's I/O is counted")
+        for name in ("io-writer", "io-leafy/.lxc"):
+            writer = json.loads(io[name]["out"])
+            wbytes = int(dict(kv.split("=") for kv in io[name]["io.stat"].split()[1:])["wbytes"])
+            check(wbytes >= 8 << 20, "io.stat of %s: %r" % (io[name]["counted"], io[name]["io.stat"]))
+            check_equal(writer["before"]["lines"].get("ubdb"), [0] * len(writer["after"]["lines"]["ubdb"]),
+                        "%s: the line of a disk the cgroup had not used yet" % name)
+            line = writer["after"]["lines"].get("ubdb")
+            check(line is not None, "%s: no ubdb line after the writes" % name, writer["after"]["lines"])
+            check_equal(line[test_ioview.SECTORS_WRITTEN], wbytes // 512,
+                        "%s: sectors written (%s's io.stat wbytes / 512)" % (name, io[name]["counted"]))
+            check_equal(writer["after"]["psutil"]["ubdb"]["write_bytes"], wbytes, "%s: psutil's write_bytes" % name)
+        other = json.loads(io["io-other"]["out"])
         check_equal(set(map(tuple, other["after"]["lines"].values())), {(0,) * len(line)},
                     "the lines another cgroup sees (it did no I/O: every disk, at 0)")
         check_equal(other["after"]["psutil"]["ubdb"]["write_bytes"], 0, "psutil's write_bytes in the other cgroup")

@@ -344,6 +344,20 @@ Test(cgroup_files, v2_io_stat_counts_every_device_and_ignores_other_keys)
 	cr_assert_eq(nvme->bytes[CGROUP_IO_DISCARD], 1048576, "a key after the six is ignored");
 }
 
+Test(cgroup_files, v2_without_the_io_controller_counts_at_the_level_it_is_charged_to)
+{
+	/* LXC's attach leaf: b holds the container's init and has io.stat, .lxc
+	 * beside it cannot have the controller. */
+	tmptree_put("a/b/io.stat", "8:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n");
+	tmptree_put("a/b/.lxc/cgroup.procs", "");
+	g_autoptr(GArray) devs = NULL, none = NULL;
+	cr_assert_eq(read_io(CGROUP_V2, "a/b/.lxc", &devs, NULL), 0);
+	cr_assert_eq(devs->len, 1);
+	cr_assert_eq(dev(devs, 8, 0)->bytes[CGROUP_IO_WRITE], 8192, "b's counters");
+	cr_assert_eq(dev(devs, 8, 0)->ios[CGROUP_IO_READ], 1);
+	cr_assert_eq(read_io(CGROUP_V2, "a/b/.lxc/gone", &none, NULL), -ENOENT, "a cgroup gone is still gone");
+}
+
 Test(cgroup_files, v1_throttle_files_count_requests_and_bytes_and_skip_the_total)
 {
 	tmptree_put("c/blkio.throttle.io_serviced_recursive", "7:0 Read 8\n7:0 Write 4\n7:0 Sync 12\n7:0 Async 0\n"

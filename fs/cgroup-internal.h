@@ -12,9 +12,10 @@ int cgroup_read_text(const struct cgroup_hierarchy *h, const char *dir, const ch
 int cgroup_bad(const char *dir, const char *name, char **ret_culprit);
 /* A whole decimal number. */
 gboolean cgroup_parse_u64(const char *text, uint64_t *ret);
-/* The level the kernel charges the cgroup at dir's use of a controller
- * to: dir, or where v2's controller is not enabled for it (LXC's attach
- * leaf .lxc, beside the container's init), its nearest ancestor with it,
- * told by file, one that only a level with the controller has. 0 and
- * *ret ("." if none has it); -ENOENT if the cgroup is gone. */
+/* For the cgroup at dir, which has no file (one that only a level with a
+ * controller has): the level the kernel charges its use of that
+ * controller to, where v2's controller is not enabled for it (LXC's
+ * attach leaf .lxc, beside the container's init): its nearest ancestor
+ * with file. A cgroup with the file is its own level: ask only on a
+ * miss. 0 and *ret ("." if none has it); -ENOENT if the cgroup is gone. */
 int cgroup_charged_level(const struct cgroup_hierarchy *h, const char *dir, const char *file, char **ret);

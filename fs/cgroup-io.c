@@ -100,20 +100,20 @@ int cgroup_parse_blkio(const char *serviced, const char *bytes, GArray *ret)
 int cgroup_read_io(const struct cgroup_hierarchy *h, const char *dir, GArray *ret, char **ret_culprit)
 {
 	gboolean v2 = h->version == CGROUP_V2;
-	const char *files[] = { v2 ? "io.stat" : "blkio.throttle.io_serviced_recursive",
-				v2 ? NULL : "blkio.throttle.io_service_bytes_recursive" };
+	const char *first = v2 ? "io.stat" : "blkio.throttle.io_serviced_recursive";
+	const char *second = v2 ? NULL : "blkio.throttle.io_service_bytes_recursive";
+	const char *reading = first;
 	g_autofree char *a = NULL, *b = NULL, *level = NULL;
-	char **texts[] = { &a, &b };
-	int r = cgroup_charged_level(h, dir, files[0], &level);
-	if (r < 0)
-		return r;
-	dir = level; /* its I/O is counted there */
-	for (size_t i = 0; i < G_N_ELEMENTS(files) && files[i]; i++) {
-		r = cgroup_read_text(h, dir, files[i], texts[i]);
-		if (r < 0)
-			return r == -EINVAL ? cgroup_bad(dir, files[i], ret_culprit) : r;
+	int r = cgroup_read_text(h, dir, first, &a);
+	if (r == -ENOENT && (r = cgroup_charged_level(h, dir, first, &level)) == 0) {
+		dir = level; /* its I/O is counted there */
+		r = cgroup_read_text(h, dir, first, &a);
 	}
+	if (r == 0 && second)
+		r = cgroup_read_text(h, dir, (reading = second), &b);
+	if (r < 0)
+		return r == -EINVAL ? cgroup_bad(dir, reading, ret_culprit) : r;
 	if ((v2 ? cgroup_parse_io_stat(a, ret) : cgroup_parse_blkio(a, b, ret)) < 0)
-		return cgroup_bad(dir, files[0], ret_culprit);
+		return cgroup_bad(dir, first, ret_culprit);
 	return 0;
 }

@@ -314,34 +314,40 @@ static int smallest_limit(const struct cgroup_hierarchy *h, const char *dir, con
 
 int cgroup_charged_level(const struct cgroup_hierarchy *h, const char *dir, const char *file, char **ret)
 {
+	if (strcmp(dir, ".") != 0 && faccessat(h->root_fd, dir, F_OK, 0) < 0)
+		return -ENOENT; /* the cgroup vanished */
 	g_autofree char *walk = g_strdup(dir);
-	do {
+	while (step_up(walk)) {
 		g_autofree char *path = g_build_filename(walk, file, NULL);
 		if (faccessat(h->root_fd, path, F_OK, 0) == 0)
 			break;
-		/* Not at dir: no controller there, or the cgroup vanished. */
-		if (strcmp(walk, dir) == 0 && strcmp(dir, ".") != 0 && faccessat(h->root_fd, dir, F_OK, 0) < 0)
-			return -ENOENT;
-	} while (step_up(walk));
+	}
 	*ret = g_steal_pointer(&walk);
 	return 0;
 }
 
-/* The level the memory of the cgroup at dir is charged to. */
-static int memory_level(const struct cgroup_hierarchy *h, const char *dir, char **ret)
+/* The smallest memory limit (smallest_limit) over the level the memory of
+ * the cgroup at dir is charged to and its ancestors; *ret_level that
+ * level, dir unless its limit file is missing (NULL if the cgroup is
+ * gone). */
+static int memory_limit(const struct cgroup_hierarchy *h, const char *dir, uint64_t *ret, gboolean *ret_limited,
+			char **ret_level, char **ret_culprit)
 {
-	return cgroup_charged_level(h, dir, h->version == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes", ret);
+	const char *name = h->version == CGROUP_V2 ? "memory.max" : "memory.limit_in_bytes";
+	int r = smallest_limit(h, dir, name, ret, ret_limited, ret_culprit);
+	if (r != -ENOENT) {
+		*ret_level = g_strdup(dir);
+		return r;
+	}
+	r = cgroup_charged_level(h, dir, name, ret_level);
+	return r < 0 ? r : smallest_limit(h, *ret_level, name, ret, ret_limited, ret_culprit);
 }
 
 int cgroup_memory_limited(const struct cgroup_hierarchy *h, const char *dir, gboolean *ret)
 {
 	uint64_t v;
 	g_autofree char *level = NULL;
-	int r = memory_level(h, dir, &level);
-	if (r < 0)
-		return r;
-	return smallest_limit(h, level, h->version == CGROUP_V2 ? "memory.max" : "memory.limit_in_bytes", &v, ret,
-			      NULL);
+	return memory_limit(h, dir, &v, ret, &level, NULL);
 }
 
 /* The lines of dir/name: 0, -errno, or -EINVAL (culprit) for a file the
@@ -438,15 +444,12 @@ int cgroup_read_memory(const struct cgroup_hierarchy *h, const char *dir, struct
 	g_autofree char *level = NULL;
 
 	*ret_limited = FALSE;
-	int r = memory_level(h, dir, &level);
-	if (r < 0)
-		return r;
-	dir = level; /* its figures are that level's */
-	r = smallest_limit(h, dir, v2 ? "memory.max" : "memory.limit_in_bytes", &f.limit, ret_limited, ret_culprit);
-	if (r == -ENOENT && strcmp(dir, ".") == 0)
-		return 0; /* v2's root: no limit, no files */
+	int r = memory_limit(h, dir, &f.limit, ret_limited, &level, ret_culprit);
+	if (r == -ENOENT && g_strcmp0(level, ".") == 0)
+		return 0; /* no level with the controller (v2's root): no limit, no files */
 	if (r < 0 || !*ret_limited)
 		return r;
+	dir = level; /* its figures are that level's */
 	f.stat = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	r = read_bytes(h, dir, v2 ? "memory.current" : "memory.usage_in_bytes", &f.usage, NULL, ret_culprit);
 	if (r == 0)

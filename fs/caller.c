@@ -83,6 +83,7 @@ int caller_parse_status(const char *text, size_t len, struct caller_status *ret)
 struct daemon_creds {
 	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
 	GArray *groups; /* gid_t */
+	uid_t euid;
 	uid_t fsuid;
 	gid_t fsgid;
 };
@@ -94,6 +95,7 @@ static const struct daemon_creds *daemon_creds(void)
 	if (g_once_init_enter(&done)) {
 		struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 		int n = getgroups(0, NULL);
+		d.euid = geteuid();
 		d.fsuid = (uid_t)setfsuid((uid_t)-1);
 		d.fsgid = (gid_t)setfsgid((gid_t)-1);
 		gboolean ok = syscall(SYS_capget, &hdr, d.caps) == 0 && n >= 0;
@@ -132,8 +134,21 @@ pid_t caller_serving(void)
 	return serving;
 }
 
-/* Give this thread the daemon's capabilities, groups and filesystem ids
- * back. 0 or -EIO. */
+/* This thread's euid, as setresuid's raw system call sets it (per thread:
+ * glibc's setresuid would change every thread of the daemon). The kernel
+ * sets the fsuid to it too, and takes the effective capabilities away
+ * when it leaves 0 (gives them back from the permitted ones when it comes
+ * back); the real and saved uids stay the daemon's, so its permitted
+ * capabilities stay and the way back needs none. */
+static int set_thread_euid(uid_t euid)
+{
+	if (syscall(SYS_setresuid, (uid_t)-1, euid, (uid_t)-1) < 0)
+		return -errno;
+	return geteuid() == euid ? 0 : -EPERM;
+}
+
+/* Give this thread the daemon's euid, capabilities, groups and filesystem
+ * ids back. 0 or -EIO. */
 static int restore_ids(void)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
@@ -142,8 +157,9 @@ static int restore_ids(void)
 
 	if (injected > 0 && g_atomic_int_compare_and_exchange(&injected_failures, injected, injected - 1))
 		return -EIO;
-	/* Capabilities first: setgroups needs CAP_SETGID back. */
-	if (syscall(SYS_capset, &hdr, d->caps) < 0 ||
+	/* The euid first (it sets the fsuid), then capabilities: setgroups
+	 * needs CAP_SETGID back. */
+	if (set_thread_euid(d->euid) < 0 || syscall(SYS_capset, &hdr, d->caps) < 0 ||
 	    syscall(SYS_setgroups, (size_t)d->groups->len, (const gid_t *)(void *)d->groups->data) < 0)
 		return -EIO;
 	setfsuid(d->fsuid);
@@ -303,9 +319,51 @@ static gboolean own_process(const struct caller *c, pid_t caller_tgid, pid_t own
 	return pidns_tgid_in(c->pid_ns_fd, c->tid) == owner;
 }
 
-/* Narrow this thread's credentials to the caller's. Per-thread raw syscalls:
- * glibc's setgroups would change every thread of the daemon. Whatever it
- * returns, the caller runs creds_restore(s) afterwards. */
+/* Put the caller's groups, fsgid, euid, fsuid and the capabilities it
+ * keeps (caps) on this thread, in an order the kernel allows: groups and
+ * fsgid while the daemon's capabilities still count, then the euid, which
+ * takes them away where it leaves 0, then the fsuid (back with CAP_SETUID
+ * where it is not the euid), then the narrowed capabilities. A failure
+ * leaves whatever was changed to the caller's cleanup. 0 or -errno. */
+static int creds_apply(const struct daemon_creds *d, const struct caller *c, const GArray *groups,
+		       uid_t euid, uint64_t caps)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct narrowed[_LINUX_CAPABILITY_U32S_3];
+	memcpy(narrowed, d->caps, sizeof(narrowed));
+	narrowed[0].effective &= (uint32_t)caps;
+	narrowed[1].effective &= (uint32_t)(caps >> 32);
+
+	if (syscall(SYS_setgroups, (size_t)groups->len, (const gid_t *)(void *)groups->data) < 0)
+		return -errno;
+	setfsgid(c->gid);
+	if ((gid_t)setfsgid((gid_t)-1) != c->gid)
+		return -EPERM;
+	if (euid != d->euid) {
+		int r = set_thread_euid(euid);
+		if (r < 0)
+			return r;
+		if (c->uid != euid && syscall(SYS_capset, &hdr, d->caps) < 0)
+			return -errno;
+	}
+	setfsuid(c->uid);
+	if ((uid_t)setfsuid((uid_t)-1) != c->uid)
+		return -EPERM;
+	if (syscall(SYS_capset, &hdr, narrowed) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Narrow this thread's credentials to the caller's: every one the kernel
+ * consults for another process's files. The fsuid, fsgid and groups (its
+ * permission checks), the capabilities, and the euid: the kernel gives a
+ * user namespace's owner every capability in it (cap_capable), so a thread
+ * that kept euid 0 would pass ptrace_may_access for every process of every
+ * user namespace root made (every unprivileged container). The real and
+ * saved uids are not asked by procfs (it checks with the fs credentials)
+ * and stay the daemon's. Per-thread raw syscalls: glibc's setgroups would
+ * change every thread of the daemon. Whatever it returns, the caller runs
+ * creds_restore(s) afterwards. */
 static int creds_assume(const struct caller *c, int owner_proc_fd, pid_t owner, struct saved_creds *s)
 {
 	char path[48];
@@ -326,16 +384,19 @@ static int creds_assume(const struct caller *c, int owner_proc_fd, pid_t owner, 
 	int r = usable_caps(c, owner_proc_fd, owner, st.cap_effective, &caller_caps);
 	if (r < 0)
 		return r;
+	uid_t euid = st.euid;
 	if (st.fsuid != c->uid || st.fsgid != c->gid) {
 		/* The request's ids are not the thread's own: it acts with
 		 * credentials put on for it (override_creds: an io_uring
 		 * personality, say), whose capabilities and groups its status
-		 * does not show. None, then: never more than the kernel grants. */
+		 * does not show. None, then: never more than the kernel grants;
+		 * and the request's fsuid as the euid (such credentials are
+		 * one user's: a personality copies its registrar's whole). */
 		caller_caps = 0;
 		g_array_set_size(caller_groups, 0);
+		euid = c->uid;
 	}
 
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	const struct daemon_creds *d = daemon_creds();
 	if (!d)
 		return -EIO;
@@ -343,24 +404,7 @@ static int creds_assume(const struct caller *c, int owner_proc_fd, pid_t owner, 
 	if (c->uid == 0 && c->gid == 0 && (caller_caps & ours) == ours)
 		return 0; /* root with all of the daemon's capabilities: nothing to narrow */
 	s->active = TRUE;
-
-	struct __user_cap_data_struct narrowed[_LINUX_CAPABILITY_U32S_3];
-	memcpy(narrowed, d->caps, sizeof(narrowed));
-	narrowed[0].effective &= (uint32_t)caller_caps;
-	narrowed[1].effective &= (uint32_t)(caller_caps >> 32);
-
-	/* From here on a failure leaves s->active set: the caller's cleanup
-	 * restores whatever was changed. */
-	if (syscall(SYS_setgroups, (size_t)caller_groups->len,
-		    (const gid_t *)(void *)caller_groups->data) < 0)
-		return -errno;
-	setfsgid(c->gid);
-	setfsuid(c->uid);
-	if ((uid_t)setfsuid((uid_t)-1) != c->uid || (gid_t)setfsgid((gid_t)-1) != c->gid)
-		return -EPERM;
-	if (syscall(SYS_capset, &hdr, narrowed) < 0)
-		return -errno;
-	return 0;
+	return creds_apply(d, c, caller_groups, euid, caller_caps);
 }
 
 int caller_run(const struct caller *c, pid_t owner, int dirfd, int (*fn)(void *data), void *data)

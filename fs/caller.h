@@ -3,9 +3,10 @@
  * The daemon runs as root and serves every user. Whenever content depends
  * on what the caller may see (another process's memory maps, the target of
  * /proc/<pid>/exe, a root-only sysfs file), the daemon makes the kernel
- * decide by doing the open or readlink with the caller's filesystem
- * credentials: fsuid, fsgid, supplementary groups and effective
- * capabilities, narrowed for this thread only and restored right after. */
+ * decide by doing the open or readlink with every credential of the
+ * caller's it consults: fsuid, fsgid, supplementary groups, effective
+ * capabilities and euid (a user namespace's owner has every capability
+ * in it), narrowed for this thread only and restored right after. */
 #pragma once
 
 #include <glib.h>

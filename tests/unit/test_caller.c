@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -137,6 +138,75 @@ static pid_t spawn_userns_caller(void)
 	return -1;
 }
 
+/* A process of an unprivileged container: root of a user namespace that
+ * root made, mapping 0 to host uid 1000000, which execs sleep as its root
+ * (so it runs as host uid 1000000, as an Incus container's init does). */
+static pid_t spawn_rootmade_userns_process(void)
+{
+	int made[2], mapped[2];
+	cr_assert_eq(pipe2(made, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(mapped, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char c;
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (unshare(CLONE_NEWUSER) < 0 || write(made[1], "u", 1) != 1 || read(mapped[0], &c, 1) != 1 ||
+		    setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+			_exit(1);
+		execl("/bin/sleep", "sleep", "600", (char *)NULL);
+		_exit(1);
+	}
+	char c;
+	close(made[1]);
+	close(mapped[0]);
+	cr_assert_eq(read(made[0], &c, 1), 1, "the process could not make its user namespace");
+	const char *files[][2] = { { "setgroups", "deny" }, { "uid_map", "0 1000000 65536" },
+				   { "gid_map", "0 1000000 65536" } };
+	for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
+		g_autofree char *path = g_strdup_printf("/proc/%d/%s", (int)pid, files[i][0]);
+		_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+		size_t n = strlen(files[i][1]);
+		cr_assert_eq(write(fd, files[i][1], n), (ssize_t)n, "%s", path);
+	}
+	cr_assert_eq(write(mapped[1], "g", 1), 1);
+	close(made[0]);
+	close(mapped[1]);
+	for (int i = 0; i < 200; i++) {
+		char path[64], exe[64] = "";
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+		if (n > 0 && strstr(exe, "sleep"))
+			return pid;
+		g_usleep(10000);
+	}
+	cr_assert_fail("the user namespace's process did not exec sleep");
+	return -1;
+}
+
+/* A root process (euid 0, in the host's user namespace) with no effective
+ * capabilities, as a container's root without CAP_SYS_PTRACE. */
+static pid_t spawn_capless_root(void)
+{
+	int ready[2];
+	cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = { 0 };
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (syscall(SYS_capset, &hdr, none) == 0 && close(ready[1]) == 0)
+			pause();
+		_exit(1);
+	}
+	char c;
+	close(ready[1]);
+	cr_assert_eq(read(ready[0], &c, 1), 0, "the process could not start");
+	close(ready[0]);
+	return pid;
+}
+
 static void reap(pid_t pid)
 {
 	kill(pid, SIGKILL);
@@ -161,6 +231,7 @@ static char *make_file(mode_t mode, gid_t gid)
 }
 
 struct creds_snapshot {
+	uid_t euid;
 	uid_t fsuid;
 	gid_t fsgid;
 	struct __user_cap_data_struct caps[2];
@@ -171,6 +242,7 @@ static struct creds_snapshot snapshot(void)
 {
 	struct creds_snapshot s = { 0 };
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	s.euid = geteuid();
 	s.fsuid = (uid_t)setfsuid((uid_t)-1);
 	s.fsgid = (gid_t)setfsgid((gid_t)-1);
 	cr_assert_eq(syscall(SYS_capget, &hdr, s.caps), 0);
@@ -182,6 +254,7 @@ static struct creds_snapshot snapshot(void)
 static void assert_restored(const struct creds_snapshot *before)
 {
 	struct creds_snapshot after = snapshot();
+	cr_assert_eq(after.euid, before->euid, "euid restored");
 	cr_assert_eq(after.fsuid, before->fsuid, "fsuid restored");
 	cr_assert_eq(after.fsgid, before->fsgid, "fsgid restored");
 	cr_assert(memcmp(after.caps, before->caps, sizeof(before->caps)) == 0, "capabilities restored");
@@ -305,6 +378,36 @@ Test(caller, a_caller_in_a_user_namespace_reaches_its_own_processes_only)
 		     "same uid, but outside the caller's user namespace");
 	reap(inside);
 	reap(outside);
+}
+
+Test(caller, an_unprivileged_containers_process_is_refused_to_others_as_the_kernel_refuses_it)
+{
+	require_root();
+	_cleanup_close_ int proc = open("/proc", O_RDONLY | O_DIRECTORY);
+	pid_t contained = spawn_rootmade_userns_process();
+	pid_t nobody = spawn_caller(NOBODY, NOBODY, 0);
+	pid_t capless = spawn_capless_root();
+	struct caller n = { .tid = nobody, .uid = NOBODY, .gid = NOBODY, .proc_fd = proc, .pid_ns_fd = -1 };
+	struct caller r = { .tid = capless, .uid = 0, .gid = 0, .proc_fd = proc, .pid_ns_fd = -1 };
+	struct creds_snapshot before = snapshot();
+	char smaps[64], exe[64];
+	g_autofree char *target = NULL;
+	int fd = -1;
+
+	snprintf(smaps, sizeof(smaps), "%d/smaps_rollup", (int)contained);
+	snprintf(exe, sizeof(exe), "%d/exe", (int)contained);
+	/* The kernel gives the namespace's owner (root, by euid) every
+	 * capability in it: an acting thread that kept euid 0 got in. */
+	cr_assert_eq(caller_openat(&n, contained, proc, smaps, O_RDONLY, &fd), -EACCES, "nobody's open");
+	cr_assert_eq(caller_readlinkat(&n, contained, proc, exe, &target), -EACCES, "nobody's readlink");
+	assert_restored(&before);
+	/* Which is why root without capabilities does get in. */
+	cr_assert_eq(caller_openat(&r, contained, proc, smaps, O_RDONLY, &fd), 0, "the owner's open");
+	close(fd);
+	assert_restored(&before);
+	reap(contained);
+	reap(nobody);
+	reap(capless);
 }
 
 Test(caller, a_failed_restore_is_eio_and_retried_before_acting_as_anyone_again)

@@ -96,13 +96,22 @@ char *mountinfo_proc_restrictions(const char *super_options)
 	return out->len ? g_string_free(g_steal_pointer(&out), FALSE) : NULL;
 }
 
-gboolean mountinfo_hides_processes(const char *restrictions)
+enum view_hidepid mountinfo_hides_processes(const char *restrictions)
 {
 	g_auto(GStrv) list = g_strsplit(restrictions ? restrictions : "", ",", -1);
-	for (char **o = list; *o; o++)
-		if (g_str_has_prefix(*o, "hidepid=") && strcmp(*o, "hidepid=0") != 0 && strcmp(*o, "hidepid=off") != 0)
-			return TRUE;
-	return FALSE;
+	enum view_hidepid level = VIEW_HIDEPID_OFF;
+	for (char **o = list; *o; o++) {
+		if (!g_str_has_prefix(*o, "hidepid="))
+			continue;
+		const char *value = *o + strlen("hidepid=");
+		if (strcmp(value, "0") == 0 || strcmp(value, "off") == 0)
+			level = VIEW_HIDEPID_OFF;
+		else if (strcmp(value, "1") == 0 || strcmp(value, "noaccess") == 0)
+			level = VIEW_HIDEPID_NOACCESS;
+		else /* invisible, ptraceable, and any the kernel adds: hide */
+			level = VIEW_HIDEPID_INVISIBLE;
+	}
+	return level;
 }
 
 const struct mount_entry *mountinfo_container_proc(GPtrArray *mounts)

@@ -1,6 +1,8 @@
 /* Reading a mount table: the daemon's, or a process's. */
 #pragma once
 
+#include "view.h"
+
 #include <glib.h>
 #include <sys/types.h>
 
@@ -27,8 +29,8 @@ void mountinfo_entry_clear(struct mount_entry *e);
 /* Of a procfs's super options, those that restrict what a reader sees
  * (hidepid, gid, subset), comma-separated, or NULL if none. */
 char *mountinfo_proc_restrictions(const char *super_options);
-/* Whether such options hide processes from some readers. */
-gboolean mountinfo_hides_processes(const char *restrictions);
+/* How such options hide processes from some readers. */
+enum view_hidepid mountinfo_hides_processes(const char *restrictions);
 /* A container's own procfs in mounts (its init's table): the topmost
  * whole procfs at /proc, or at a path ending in /proc (its root's, before
  * pivot_root) or in /proc/.real (where the OCI hook moved it); NULL if

@@ -281,7 +281,8 @@ static gboolean caps_count_toward(int proc_fd, const char *tid, int owner_proc_f
  * The thread stays in the daemon's user namespace, where capabilities mean
  * more than in a child namespace: a caller in another user namespace keeps
  * its capabilities only towards a process of its own namespace, is refused
- * processes outside it (-EACCES), and keeps none for plain files. */
+ * processes outside it (-EXDEV: the kernel gives it no access to them),
+ * and keeps none for plain files. */
 static int usable_caps(const struct caller *c, int owner_proc_fd, pid_t owner, uint64_t caps, uint64_t *ret)
 {
 	struct stat mine, theirs, target;
@@ -300,9 +301,9 @@ static int usable_caps(const struct caller *c, int owner_proc_fd, pid_t owner, u
 	}
 	snprintf(pid, sizeof(pid), "%d", (int)owner);
 	if (!user_ns_of(owner_proc_fd, pid, &target))
-		return -ENOENT;
+		return errno == ENOENT || errno == ESRCH ? -ENOENT : -EXDEV; /* gone, or not to be told: none */
 	if (!same_ns(&theirs, &target))
-		return -EACCES;
+		return -EXDEV;
 	*ret = caps_count_toward(c->proc_fd, tid, owner_proc_fd, pid) ? caps : 0;
 	return 0;
 }
@@ -407,6 +408,16 @@ static int creds_assume(const struct caller *c, int owner_proc_fd, pid_t owner, 
 	return creds_apply(d, c, caller_groups, euid, caller_caps);
 }
 
+int caller_user_ns_foreign(const struct caller *c)
+{
+	struct stat mine, theirs;
+	char tid[16];
+	snprintf(tid, sizeof(tid), "%d", (int)c->tid);
+	if (!daemon_user_ns(c->proc_fd, &mine) || !user_ns_of(c->proc_fd, tid, &theirs))
+		return -EACCES;
+	return !same_ns(&mine, &theirs);
+}
+
 int caller_run(const struct caller *c, pid_t owner, int dirfd, int (*fn)(void *data), void *data)
 {
 	int r = caller_restored();
@@ -441,7 +452,7 @@ int caller_openat(const struct caller *c, pid_t owner, int dirfd, const char *pa
 	int r = caller_run(c, owner, dirfd, open_as, &o);
 	_cleanup_close_ int fd = o.fd; /* closed if the restore failed */
 	if (r < 0)
-		return r;
+		return r == -EXDEV ? -EACCES : r;
 	*ret_fd = steal_fd(&fd);
 	return 0;
 }
@@ -518,7 +529,7 @@ int caller_readlinkat(const struct caller *c, pid_t owner, int dirfd, const char
 	int r = caller_run(c, owner, dirfd, readlink_as, &l);
 	g_autofree char *target = l.target; /* freed if the restore failed */
 	if (r < 0)
-		return r;
+		return r == -EXDEV ? -EACCES : r;
 	*ret_target = g_steal_pointer(&target);
 	return 0;
 }

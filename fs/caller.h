@@ -54,10 +54,17 @@ int caller_openat(const struct caller *c, pid_t owner, int dirfd, const char *pa
 		  int *ret_fd);
 
 /* fn(data) run as the caller; owner and dirfd as above. fn's result, or
- * -errno if the caller's credentials could not be taken on, or -EIO if the
- * daemon's could not be given back afterwards (what fn made is then data's
- * to free). */
+ * -errno if the caller's credentials could not be taken on (-EXDEV, fn not
+ * run: owner is outside the caller's user namespace, and the kernel gives
+ * the caller no access to it at all), or -EIO if the daemon's could not be
+ * given back afterwards (what fn made is then data's to free). */
 int caller_run(const struct caller *c, pid_t owner, int dirfd, int (*fn)(void *data), void *data);
+
+/* 1 if the caller is in another user namespace than the daemon's, 0 if
+ * not, -EACCES if that cannot be told (the caller is gone). The kernel
+ * then counts the caller's capabilities in its namespace, which no thread
+ * of the daemon can hold: caller_run decides them per owner. */
+int caller_user_ns_foreign(const struct caller *c);
 
 /* openat(dirfd, path, flags) as the daemon, but with capability cap in
  * the opened file's credentials only if the caller has it, as it counts

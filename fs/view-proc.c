@@ -71,10 +71,21 @@ static int proc_call_stat(void *p)
 	return fstatat(pc->v->cfg.proc_fd, pc->path, pc->st, 0) < 0 ? procfile_errno() : 0;
 }
 
+/* A process the kernel gives the caller no access to at all (caller_run's
+ * -EXDEV: outside its user namespace) is one the procfs hides from it: not
+ * there (invisible), or there but closed (noaccess: its directory stats,
+ * and opens EPERM). */
 static int proc_as_caller(struct view *v, const struct caller *c, pid_t owner, int (*fn)(void *p),
 			  struct proc_call *pc)
 {
-	return v->cfg.hidepid ? caller_run(c, owner, v->cfg.proc_fd, fn, pc) : fn(pc);
+	if (!v->cfg.hidepid)
+		return fn(pc);
+	int r = caller_run(c, owner, v->cfg.proc_fd, fn, pc);
+	if (r != -EXDEV)
+		return r;
+	if (v->cfg.hidepid == VIEW_HIDEPID_INVISIBLE)
+		return -ENOENT;
+	return fn == proc_call_stat ? fn(pc) : -EPERM;
 }
 
 /* dirwalk of the view's procfs, as the caller (see proc_call). */
@@ -256,9 +267,12 @@ int proc_lookup_top(struct view *v, const struct caller *c, const char *name, st
 }
 
 struct top_listing {
-	const struct view *v;
+	struct view *v;
 	GArray *entries;
 	pid_t skip; /* a pid not to list */
+	/* Where set, each pid is listed only if stat_pid as this caller
+	 * finds it (a listing as the daemon, asked per pid). */
+	const struct caller *each;
 };
 
 static void list_top_entry(const struct dirent *de, void *data)
@@ -271,7 +285,8 @@ static void list_top_entry(const struct dirent *de, void *data)
 	if (proc_parse_pid(de->d_name, &pid)) {
 		/* d_ino without the tag: reading every process's start time
 		 * would cost a file read per process per listing. */
-		if (pid != l->skip)
+		struct stat st;
+		if (pid != l->skip && (!l->each || stat_pid(l->v, l->each, pid, &st) == 0))
 			view_dirent_add(l->entries, de->d_name, ino_pid_make(NODE_PID_DIR, pid, 0, 0), S_IFDIR);
 	} else {
 		view_dirent_add(l->entries, de->d_name, ino_named_make(NODE_TOP_LINK, names_intern(de->d_name)),
@@ -279,16 +294,22 @@ static void list_top_entry(const struct dirent *de, void *data)
 	}
 }
 
-/* proc/ as the procfs lists it for the caller (see stat_pid). */
+/* proc/ as the procfs lists it for the caller (see stat_pid). A caller in
+ * another user namespace than the daemon's has capabilities there that the
+ * acting thread cannot hold, so a listing as the thread would hide the
+ * processes of its namespace that the kernel shows it: it is listed as
+ * the daemon and asked per pid, where capabilities are decided per owner
+ * (one check per process, for such callers of a view with hidepid only). */
 int proc_list_top(struct view *v, const struct caller *c, GArray *entries)
 {
-	struct top_listing l = { v, entries, v->cfg.hidepid ? getpid() : 0 };
+	gboolean each = v->cfg.hidepid == VIEW_HIDEPID_INVISIBLE && caller_user_ns_foreign(c) != 0;
+	struct top_listing l = { v, entries, v->cfg.hidepid ? getpid() : 0, each ? c : NULL };
 	struct stat st;
 	char name[16];
 
 	if (v->cfg.files_only)
 		return 0;
-	int r = list_proc(v, c, 0, ".", list_top_entry, &l);
+	int r = each ? dirwalk(v->cfg.proc_fd, ".", list_top_entry, &l) : list_proc(v, c, 0, ".", list_top_entry, &l);
 	if (r == 0 && l.skip && stat_pid(v, c, l.skip, &st) == 0) {
 		snprintf(name, sizeof(name), "%d", (int)l.skip);
 		view_dirent_add(entries, name, ino_pid_make(NODE_PID_DIR, l.skip, 0, 0), S_IFDIR);

@@ -40,6 +40,11 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+/* How proc_fd hides processes from a caller the kernel gives no access
+ * to them (its hidepid option): not at all, their directories shown but
+ * closed (noaccess), or not shown (invisible, ptraceable). */
+enum view_hidepid { VIEW_HIDEPID_OFF, VIEW_HIDEPID_NOACCESS, VIEW_HIDEPID_INVISIBLE };
+
 struct view_config {
 	int proc_fd;    /* the procfs the view reads and delegates to */
 	int sys_cpu_fd; /* the host's /sys/devices/system/cpu */
@@ -62,7 +67,7 @@ struct view_config {
 	/* proc_fd hides processes from some callers (hidepid): pid
 	 * directories are then looked up and listed as the caller, and
 	 * never cached. */
-	gboolean hidepid;
+	enum view_hidepid hidepid;
 	/* proc/ holds the served files alone: no pid directories and no
 	 * links into the real procfs (LXCFS's layout, for tools that bind
 	 * each entry of it). */

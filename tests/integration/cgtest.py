@@ -735,6 +735,81 @@ HOOK_BUNDLE_CONFIG = {"ociVersion": "1.0.2", "root": {"path": "/"}}
 HOOK_ENV = dict(os.environ, ASAN_OPTIONS=(os.environ.get("ASAN_OPTIONS", "") + " detect_leaks=0").strip())
 
 
+# argv[2:] run as root of a new user namespace that root made, mapping 0 to
+# host uid and gid argv[1] (65536 of each), as an Incus or unprivileged LXC
+# container's processes run (DESIGN.md's test facts: the ids are taken
+# before the exec, so it keeps the namespace's capabilities). Its parent
+# stays root outside to write the maps, then exits as the child did.
+USERNS_RUN = r"""
+import ctypes, os, sys
+base, argv = sys.argv[1], sys.argv[2:]
+made_r, made_w = os.pipe()
+go_r, go_w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(go_w)
+    if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) != 0:
+        os._exit(95)
+    os.write(made_w, b"u")
+    if os.read(go_r, 1) != b"g":
+        os._exit(95)
+    os.setresgid(0, 0, 0)
+    os.setresuid(0, 0, 0)
+    os.execvp(argv[0], argv)
+os.close(go_r)
+try:
+    os.read(made_r, 1)
+    for name, text in (("setgroups", "deny"), ("uid_map", "0 %s 65536" % base), ("gid_map", "0 %s 65536" % base)):
+        with open("/proc/%d/%s" % (pid, name), "w") as f:
+            f.write(text)
+    os.write(go_w, b"g")
+except OSError:
+    os.kill(pid, 9)
+    raise
+code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
+def in_rootmade_userns(base, argv):
+    """argv for running argv as root of a new user namespace root made,
+    mapping 0 to host uid base (USERNS_RUN)."""
+    return [PYTHON, "-c", USERNS_RUN, str(base)] + list(argv)
+
+
+@contextlib.contextmanager
+def rootmade_userns_sleeper(base=1000000, prefix=()):
+    """A sleep run by in_rootmade_userns(base) (after prefix: nsenter into a
+    container, say): yields its host pid, once it runs sleep as host uid
+    base."""
+    wrapper = subprocess.Popen(list(prefix) + in_rootmade_userns(base, ["sleep", "3600"]),
+                               stdin=subprocess.DEVNULL)
+
+    def sleeping():
+        todo = [wrapper.pid]
+        while todo:  # the wrapper may be below nsenter's own child
+            p = todo.pop()
+            with contextlib.suppress(OSError), open("/proc/%d/status" % p) as f:
+                status = f.read()
+                if status.startswith("Name:\tsleep") and "\nUid:\t%d\t" % base in status:
+                    return p
+            todo += _children(p)
+        return None
+
+    pid = None
+    try:
+        pid = wait_until(sleeping, timeout=10)
+        if not pid:
+            raise Failure("no sleep ran as uid %d in a user namespace root made" % base)
+        yield pid
+    finally:
+        if pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        wrapper.kill()
+        wrapper.wait()
+
+
 def _children(pid):
     try:
         with open("/proc/%d/task/%d/children" % (pid, pid)) as f:

@@ -21,6 +21,8 @@ import cgtest  # noqa: E402
 from cgtest import check, check_equal, check_ran  # noqa: E402
 
 GROUP = 4242  # the gid= group: any gid will do, no entry in /etc/group needed
+# Host uids of the roots of two unprivileged containers' user namespaces.
+CONTAINED_UID, OTHER_CONTAINER_UID = 1000000, 2000000
 NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
 NOBODY_IN_GROUP = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--groups=%d" % GROUP, "--"]
 
@@ -61,10 +63,21 @@ print(json.dumps(out))
 
 
 # In a container: the pids listed in /proc (the view) and /proc/.real
-# (its own procfs), and what stat of /proc/1 gives in each.
+# (its own procfs), what stat of /proc/1 gives in each, and for argv[1] (a
+# pid, in the container), what stat, an open of smaps_rollup and a readlink
+# of exe give.
 CONTAINER_PROBE = r"""
-import json, os
+import json, os, sys
+
+def attempt(fn, *args):
+    try:
+        fn(*args)
+        return "ok"
+    except OSError as e:
+        return e.strerror
+
 out = {}
+other = sys.argv[1]
 for key, root in (("view", "/proc"), ("real", "/proc/.real")):
     listed = sorted(n for n in os.listdir(root) if n.isdigit() and n != str(os.getpid()))
     out[key] = {"listed": listed}
@@ -72,6 +85,9 @@ for key, root in (("view", "/proc"), ("real", "/proc/.real")):
         out[key]["1"] = "uid %d" % os.stat(root + "/1").st_uid
     except OSError as e:
         out[key]["1"] = e.strerror
+    base = "%s/%s/" % (root, other)
+    out[key]["other"] = [attempt(os.stat, base), attempt(lambda p: open(p).close(), base + "smaps_rollup"),
+                         attempt(os.readlink, base + "exe")]
 print(json.dumps({"view": out["view"], "real": out["real"]}))
 """
 
@@ -155,6 +171,12 @@ class HidepidDaemon:
         return False
 
 
+def nspid(pid):
+    """pid's number in its own pid namespace (the last of NSpid)."""
+    with open("/proc/%d/status" % pid) as f:
+        return next(line.split()[-1] for line in f if line.startswith("NSpid:"))
+
+
 def compare(res, who):
     """The view answers as the procfs does: listing, stat, status."""
     extra, missing = sorted(set(res["view"]) - set(res["real"])), sorted(set(res["real"]) - set(res["view"]))
@@ -177,13 +199,15 @@ def make_tests(sleepers):
         with HidepidDaemon("hidepid=invisible") as d:
             res = d.probe(NOBODY, targets(d))
             # The procfs does hide them: else this test would prove nothing.
-            for name in ("root", "daemon"):
+            for name in ("root", "daemon", "contained"):
                 check_equal(res["stat"][name][1], os.strerror(2), "stat of %s's process in the procfs" % name)
             check_equal(res["stat"]["nobody"][1], "uid 65534", "stat of nobody's process in the procfs")
             compare(res, "nobody")
 
-    @test("a container whose own /proc has hidepid=invisible,gid=%d, given the view by the OCI hook: nobody "
-          "lists and stats through it only what that procfs shows it, nobody in group %d everything" % (GROUP, GROUP))
+    @test("a container whose own /proc has hidepid=invisible,gid=%d, given the view by the OCI hook, holding "
+          "a process of a user namespace root made: nobody and root of another such namespace list, stat, open "
+          "and readlink through it only what that procfs gives them, nobody in group %d everything"
+          % (GROUP, GROUP))
     def _():
         # Security review, issue 39 finding 6: the view of a container was
         # a procfs the daemon made with no hidepid, whatever the
@@ -200,15 +224,41 @@ def make_tests(sleepers):
                 res = cgtest.give_view(d.mnt, bundle, init, "hidepid")
                 check(res[0] == 0, "the hook", cgtest.describe(res))
                 enter = ["nsenter", "-t", str(init), "-m", "-p", "--"]
-                for who, user, sees_init in (("nobody", NOBODY, False), ("nobody in the group", NOBODY_IN_GROUP,
-                                                                            True)):
-                    out = check_ran(cgtest.run(enter + user + [cgtest.PYTHON, "-c", CONTAINER_PROBE]), who)
-                    got = json.loads(out)
-                    check_equal(got["real"]["1"], "uid 0" if sees_init else os.strerror(2),
-                                "%s: stat of the container's init in its procfs" % who)
-                    check_equal(got["view"], got["real"], "%s: the view's listing and stat (the procfs's)" % who)
+                with cgtest.rootmade_userns_sleeper(CONTAINED_UID, prefix=enter) as contained:
+                    inner = nspid(contained)
+                    other = cgtest.in_rootmade_userns(OTHER_CONTAINER_UID, [])
+                    for who, user, sees_init in (("nobody", NOBODY, False),
+                                                 ("root of another user namespace", other, False),
+                                                 ("nobody in the group", NOBODY_IN_GROUP, True)):
+                        out = check_ran(cgtest.run(enter + user + [cgtest.PYTHON, "-c", CONTAINER_PROBE, inner]), who)
+                        got = json.loads(out)
+                        check_equal(got["real"]["1"], "uid 0" if sees_init else os.strerror(2),
+                                    "%s: stat of the container's init in its procfs" % who)
+                        if not sees_init:
+                            check_equal(got["real"]["other"][0], os.strerror(2),
+                                        "%s: stat of the user namespace's process in the procfs" % who)
+                        check_equal(got["view"], got["real"], "%s: the view's listing, stat, smaps_rollup and exe "
+                                    "(the procfs's)" % who)
         finally:
             shutil.rmtree(bundle, ignore_errors=True)
+
+    @test("hidepid=noaccess: nobody and root of another unprivileged container get in the view what the "
+          "procfs gives them (listing, stat, status), an unprivileged container's process included")
+    def _():
+        with HidepidDaemon("hidepid=noaccess") as d:
+            for who, user in (("nobody", NOBODY),
+                              ("root of another user namespace", cgtest.in_rootmade_userns(OTHER_CONTAINER_UID, []))):
+                res = d.probe(user, targets(d))
+                check_equal(res["status"]["contained"][1], os.strerror(1),
+                            "%s: the contained process's status in the procfs" % who)
+                compare(res, who)
+
+    @test("hidepid=invisible: root of another unprivileged container sees in the view what the procfs shows it")
+    def _():
+        with HidepidDaemon("hidepid=invisible") as d:
+            res = d.probe(cgtest.in_rootmade_userns(OTHER_CONTAINER_UID, []), targets(d))
+            check_equal(res["stat"]["contained"][1], os.strerror(2), "stat of the contained process in the procfs")
+            compare(res, "root of another user namespace")
 
     @test("hidepid=invisible: root still sees every process in the view")
     def _():
@@ -260,7 +310,8 @@ def main():
     root = subprocess.Popen(["sleep", "3600"], stdin=subprocess.DEVNULL, cwd="/")
     nobody = subprocess.Popen(NOBODY + ["sleep", "3600"], stdin=subprocess.DEVNULL, cwd="/")
     try:
-        cgtest.run_tests(make_tests({"root": root.pid, "nobody": nobody.pid}))
+        with cgtest.rootmade_userns_sleeper(CONTAINED_UID) as contained:
+            cgtest.run_tests(make_tests({"root": root.pid, "nobody": nobody.pid, "contained": contained}))
     finally:
         for p in (root, nobody):
             p.kill()

@@ -16,13 +16,20 @@ import cgtest  # noqa: E402
 from cgtest import check, check_equal, check_ran  # noqa: E402
 
 DROP = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
-root_sleeper = nobody_sleeper = None
+# Root (euid 0, the host's user namespace) without capabilities, as a
+# container's root without CAP_SYS_PTRACE.
+CAPLESS = ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--"]
+CONTAINED_UID, OTHER_CONTAINER_UID = 1000000, 2000000
+root_sleeper = nobody_sleeper = contained_sleeper = None
 
 # Runs as nobody in the view. CG_ROOT_PID: a root process, CG_NOBODY_PID: a
-# process of nobody's, CG_OOM: the oom_score_adj root set before dropping.
+# process of nobody's, CG_CONTAINED_PID: a process of an unprivileged
+# container (root of a user namespace root made), CG_OOM: the oom_score_adj
+# root set before dropping.
 PROBE = r"""
 import json, os
 R, N, OOM = int(os.environ["CG_ROOT_PID"]), int(os.environ["CG_NOBODY_PID"]), int(os.environ["CG_OOM"])
+C = int(os.environ["CG_CONTAINED_PID"])
 ME = os.getpid()
 
 def attempt(fn, *args):
@@ -53,6 +60,10 @@ for base in ("view", "real"):
     r["own_smaps"] = attempt(read, "%s/%d/smaps_rollup" % (root, ME))
     r["nobody_smaps"] = attempt(read, "%s/%d/smaps_rollup" % (root, N))
     r["nobody_environ"] = attempt(read, "%s/%d/environ" % (root, N))
+    for entry in ("smaps_rollup", "environ"):
+        r["contained_" + entry] = attempt(read, "%s/%d/%s" % (root, C, entry))
+    for link in ("exe", "cwd", "root"):
+        r["contained_readlink_" + link] = attempt(os.readlink, "%s/%d/%s" % (root, C, link))
     r["own_smaps_write"] = attempt(write, "%s/%d/smaps_rollup" % (root, ME), "x")
 
 # oom_score_adj: root set OOM before dropping its rights. Raising needs no
@@ -87,20 +98,28 @@ def make_tests(d):
 
     def probe(kind="nobody"):
         """Run PROBE as nobody in the view (kind "userns": as root of a
-        user namespace owned by nobody); the result is shared by tests."""
+        user namespace owned by nobody; "otherns": as root of another
+        unprivileged container, a user namespace root made; "capless":
+        as root without capabilities); the result is shared by tests."""
         if kind in cache:
             return cache[kind]
         # Let any cache of the daemon hold root's file first.
         with open(os.path.join(d.proc, str(root_sleeper.pid), "smaps_rollup")) as f:
             f.read()
         oom = 0
-        inner = [cgtest.PYTHON, "-c", "$CG_CODE"]
+        inner = DROP + [cgtest.PYTHON, "-c", "$CG_CODE"]
         if kind == "userns":
-            inner = ["unshare", "--user", "--map-root-user"] + inner
+            inner = DROP + ["unshare", "--user", "--map-root-user"] + inner[len(DROP):]
+        elif kind == "otherns":
+            inner = cgtest.in_rootmade_userns(OTHER_CONTAINER_UID, inner[len(DROP):])
+            inner[2] = "$CG_USERNS_RUN"
+        elif kind == "capless":
+            inner = CAPLESS + inner[len(DROP):]
         script = ('echo "$CG_OOM" > /proc/self/oom_score_adj || exit 5\n'
-                  'exec %s\n' % " ".join(DROP + [('"%s"' % a if a == "$CG_CODE" else a) for a in inner]))
+                  'exec %s\n' % " ".join('"%s"' % a if a.startswith("$CG_") else a for a in inner))
         env = dict(os.environ, CG_CODE=PROBE, CG_OOM=str(oom), CG_ROOT_PID=str(root_sleeper.pid),
-                   CG_NOBODY_PID=str(nobody_sleeper.pid))
+                   CG_NOBODY_PID=str(nobody_sleeper.pid), CG_CONTAINED_PID=str(contained_sleeper),
+                   CG_USERNS_RUN=cgtest.USERNS_RUN)
         out = check_ran(cgtest.in_view(d.mnt, ["bash", "-c", script], env=env, cwd="/"),
                         "the probe (%s)" % kind)
         cache[kind] = res = json.loads(out)
@@ -217,6 +236,35 @@ def make_tests(d):
                 bad.append("%s (%s): view %s, real %s" % (key, what, cgtest.errname(view), cgtest.errname(real)))
         check(not bad, "the view's access decision differs from the kernel's", *bad,
               "(daemon bug: caller credentials are emulated in the daemon's user namespace)")
+
+    contained = ["contained_smaps_rollup", "contained_environ", "contained_readlink_exe",
+                 "contained_readlink_cwd", "contained_readlink_root"]
+
+    @test("as nobody, a process of an unprivileged container (root of a user namespace root made, host uid "
+          "%d): smaps_rollup, environ, readlink of exe, cwd, root refused through the view as by the kernel"
+          % CONTAINED_UID)
+    def _():
+        # Security review, issue 54 part 1: the thread acting as the
+        # caller kept euid 0, and the kernel gives a user namespace's
+        # owner every capability in it.
+        same_errno(probe(), contained, errno.EACCES)
+
+    @test("as root of another unprivileged container (host uid %d), that container's process is refused "
+          "through the view as by the kernel" % OTHER_CONTAINER_UID)
+    def _():
+        res = probe("otherns")
+        check_equal(res["ids"][:3], [0, 0, 0], "ids in its user namespace")
+        same_errno(res, contained, errno.EACCES)
+
+    @test("as root without capabilities (euid 0: the owner of the container's user namespace), that "
+          "container's process opens through the view as on the real files (smaps_rollup, readlinks; not "
+          "its 0400 environ)")
+    def _():
+        res = probe("capless")
+        check_equal(res["ids"][:2], [0, 0], "uid, euid")
+        # environ is its owner's 0400 file: without CAP_DAC_OVERRIDE, EACCES.
+        same_errno(res, ["contained_environ"], errno.EACCES)
+        same_errno(res, [k for k in contained if k != "contained_environ"], 0)
 
     @test("root opening root's smaps_rollup and environ through io_uring as nobody (a personality: "
           "override_creds) is refused through the view as the kernel refuses it")
@@ -392,7 +440,7 @@ def joined_not_dumpable(proc):
 
 
 def main():
-    global root_sleeper, nobody_sleeper
+    global root_sleeper, nobody_sleeper, contained_sleeper
     cgtest.skip_all_unless_runnable()
     if shutil.which("setpriv") is None:
         print("1..0 # SKIP setpriv (util-linux) is missing")
@@ -400,7 +448,8 @@ def main():
     root_sleeper = subprocess.Popen(["sleep", "3600"], stdin=subprocess.DEVNULL, cwd="/")
     nobody_sleeper = subprocess.Popen(DROP + ["sleep", "3600"], stdin=subprocess.DEVNULL, cwd="/")
     try:
-        cgtest.run_with_daemon(make_tests)
+        with cgtest.rootmade_userns_sleeper(CONTAINED_UID) as contained_sleeper:
+            cgtest.run_with_daemon(make_tests)
     finally:
         for p in (root_sleeper, nobody_sleeper):
             p.kill()

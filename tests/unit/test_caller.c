@@ -104,6 +104,21 @@ static pid_t spawn_caller(uid_t uid, gid_t gid, gid_t extra_group)
 	return spawn_process(uid, gid, extra_group, TRUE);
 }
 
+/* pid, once it runs sleep (within 2 s; else the test fails saying why). */
+static pid_t once_sleeping(pid_t pid, const char *why)
+{
+	for (int i = 0; i < 200; i++) {
+		char path[64], exe[64] = "";
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+		if (n > 0 && strstr(exe, "sleep"))
+			return pid;
+		g_usleep(10000);
+	}
+	cr_assert_fail("%s", why);
+	return -1;
+}
+
 /* As spawn_caller, but the process runs in a user namespace of its own in
  * which it is root (a rootless container). */
 static pid_t spawn_userns_caller(void)
@@ -126,16 +141,7 @@ static pid_t spawn_userns_caller(void)
 	cr_assert_eq(read(ready[0], &c, 1), 0);
 	close(ready[0]);
 	/* unshare execs sleep once the namespace is set up */
-	for (int i = 0; i < 200; i++) {
-		char path[64], exe[64] = "";
-		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
-		if (n > 0 && strstr(exe, "sleep"))
-			return pid;
-		g_usleep(10000);
-	}
-	cr_assert_fail("unshare --user did not start sleep");
-	return -1;
+	return once_sleeping(pid, "unshare --user did not start sleep");
 }
 
 /* A process of an unprivileged container: root of a user namespace that
@@ -172,16 +178,7 @@ static pid_t spawn_rootmade_userns_process(void)
 	cr_assert_eq(write(mapped[1], "g", 1), 1);
 	close(made[0]);
 	close(mapped[1]);
-	for (int i = 0; i < 200; i++) {
-		char path[64], exe[64] = "";
-		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
-		if (n > 0 && strstr(exe, "sleep"))
-			return pid;
-		g_usleep(10000);
-	}
-	cr_assert_fail("the user namespace's process did not exec sleep");
-	return -1;
+	return once_sleeping(pid, "the user namespace's process did not exec sleep");
 }
 
 /* A root process (euid 0, in the host's user namespace) with no effective

@@ -25,7 +25,7 @@ static int file(void)
 static struct triggers *fresh(void)
 {
 	memset(records, 0, sizeof(records));
-	struct triggers *t = triggers_new(records, TRIGGERS_MAX);
+	struct triggers *t = triggers_new(records, TRIGGERS_MAX, 1);
 	cr_assert(t);
 	return t;
 }
@@ -70,7 +70,7 @@ Test(triggers, a_record_lives_from_the_trigger_to_the_release_and_a_next_daemon_
 	/* The daemon goes (its triggers closed, records kept): the next one's. */
 	static struct trigger_record next[TRIGGERS_MAX];
 	triggers_remove(tr);
-	struct triggers *n = triggers_new(next, TRIGGERS_MAX);
+	struct triggers *n = triggers_new(next, TRIGGERS_MAX, 1);
 	triggers_inherit(n, records, TRIGGERS_MAX);
 	triggers_free(t);
 	cr_assert_eq(triggers_kept(n, 42, 5, text), 0);
@@ -90,7 +90,7 @@ Test(triggers, a_record_lives_from_the_trigger_to_the_release_and_a_next_daemon_
 Test(triggers, with_every_record_in_use_a_trigger_is_still_taken_unkept)
 {
 	static struct trigger_record one[1];
-	struct triggers *t = triggers_new(one, 1);
+	struct triggers *t = triggers_new(one, 1, 1);
 	struct trigger *a = NULL, *b = NULL;
 	char text[TRIGGER_TEXT_MAX];
 	cr_assert_eq(triggers_add(t, file(), 1, 0, 1, 1, "some 1 2", &a), 0);

@@ -49,6 +49,34 @@ Test(triggers, a_tenant_past_its_limit_gets_ENOSPC_and_another_tenant_does_not)
 	triggers_free(t);
 }
 
+/* fresh()'s host tenant is 1. */
+Test(triggers, containers_at_their_bound_leave_the_host_its_triggers)
+{
+	struct triggers *t = fresh();
+	const unsigned tenants = TRIGGERS_MAX / TRIGGERS_TENANT_MAX; /* enough to fill the table */
+	g_autofree struct trigger **held = g_new0(struct trigger *, TRIGGERS_MAX + TRIGGERS_TENANT_MAX);
+	unsigned n = 0, refused = 0;
+	for (unsigned tenant = 2; tenant < 2 + tenants; tenant++)
+		for (unsigned i = 0; i < TRIGGERS_TENANT_MAX; i++) {
+			int r = triggers_add(t, file(), tenant, 0, 100 + n + refused, 1, "some 1 2", &held[n]);
+			cr_assert(r == 0 || r == -ENOSPC, "%s", g_strerror(-r));
+			r == 0 ? n++ : refused++;
+		}
+	cr_expect_eq(n, TRIGGERS_MAX - TRIGGERS_TENANT_MAX, "the containers' triggers: %u", n);
+	cr_expect_eq(refused, TRIGGERS_TENANT_MAX);
+	unsigned containers = n;
+	for (unsigned i = 0; i < TRIGGERS_TENANT_MAX; i++) {
+		int r = triggers_add(t, file(), 1, 0, 5000 + i, 1, "some 1 2", &held[n]);
+		cr_expect_eq(r, 0, "the host's trigger %u while the containers hold %u: %s", i, containers,
+			     g_strerror(-r));
+		n += r == 0;
+	}
+	cr_expect_eq(triggers_admit(t, 1), -ENOSPC, "the host's own bound");
+	for (unsigned i = 0; i < n; i++)
+		triggers_remove(held[i]);
+	triggers_free(t);
+}
+
 static void remember(void *data, uint64_t kh)
 {
 	*(uint64_t *)data = kh;

@@ -224,15 +224,16 @@ static void count_add(struct triggers *t, uint64_t tenant, int n)
 /* ENOSPC past a limit, said at most once a minute. Under t->lock. */
 static int over_limit(struct triggers *t, uint64_t tenant)
 {
-	gboolean all = g_hash_table_size(t->by_id) >= TRIGGERS_MAX ||
-		       (tenant != t->host_tenant && t->held_by_others >= TRIGGERS_MAX - TRIGGERS_TENANT_MAX);
-	if (!all && count_of(t, tenant) < TRIGGERS_TENANT_MAX)
+	gboolean full = g_hash_table_size(t->by_id) >= TRIGGERS_MAX;
+	gboolean others_full = tenant != t->host_tenant && t->held_by_others >= TRIGGERS_MAX - TRIGGERS_TENANT_MAX;
+	if (!full && !others_full && count_of(t, tenant) < TRIGGERS_TENANT_MAX)
 		return 0;
 	gint minute = (gint)(g_get_monotonic_time() / (60 * G_USEC_PER_SEC));
-	if (t->told_minute != minute && all)
-		g_warning("the views' callers hold %d PSI triggers (%d of them kept for the host's): trigger writes "
-			  "fail with ENOSPC until some are closed",
-			  TRIGGERS_MAX, TRIGGERS_TENANT_MAX);
+	if (t->told_minute != minute && (full || others_full))
+		g_warning("the views' callers hold %u PSI triggers, %u of them the containers' (at most %d: %d are "
+			  "kept for the host's): %s trigger writes fail with ENOSPC until some are closed",
+			  g_hash_table_size(t->by_id), t->held_by_others, TRIGGERS_MAX - TRIGGERS_TENANT_MAX,
+			  TRIGGERS_TENANT_MAX, full ? "every" : "the containers'");
 	else if (t->told_minute != minute)
 		g_warning("a tenant's callers (a container: its pid namespace and those below it) hold %d PSI "
 			  "triggers: their trigger writes fail with ENOSPC until they close some; others' work on",

@@ -677,6 +677,11 @@ def add_tenant_tests(d, test, state):
         # Issue 54 finding 1: each handle kept its own copy of the listing
         # (about 24 KB a handle for 454 entries).
         check("bundle" in state, "the first test did not run")
+        if os.environ.get("CGPROCFS_SANITIZED"):
+            # Each open still makes a listing, freed once found shared:
+            # ASan's quarantine keeps it (up to 256 MiB).
+            raise cgtest.Skip("built with sanitizers: RSS does not tell what the daemon holds (ASan keeps freed "
+                              "memory in quarantine)")
         with cgtest.namespace_with_view(d.mnt, state["bundle"], "dir-holder") as (pid, res):
             check(res[0] == 0, "the hook", cgtest.describe(res))
             sleepers = subprocess.Popen(enter(pid, ["sh", "-c", "for i in $(seq %d); do sleep 600 & done; echo ready; "

@@ -18,6 +18,7 @@
 #include "caller.h"
 #include "inflight.h"
 #include "metrics.h"
+#include "pidns.h"
 
 #include <errno.h>
 #include <linux/fuse.h>
@@ -66,7 +67,7 @@ struct server *server_new(struct notifier *notifier)
 	sv->inflight = inflight_new();
 	unsigned n;
 	struct trigger_record *records = inflight_triggers(sv->inflight, &n);
-	sv->triggers = triggers_new(records, n);
+	sv->triggers = triggers_new(records, n, pidns_own());
 	g_mutex_init(&sv->lock);
 	g_cond_init(&sv->changed);
 	sv->by_id = g_hash_table_new(g_int64_hash, g_int64_equal);

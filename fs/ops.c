@@ -45,10 +45,15 @@ static void tell_out_of_fds(int negative_errno)
 			  g_strerror(-negative_errno));
 }
 
+/* Set by a refusal at a bound of the handles (told on its own), for the
+ * reply of this thread's request. */
+static __thread gboolean handle_refused;
+
 void ops_reply_err(fuse_req_t req, int negative_errno)
 {
-	if (negative_errno == -EMFILE || negative_errno == -ENFILE)
+	if ((negative_errno == -EMFILE || negative_errno == -ENFILE) && !handle_refused)
 		tell_out_of_fds(negative_errno);
+	handle_refused = FALSE;
 	fuse_reply_err(req, -negative_errno);
 }
 
@@ -149,8 +154,8 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 }
 
 /* Open files and directories by handle (fs/handles.h). A handle's object
- * is a GArray* of a directory's entries (HANDLE_DIR set in the handle) or
- * a struct served_file*. */
+ * is a struct listing* of a directory's entries, shared (HANDLE_DIR set in
+ * the handle, fs/listing.h), or a struct served_file*. */
 #define HANDLE_DIR (UINT64_C(1) << HANDLES_KIND_SHIFT)
 
 static void served_file_free(struct served_file *f);
@@ -158,7 +163,7 @@ static void served_file_free(struct served_file *f);
 static void handle_object_free(uint64_t fh, gpointer object)
 {
 	if (fh & HANDLE_DIR)
-		g_array_unref(object);
+		listing_unref(object);
 	else
 		served_file_free(object);
 }
@@ -178,32 +183,34 @@ void ops_state_init(struct ops_state *s)
 	kcache_init(s);
 	handles_init(&s->handles, handle_object_free);
 	tidcache_init(&s->tenants, tenant_same, tenant_no_unref);
+	listings_init(&s->listings);
 }
 
 void ops_state_clear(struct ops_state *s)
 {
 	handles_clear(&s->handles);
+	listings_clear(&s->listings);
 	tidcache_clear(&s->tenants);
 	kcache_clear(s);
 }
 
-/* An open past a limit (fs/handles.h): EMFILE for the caller's tenant,
+/* An open past a bound (fs/handles.h): EMFILE for the caller's tenant,
  * ENFILE for the session, said at most once a minute. */
-static void refuse_handle(fuse_req_t req, int negative_errno)
+static void tell_handle_refused(int negative_errno)
 {
 	static gint told_minute = -1;
+	handle_refused = TRUE;
 	if (once_a_minute(&told_minute))
-		g_warning(negative_errno == -EMFILE ? "a tenant's callers (a pid namespace and those below it) hold %d "
-						      "open files and directories of a view: their opens fail with "
-						      "EMFILE until they close some; others' open on"
-						    : "a view's callers hold %d open files and directories: its opens fail "
-						      "with ENFILE until they close some",
-			  negative_errno == -EMFILE ? HANDLES_TENANT_MAX : HANDLES_MAX);
-	fuse_reply_err(req, -negative_errno);
+		g_warning(negative_errno == -EMFILE ? "a tenant's callers (a container: its pid namespace and those "
+						      "below it) hold %d open files and directories of a view, or %zu "
+						      "MiB of their listings: their opens fail with EMFILE until they "
+						      "close some; others' open on"
+						    : "a view's callers hold %d open files and directories, or %zu MiB "
+						      "of their listings: its opens fail with ENFILE until they close some",
+			  negative_errno == -EMFILE ? HANDLES_TENANT_MAX : HANDLES_MAX,
+			  (negative_errno == -EMFILE ? HANDLES_TENANT_BYTES : HANDLES_BYTES) >> 20);
 }
 
-/* A new handle of object for req's caller, or 0 (object freed, req
- * answered) past a limit. */
 uint64_t ops_tenant(fuse_req_t req)
 {
 	struct ops_state *s = state(req);
@@ -217,13 +224,17 @@ uint64_t ops_tenant(fuse_req_t req)
 	return tenant;
 }
 
-static uint64_t handle_add(fuse_req_t req, gpointer object, uint64_t kind)
+/* A new handle of object (holding bytes) for req's caller, or 0 (object
+ * freed, req answered) past a bound. */
+static uint64_t handle_add(fuse_req_t req, gpointer object, gsize bytes, uint64_t kind)
 {
 	struct ops_state *s = state(req);
 	uint64_t fh = 0;
-	int r = handles_add(&s->handles, object, kind, ops_tenant(req), &fh);
-	if (r < 0)
-		refuse_handle(req, r);
+	int r = handles_add(&s->handles, object, bytes, kind, ops_tenant(req), &fh);
+	if (r < 0) {
+		tell_handle_refused(r);
+		ops_reply_err(req, r);
+	}
 	return fh;
 }
 
@@ -232,9 +243,15 @@ static gpointer handle_get(struct ops_state *s, uint64_t fh)
 	return handles_get(&s->handles, fh);
 }
 
-static gpointer handle_adopt(struct ops_state *s, uint64_t fh, gpointer object)
+/* The object of a handle made before a handover, object (holding bytes)
+ * or the one another request gave it, counted for req's caller: 0, or
+ * -EMFILE or -ENFILE past a bound (told; object freed). */
+static int handle_adopt(fuse_req_t req, uint64_t fh, gpointer object, gsize bytes, gpointer *ret_object)
 {
-	return handles_adopt(&s->handles, fh, object);
+	int r = handles_adopt(&state(req)->handles, fh, object, bytes, ops_tenant(req), ret_object);
+	if (r < 0)
+		tell_handle_refused(r);
+	return r;
 }
 
 static void handle_remove(struct ops_state *s, uint64_t fh)
@@ -252,7 +269,8 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	struct ops_state *s = state(req); /* a reply frees req, sent or not */
-	fi->fh = handle_add(req, entries, HANDLE_DIR);
+	struct listing *listing = listings_share(&s->listings, ino, entries);
+	fi->fh = handle_add(req, listing, listing->bytes, HANDLE_DIR);
 	if (fi->fh && fuse_reply_open(req, fi) < 0)
 		handle_remove(s, fi->fh);
 }
@@ -260,19 +278,24 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	GArray *entries = handle_get(state(req), fi->fh | HANDLE_DIR);
+	struct listing *listing = handle_get(state(req), fi->fh | HANDLE_DIR);
 	g_autofree char *buf = NULL;
 	size_t used = 0;
 
-	if (!entries) { /* opened before a handover */
+	if (!listing) { /* opened before a handover */
 		struct caller c = ops_caller(req);
-		int r = view_readdir(state(req)->view, &c, ino, &entries);
+		GArray *made = NULL;
+		int r = view_readdir(state(req)->view, &c, ino, &made);
+		if (r == 0) {
+			struct listing *fresh = listings_share(&state(req)->listings, ino, made);
+			r = handle_adopt(req, fi->fh | HANDLE_DIR, fresh, fresh->bytes, (gpointer *)&listing);
+		}
 		if (r < 0) {
 			ops_reply_err(req, r);
 			return;
 		}
-		entries = handle_adopt(state(req), fi->fh | HANDLE_DIR, entries);
 	}
+	const GArray *entries = listing->entries;
 	buf = g_malloc(size);
 
 	for (guint i = off < 0 ? 0 : (guint)off; i < entries->len; i++) {
@@ -358,7 +381,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->direct_io = 1;
 	}
 	fi->noflush = 1;
-	fi->fh = handle_add(req, f, 0);
+	fi->fh = handle_add(req, f, 0, 0);
 	if (fi->fh && fuse_reply_open(req, fi) < 0) /* req is gone, sent or not */
 		handle_remove(s, fi->fh);
 }
@@ -425,11 +448,13 @@ struct served_file *ops_file(fuse_req_t req, fuse_ino_t ino, off_t off, struct f
 	if (f)
 		return f;
 	int r = adopted_file(req, ino, off, fi->flags, &f);
+	if (r == 0)
+		r = handle_adopt(req, fi->fh & ~HANDLE_DIR, f, 0, (gpointer *)&f);
 	if (r < 0) {
 		*ret_err = r;
 		return NULL;
 	}
-	return handle_adopt(state(req), fi->fh & ~HANDLE_DIR, f);
+	return f;
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "handles.h"
+#include "listing.h"
 #include "pidwatch.h"
 #include "tidcache.h"
 #include "view.h"
@@ -28,6 +29,8 @@ struct ops_state {
 	 * ops_state_clear, once no request of the session can come. */
 	struct handles handles;
 	struct tidcache tenants;
+	/* The listings of the open directories, shared (fs/listing.h). */
+	struct listings listings;
 	/* Served files shared per content class (view_class_row): the version
 	 * of each inode's text the kernel was last told, and per row the one
 	 * inode (class) its callers have looked up, or every class if several

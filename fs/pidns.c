@@ -64,29 +64,47 @@ uint64_t pidns_of(int proc_fd, pid_t tid)
 	return fstatat(proc_fd, path, &st, 0) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
+uint64_t pidns_own(void)
+{
+	struct stat st;
+	return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+uint64_t pidns_tenant_pick(const uint64_t *chain, unsigned n, uint64_t view, uint64_t own)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (chain[i] == view || chain[i] == own)
+			return chain[i];
+		if (i + 1 < n && chain[i + 1] == own)
+			return chain[i]; /* a child of the daemon's: a container */
+	}
+	/* Not below the daemon's as far as it could be told: its own top. */
+	return n ? chain[n - 1] : 0;
+}
+
 uint64_t pidns_tenant(int proc_fd, pid_t tid, int ns_fd)
 {
 	char path[32];
-	struct stat base, st;
+	struct stat st;
+	uint64_t chain[PIDNS_DEPTH_MAX];
+	unsigned n = 0;
 	snprintf(path, sizeof(path), "%d/ns/pid", (int)tid);
 	_cleanup_close_ int fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return 0;
-	if (ns_fd >= 0 ? fstat(ns_fd, &base) < 0 : stat("/proc/self/ns/pid", &base) < 0)
-		return st.st_ino;
-	/* Up from tid's own to the child of the base (nesting is at most 32). */
-	for (int depth = 0; depth < 33 && st.st_ino != base.st_ino; depth++) {
-		struct stat up;
-		int parent = ioctl(fd, NS_GET_PARENT); /* fails above the daemon's */
-		if (parent < 0)
+	uint64_t own = pidns_own();
+	uint64_t view = ns_fd >= 0 ? (fstat(ns_fd, &st) == 0 ? (uint64_t)st.st_ino : 0) : own;
+	/* Up from tid's own while it is neither the view's nor the daemon's
+	 * (above the daemon's NS_GET_PARENT fails). */
+	for (fstat(fd, &st); n < PIDNS_DEPTH_MAX; n++) {
+		chain[n] = st.st_ino;
+		if (chain[n] == view || chain[n] == own)
 			break;
-		if (fstat(parent, &up) < 0 || up.st_ino == base.st_ino) {
-			close(parent);
+		_cleanup_close_ int parent = ioctl(fd, NS_GET_PARENT);
+		if (parent < 0 || fstat(parent, &st) < 0)
 			break;
-		}
 		close(fd);
-		fd = parent;
-		st = up;
+		fd = steal_fd(&parent);
 	}
-	return st.st_ino;
+	return pidns_tenant_pick(chain, MIN(n + 1, PIDNS_DEPTH_MAX), view, own);
 }

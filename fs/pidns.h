@@ -24,9 +24,20 @@ uint64_t pidns_of(int proc_fd, pid_t tid);
  * -1, where there is no pidfd to ask. */
 gboolean pidns_pidfd_exited(int pidfd);
 
-/* Whose caller thread tid (of proc_fd's namespace) is, for its limits:
- * of its pid namespaces, the one that is a child of the namespace of ns_fd
- * (-1: the daemon's), or that namespace itself if tid is of it. A tenant
- * that makes pid namespaces below its own is still that one. Its inode,
- * or 0 if it cannot be told (the thread is gone). */
+/* The daemon's own pid namespace (its inode), or 0 if it cannot be told. */
+uint64_t pidns_own(void);
+
+/* Whose caller thread tid (of proc_fd's namespace) is, for its limits: its
+ * container. That is the namespace of ns_fd (the view's; -1: the
+ * daemon's) if tid is of it or of one nested below it; else the child of
+ * the daemon's namespace that tid is of or below (another container); else
+ * the daemon's (the host's processes, one tenant). Its inode, or 0 if it
+ * cannot be told (the thread is gone). */
 uint64_t pidns_tenant(int proc_fd, pid_t tid, int ns_fd);
+
+#define PIDNS_DEPTH_MAX 33 /* the kernel nests at most 32 below the first */
+
+/* pidns_tenant's choice, from chain: the inodes of tid's namespace and of
+ * each one above it, n of them (as far as they could be told), view the
+ * view's namespace and own the daemon's. */
+uint64_t pidns_tenant_pick(const uint64_t *chain, unsigned n, uint64_t view, uint64_t own);

@@ -26,6 +26,8 @@ struct triggers {
 	unsigned waking;      /* poll handles being woken outside the lock */
 	GHashTable *by_id;    /* id -> struct trigger *, owned */
 	GHashTable *tenants;  /* tenant -> triggers it holds */
+	uint64_t host_tenant;
+	unsigned held_by_others; /* triggers of tenants but the host's */
 	uint64_t serial;
 	struct trigger_record *records;
 	unsigned n_records;
@@ -99,7 +101,7 @@ static gpointer watch(gpointer data)
 	}
 }
 
-struct triggers *triggers_new(struct trigger_record *records, unsigned n)
+struct triggers *triggers_new(struct trigger_record *records, unsigned n, uint64_t host_tenant)
 {
 	_cleanup_close_ int epfd = epoll_create1(EPOLL_CLOEXEC);
 	_cleanup_close_ int stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -114,6 +116,7 @@ struct triggers *triggers_new(struct trigger_record *records, unsigned n)
 	g_cond_init(&t->woken);
 	t->by_id = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)trigger_free);
 	t->tenants = g_hash_table_new(g_direct_hash, g_direct_equal);
+	t->host_tenant = host_tenant;
 	t->records = records;
 	t->n_records = records ? n : 0;
 	t->epfd = steal_fd(&epfd);
@@ -210,6 +213,8 @@ static guint count_of(struct triggers *t, uint64_t tenant)
 static void count_add(struct triggers *t, uint64_t tenant, int n)
 {
 	guint now = count_of(t, tenant) + (guint)n;
+	if (tenant != t->host_tenant)
+		t->held_by_others += (unsigned)n;
 	if (now)
 		g_hash_table_insert(t->tenants, KEY(tenant), GUINT_TO_POINTER(now));
 	else
@@ -219,16 +224,20 @@ static void count_add(struct triggers *t, uint64_t tenant, int n)
 /* ENOSPC past a limit, said at most once a minute. Under t->lock. */
 static int over_limit(struct triggers *t, uint64_t tenant)
 {
-	gboolean all = g_hash_table_size(t->by_id) >= TRIGGERS_MAX;
-	if (!all && count_of(t, tenant) < TRIGGERS_TENANT_MAX)
+	gboolean full = g_hash_table_size(t->by_id) >= TRIGGERS_MAX;
+	gboolean others_full = tenant != t->host_tenant && t->held_by_others >= TRIGGERS_MAX - TRIGGERS_TENANT_MAX;
+	if (!full && !others_full && count_of(t, tenant) < TRIGGERS_TENANT_MAX)
 		return 0;
 	gint minute = (gint)(g_get_monotonic_time() / (60 * G_USEC_PER_SEC));
-	if (t->told_minute != minute)
-		g_warning(all ? "the views' callers hold %d PSI triggers: trigger writes fail with ENOSPC until some "
-				"are closed"
-			      : "a tenant's callers hold %d PSI triggers: their trigger writes fail with ENOSPC until "
-				"they close some; others' work on",
-			  all ? TRIGGERS_MAX : TRIGGERS_TENANT_MAX);
+	if (t->told_minute != minute && (full || others_full))
+		g_warning("the views' callers hold %u PSI triggers, %u of them the containers' (at most %d: %d are "
+			  "kept for the host's): %s trigger writes fail with ENOSPC until some are closed",
+			  g_hash_table_size(t->by_id), t->held_by_others, TRIGGERS_MAX - TRIGGERS_TENANT_MAX,
+			  TRIGGERS_TENANT_MAX, full ? "every" : "the containers'");
+	else if (t->told_minute != minute)
+		g_warning("a tenant's callers (a container: its pid namespace and those below it) hold %d PSI "
+			  "triggers: their trigger writes fail with ENOSPC until they close some; others' work on",
+			  TRIGGERS_TENANT_MAX);
 	t->told_minute = minute;
 	return -ENOSPC;
 }

@@ -19,9 +19,12 @@
 #include <poll.h>
 #include <stdint.h>
 
-/* A caller's triggers, counted per tenant (fs/handles.h), and the
- * daemon's: past TRIGGERS_TENANT_MAX a tenant's trigger writes fail with
- * ENOSPC, past TRIGGERS_MAX everyone's. */
+/* A caller's triggers, counted per tenant (a container: pidns_tenant), and
+ * the daemon's: past TRIGGERS_TENANT_MAX a tenant's trigger writes fail
+ * with ENOSPC, and past TRIGGERS_MAX everyone's. Of those, the host's
+ * tenant (the daemon's own pid namespace) has TRIGGERS_TENANT_MAX kept
+ * for it: the containers together hold at most the others, so that the
+ * host's own (systemd-oomd, psi-notify, lmkd) are set whatever they hold. */
 #define TRIGGERS_TENANT_MAX 64
 #define TRIGGERS_MAX 1024
 /* The longest trigger the kernel takes from /proc/pressure/<name> (its
@@ -41,9 +44,10 @@ struct trigger_record {
 struct triggers;
 struct trigger;
 
-/* records: n records (NULL: none kept) this daemon fills. Starts the
- * thread that waits on the triggers; NULL if it cannot (said once). */
-struct triggers *triggers_new(struct trigger_record *records, unsigned n);
+/* records: n records (NULL: none kept) this daemon fills; host_tenant:
+ * the host's tenant (pidns_own). Starts the thread that waits on the
+ * triggers; NULL if it cannot (said once). */
+struct triggers *triggers_new(struct trigger_record *records, unsigned n, uint64_t host_tenant);
 /* Stops the thread; the triggers left are closed, their records kept. */
 void triggers_free(struct triggers *t);
 /* Keep the records of the daemon before (from its table) as this one's. */

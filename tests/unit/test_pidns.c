@@ -11,6 +11,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -96,4 +98,86 @@ Test(pidns, a_pidfd_says_when_its_process_exited)
 	waitpid(child, NULL, 0);
 	cr_expect(pidns_pidfd_exited(pidfd), "killed");
 	cr_expect_not(pidns_pidfd_exited(-1), "no pidfd: nothing to tell");
+}
+
+/* The inode of the file at path (a pid namespace's). */
+static uint64_t ino_of(const char *path)
+{
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0, "%s: %s", path, g_strerror(errno));
+	return (uint64_t)st.st_ino;
+}
+
+/* A process two pid namespaces below this one: *ret_outer is pid 1 of a
+ * new namespace, and the process returned (by its number here) is pid 1
+ * of one made below that. Killing the outer one ends both. */
+static pid_t start_nested(pid_t *ret_outer)
+{
+	char path[64];
+	if (geteuid() != 0)
+		cr_skip_test("making pid namespaces needs root");
+	pid_t outer = (pid_t)syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (outer == 0) {
+		if (syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL) == 0)
+			pause();
+		pause();
+		_exit(0);
+	}
+	cr_assert(outer > 0, "clone(CLONE_NEWPID): %s", g_strerror(errno));
+	*ret_outer = outer;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)outer, (int)outer);
+	for (int i = 0; i < 500; i++) {
+		g_autofree char *text = NULL;
+		pid_t inner = g_file_get_contents(path, &text, NULL, NULL) ? (pid_t)atoi(text) : 0;
+		if (inner > 0)
+			return inner;
+		g_usleep(10000);
+	}
+	kill(outer, SIGKILL);
+	cr_assert_fail("the nested process did not start");
+	return -1;
+}
+
+Test(pidns, the_tenant_in_a_container_view_is_the_view_namespace_with_all_nested_below_it)
+{
+	pid_t outer;
+	pid_t inner = start_nested(&outer);
+	char path[64];
+	_cleanup_close_ int proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)outer);
+	uint64_t container = ino_of(path);
+	_cleanup_close_ int view_fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)inner);
+	uint64_t below = ino_of(path);
+	cr_assert_neq(below, container, "the inner process is not in a namespace of its own");
+
+	cr_expect_eq(pidns_tenant(proc_fd, inner, view_fd), container, "a nested namespace's process in the "
+		     "container's view: %" G_GUINT64_FORMAT ", not the container's %" G_GUINT64_FORMAT,
+		     pidns_tenant(proc_fd, inner, view_fd), container);
+	cr_expect_eq(pidns_tenant(proc_fd, outer, view_fd), container, "the container's init in its view");
+	cr_expect_eq(pidns_tenant(proc_fd, inner, -1), container, "a nested namespace's process in the host's view");
+	cr_expect_eq(pidns_tenant(proc_fd, getpid(), view_fd), ino_of("/proc/self/ns/pid"),
+		     "a host process in the container's view: the host's tenant");
+	cr_expect_eq(pidns_tenant(proc_fd, getpid(), -1), ino_of("/proc/self/ns/pid"), "a host process");
+	kill(outer, SIGKILL);
+	waitpid(outer, NULL, 0);
+}
+
+Test(pidns, the_tenant_is_picked_from_the_chain_of_namespaces)
+{
+	const uint64_t own = 1, view = 10;
+	/* nested twice below the view, which is a child of the daemon's */
+	cr_expect_eq(pidns_tenant_pick((uint64_t[]){ 12, 11, 10 }, 3, view, own), view);
+	/* another container (a child of the daemon's), and one below it */
+	cr_expect_eq(pidns_tenant_pick((uint64_t[]){ 20, 1 }, 2, view, own), 20);
+	cr_expect_eq(pidns_tenant_pick((uint64_t[]){ 21, 20, 1 }, 3, view, own), 20);
+	/* the host's processes */
+	cr_expect_eq(pidns_tenant_pick((uint64_t[]){ 1 }, 1, view, own), own);
+	/* the host's view: the daemon's is the view's */
+	cr_expect_eq(pidns_tenant_pick((uint64_t[]){ 31, 30, 1 }, 3, own, own), 30);
+	/* a view nested in a container: its container's processes are that container's */
+	cr_expect_eq(pidns_tenant_pick((uint64_t[]){ 40, 1 }, 2, 41, own), 40);
+	/* a chain cut short (a namespace gone meanwhile): its top */
+	cr_expect_eq(pidns_tenant_pick((uint64_t[]){ 51, 50 }, 2, view, own), 50);
+	cr_expect_eq(pidns_tenant_pick(NULL, 0, view, own), 0);
 }

@@ -25,7 +25,7 @@ static int file(void)
 static struct triggers *fresh(void)
 {
 	memset(records, 0, sizeof(records));
-	struct triggers *t = triggers_new(records, TRIGGERS_MAX);
+	struct triggers *t = triggers_new(records, TRIGGERS_MAX, 1);
 	cr_assert(t);
 	return t;
 }
@@ -45,6 +45,34 @@ Test(triggers, a_tenant_past_its_limit_gets_ENOSPC_and_another_tenant_does_not)
 	triggers_remove(held[0]);
 	cr_assert_eq(triggers_admit(t, 7), 0, "one closed: room again");
 	for (unsigned i = 1; i <= TRIGGERS_TENANT_MAX; i++)
+		triggers_remove(held[i]);
+	triggers_free(t);
+}
+
+/* fresh()'s host tenant is 1. */
+Test(triggers, containers_at_their_bound_leave_the_host_its_triggers)
+{
+	struct triggers *t = fresh();
+	const unsigned tenants = TRIGGERS_MAX / TRIGGERS_TENANT_MAX; /* enough to fill the table */
+	g_autofree struct trigger **held = g_new0(struct trigger *, TRIGGERS_MAX + TRIGGERS_TENANT_MAX);
+	unsigned n = 0, refused = 0;
+	for (unsigned tenant = 2; tenant < 2 + tenants; tenant++)
+		for (unsigned i = 0; i < TRIGGERS_TENANT_MAX; i++) {
+			int r = triggers_add(t, file(), tenant, 0, 100 + n + refused, 1, "some 1 2", &held[n]);
+			cr_assert(r == 0 || r == -ENOSPC, "%s", g_strerror(-r));
+			r == 0 ? n++ : refused++;
+		}
+	cr_expect_eq(n, TRIGGERS_MAX - TRIGGERS_TENANT_MAX, "the containers' triggers: %u", n);
+	cr_expect_eq(refused, TRIGGERS_TENANT_MAX);
+	unsigned containers = n;
+	for (unsigned i = 0; i < TRIGGERS_TENANT_MAX; i++) {
+		int r = triggers_add(t, file(), 1, 0, 5000 + i, 1, "some 1 2", &held[n]);
+		cr_expect_eq(r, 0, "the host's trigger %u while the containers hold %u: %s", i, containers,
+			     g_strerror(-r));
+		n += r == 0;
+	}
+	cr_expect_eq(triggers_admit(t, 1), -ENOSPC, "the host's own bound");
+	for (unsigned i = 0; i < n; i++)
 		triggers_remove(held[i]);
 	triggers_free(t);
 }
@@ -70,7 +98,7 @@ Test(triggers, a_record_lives_from_the_trigger_to_the_release_and_a_next_daemon_
 	/* The daemon goes (its triggers closed, records kept): the next one's. */
 	static struct trigger_record next[TRIGGERS_MAX];
 	triggers_remove(tr);
-	struct triggers *n = triggers_new(next, TRIGGERS_MAX);
+	struct triggers *n = triggers_new(next, TRIGGERS_MAX, 1);
 	triggers_inherit(n, records, TRIGGERS_MAX);
 	triggers_free(t);
 	cr_assert_eq(triggers_kept(n, 42, 5, text), 0);
@@ -90,7 +118,7 @@ Test(triggers, a_record_lives_from_the_trigger_to_the_release_and_a_next_daemon_
 Test(triggers, with_every_record_in_use_a_trigger_is_still_taken_unkept)
 {
 	static struct trigger_record one[1];
-	struct triggers *t = triggers_new(one, 1);
+	struct triggers *t = triggers_new(one, 1, 1);
 	struct trigger *a = NULL, *b = NULL;
 	char text[TRIGGER_TEXT_MAX];
 	cr_assert_eq(triggers_add(t, file(), 1, 0, 1, 1, "some 1 2", &a), 0);

@@ -337,6 +337,15 @@ static struct served_file *served_file_of(GBytes *content, int64_t version, fuse
 	return f;
 }
 
+/* What a file's handle holds of its own, for its tenant's bytes: its text,
+ * unless that is the text kept for every caller of the inode (a version),
+ * which no open adds. Counted at the open: a text made again for a read
+ * from the start is of the same file and class, of about its size. */
+static gsize served_file_bytes(const struct served_file *f)
+{
+	return f->version > 0 ? 0 : g_bytes_get_size(f->content);
+}
+
 /* A snapshot of ino for the caller of req. 0 or -errno. */
 static int served_file_new(fuse_req_t req, fuse_ino_t ino, int flags, struct served_file **ret)
 {
@@ -381,7 +390,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->direct_io = 1;
 	}
 	fi->noflush = 1;
-	fi->fh = handle_add(req, f, 0, 0);
+	fi->fh = handle_add(req, f, served_file_bytes(f), 0);
 	if (fi->fh && fuse_reply_open(req, fi) < 0) /* req is gone, sent or not */
 		handle_remove(s, fi->fh);
 }
@@ -449,7 +458,7 @@ struct served_file *ops_file(fuse_req_t req, fuse_ino_t ino, off_t off, struct f
 		return f;
 	int r = adopted_file(req, ino, off, fi->flags, &f);
 	if (r == 0)
-		r = handle_adopt(req, fi->fh & ~HANDLE_DIR, f, 0, (gpointer *)&f);
+		r = handle_adopt(req, fi->fh & ~HANDLE_DIR, f, served_file_bytes(f), (gpointer *)&f);
 	if (r < 0) {
 		*ret_err = r;
 		return NULL;

@@ -318,6 +318,11 @@ int keeper_run(int argc, char **argv)
 	}
 	prctl(PR_SET_NAME, "cgprocfs-keeper");
 	fault_set_role("keeper");
+	/* Never the one an OOM killer takes (the unit's MemoryMax, the
+	 * node's): the daemon is, and the views wait here for the next. */
+	_cleanup_close_ int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (oom < 0 || write(oom, "-1000", 5) != 5)
+		g_message("the keeper may be taken by an OOM killer (oom_score_adj): %s", g_strerror(errno));
 	/* The daemon's signals are not the keeper's: it goes when told, or
 	 * when nobody came for the views in time. */
 	signal(SIGINT, SIG_IGN);

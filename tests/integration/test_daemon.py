@@ -55,6 +55,28 @@ def start_fails(argv, status, words, what, **kw):
     return result
 
 
+def has_cap_sys_resource():
+    """Whether this process has CAP_SYS_RESOURCE (24) in its effective set."""
+    with open("/proc/self/status") as f:
+        caps = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
+    return bool(caps >> 24 & 1)
+
+
+# Opens argv[1] again and again, holding every fd, until an open fails;
+# prints how many it held and why it stopped.
+HOARDER = r"""
+import os, resource, sys
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+fds = []
+try:
+    while True:
+        fds.append(os.open(sys.argv[1], os.O_RDONLY))
+except OSError as e:
+    print(len(fds), e.strerror, flush=True)
+"""
+
+
 @contextlib.contextmanager
 def reader_in_view(mnt, seconds):
     """cgtest.VIEW_READER for seconds with the view at mnt bound over /proc; killed if
@@ -630,6 +652,72 @@ def make_tests():
                 problems = third.stop()
                 check(not problems, "the last daemon did not stop cleanly", *problems, third.log())
         finally:
+            for d in daemons:
+                d._stopped = True
+            box.remove()
+
+    @test("the daemon and its keeper in a memory cgroup (as the unit's MemoryMax) whose limit a caller's "
+          "opens reach: the OOM killer takes the daemon, never the keeper (oom_score_adj -1000 where root may set it); a new daemon "
+          "takes the views over, and readers in the view see no error (a pause, not an outage)")
+    def _():
+        box = ContainerCgroup("cgprocfs-test-oom-%d" % os.getpid())
+        mem = next((p for p in box.dirs if os.path.exists(os.path.join(p, "memory.limit_in_bytes"))), None)
+        daemons = []
+        hoarder = None
+        try:
+            if not mem:
+                raise cgtest.Skip("no cgroup v1 memory controller here")
+            with scratch_dir() as tmp:
+                daemons.append(Daemon(mountpoint=mountpoint_in(tmp, "mnt"), args=["--keep-views-on-stop"],
+                                      prefix=box.prefix()).start())
+                first = daemons[0]
+                first.wait_published()
+                keepers = cgtest.keepers_of(first.mnt, wait=True)
+                if has_cap_sys_resource():
+                    check_equal([int(open("/proc/%d/oom_score_adj" % k).read()) for k in keepers], [-1000],
+                                "the keeper's oom_score_adj")
+                else:
+                    cgtest.diag("root lacks CAP_SYS_RESOURCE here: the keeper cannot lower its oom_score_adj "
+                                "(it says so); only that the OOM killer takes the daemon is checked")
+                    check("the keeper may be taken by an OOM killer" in first.log(),
+                          "the keeper did not say it could not lower its oom_score_adj", first.log())
+                with reader_in_view(first.mnt, 8) as reader:
+                    serves(first)
+                    time.sleep(1)
+                    with open(os.path.join(mem, "memory.usage_in_bytes")) as f:
+                        limit = int(f.read()) + (1 << 20)
+                    with open(os.path.join(mem, "memory.limit_in_bytes"), "w") as f:
+                        f.write(str(limit))
+                    # Its handles (16,384 of one tenant's take about 2 MiB here), held until the daemon goes.
+                    hoarder = subprocess.Popen([cgtest.PYTHON, "-c", HOARDER, os.path.join(first.proc, "stat")],
+                                               stdout=subprocess.PIPE, text=True)
+                    check(cgtest.wait_until(lambda: first.process.poll() is not None, timeout=60),
+                          "the daemon still runs with a caller holding opens past its cgroup's limit",
+                          hoarder.poll() is not None and hoarder.stdout.read())
+                    first._stopped = True
+                    check_equal(first.process.returncode, -signal.SIGKILL, "how the daemon ended")
+                    with open(os.path.join(mem, "memory.oom_control")) as f:
+                        kills = dict(line.split() for line in f).get("oom_kill")
+                    cgtest.diag("OOM kills in the daemon's cgroup: %s; the caller: %s" % (kills, hoarder.poll()))
+                    check(kills is None or int(kills) >= 1, "no OOM kill in the daemon's cgroup", kills)
+                    time.sleep(2)
+                    alive = [k for k in keepers if os.path.exists("/proc/%d" % k) and
+                             open("/proc/%d/stat" % k).read().split(")")[1].split()[0] != "Z"]
+                    check_equal(alive, keepers, "keepers 2 s after the OOM kill")
+                    hoarder.kill()
+                    hoarder.wait()
+                    daemons.append(Daemon(mountpoint=first.mnt).start())
+                    check(cgtest.wait_until(lambda: "keeper of a daemon that died" in daemons[1].log(), timeout=10),
+                          "the new daemon did not say it took over from the keeper", daemons[1].log(),
+                          "the first daemon and its keeper:", first.log())
+                    check_reader(reader, "an OOM kill of the daemon")
+                    serves(daemons[1])
+                problems = daemons[1].stop()
+                check(not problems, "the new daemon did not stop cleanly", *problems, daemons[1].log())
+        finally:
+            if hoarder and hoarder.poll() is None:
+                hoarder.kill()
+                hoarder.wait()
             for d in daemons:
                 d._stopped = True
             box.remove()

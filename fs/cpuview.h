@@ -53,12 +53,15 @@ struct cpuview;
 int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret);
 void cpuview_free(struct cpuview *cv);
 
-/* The map of the caller thread tid; never fails: on any error in the
- * caller's cgroup files it is the host's. Kept for half a second per thread. */
-struct cpu_map *cpuview_map_for(struct cpuview *cv, pid_t tid);
+/* The map of the caller thread tid (a reference) in *ret: 0; on an error
+ * in the caller's cgroup files it is the host's. -EIO where the caller's
+ * scope cannot be found (its /proc/<tid>/cgroup unread: scope.h): its
+ * files are an error, never the host's; nothing is kept then. Kept for
+ * half a second per thread. */
+int cpuview_map_for(struct cpuview *cv, pid_t tid, struct cpu_map **ret);
 
 /* The map of tid computed now, whatever this thread kept. */
-struct cpu_map *cpuview_map_fresh(struct cpuview *cv, pid_t tid);
+int cpuview_map_fresh(struct cpuview *cv, pid_t tid, struct cpu_map **ret);
 /* A caller moved: no thread answers from the maps it kept before. */
 void cpuview_forget_cached(struct cpuview *cv);
 /* The map of a class some caller of cv had (cpuview_map_for), or NULL. */

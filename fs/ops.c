@@ -413,7 +413,10 @@ static int adopted_file(fuse_req_t req, fuse_ino_t ino, off_t off, int flags, st
 	}
 	if (off > 0 || r == -ESTALE)
 		return -ESTALE;
-	r = served_file_new(req, view_own_class_ino(state(req)->view, &c, ino), flags, ret);
+	uint64_t own;
+	r = view_own_class_ino(state(req)->view, &c, ino, &own);
+	if (r == 0)
+		r = served_file_new(req, own, flags, ret);
 	if (r == 0)
 		(*ret)->version = 0;
 	return r;

@@ -24,14 +24,15 @@ static struct scope *scope;
 static struct smaps *sm;
 static struct caller me;
 
-/* No cgroup hierarchies: every caller sees the host's CPUs. */
-static struct cpuview *host_cpuview(int sys)
+/* No cgroup hierarchies: every caller sees the host's CPUs (its scope
+ * found in proc, the real one). */
+static struct cpuview *host_cpuview(int proc, int sys)
 {
 	struct cpuview *ret;
 	const struct cgroup_config none = { { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL },
 					    { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL },
 					    { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL } };
-	scope = scope_new(&(struct scope_config){ -1, sys, none, SCOPE_CONTAINER });
+	scope = scope_new(&(struct scope_config){ proc, sys, none, SCOPE_CONTAINER });
 	const struct cpuview_config cfg = {
 		.proc_fd = -1,
 		.scope = scope,
@@ -55,7 +56,7 @@ static void setup(void)
 	 * container's on a kernel that cannot translate pids. */
 	no_ns_fd = open("/dev/null", O_RDONLY);
 	cr_assert(proc_fd >= 0 && sys_fd >= 0 && real_proc >= 0 && no_ns_fd >= 0);
-	cv = host_cpuview(sys_fd);
+	cv = host_cpuview(real_proc, sys_fd);
 	/* The fixture's pids are not this machine's: another pid namespace. */
 	const struct smaps_config scfg = {
 		.proc_fd = -1,
@@ -196,6 +197,21 @@ Test(view, served_files_are_served_not_delegated)
 	uint64_t listed_ino = 0;
 	cr_assert(listed(view_proc_ino(), "cpuinfo", &listed_ino));
 	cr_assert_eq(listed_ino, cpuinfo, "one row answers lookup and readdir alike");
+}
+
+/* A caller whose /proc/<tid>/cgroup cannot be read (here: no such thread,
+ * past any pid_max) is of no content class: its served files are EIO, not
+ * the host's (a container must never be shown the host's figures). */
+Test(view, a_caller_whose_scope_cannot_be_found_gets_eio_not_the_hosts_files)
+{
+	struct caller unknown = me;
+	unknown.tid = 0x7ffffff0;
+	struct view_entry e;
+	int r = view_lookup(v, &unknown, view_proc_ino(), "cpuinfo", &e);
+	cr_assert_eq(r, -EIO, "lookup cpuinfo: %s (0: the host's inode, %#llx)", g_strerror(-r), r ? 0ULL : (unsigned long long)e.ino);
+	g_autoptr(GArray) entries = NULL;
+	r = view_readdir(v, &unknown, view_proc_ino(), &entries);
+	cr_assert_eq(r, -EIO, "readdir proc: %s", g_strerror(-r));
 }
 
 Test(view, unknown_names_are_enoent)

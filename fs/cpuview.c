@@ -23,7 +23,8 @@ struct cpuview {
 	GRWLock shorts_lock;     /* guards shorts */
 	/* short class -> content class, for the cpu layout (fs/ino.h). Never
 	 * forgotten: a short class must not name another class while the
-	 * kernel may keep pages of an inode of it. */
+	 * kernel may keep pages of an inode of it. At most
+	 * CPUVIEW_SHORTS_MAX: past it a new class has none. */
 	GHashTable *shorts;
 };
 
@@ -196,6 +197,8 @@ uint32_t cpuview_short_class(struct cpuview *cv, const struct cpu_map *m)
 		return owner == class_id ? s : 0;
 	G_GNUC_UNUSED g_autoptr(GRWLockWriterLocker) locker = g_rw_lock_writer_locker_new(&cv->shorts_lock);
 	owner = class_of_short_locked(cv, s);
+	if (!owner && g_hash_table_size(cv->shorts) >= CPUVIEW_SHORTS_MAX)
+		return 0; /* full: rendered per open, as a class whose short another has */
 	if (!owner)
 		g_hash_table_insert(cv->shorts, GUINT_TO_POINTER(s), g_memdup2(&class_id, sizeof(class_id)));
 	return !owner || owner == class_id ? s : 0;

@@ -69,7 +69,10 @@ struct cpu_map *cpuview_map_of_class(struct cpuview *cv, uint64_t class_id);
 
 /* The short class of m's class, for the cpu layout of fs/ino.h: the
  * same in every process for a class, unless another class took it first in
- * this one; then 0 (no class: such files are rendered per open). */
+ * this one, or CPUVIEW_SHORTS_MAX classes have one already (a tenant
+ * making cgroups of ever new CPU sets: kept for good, as the kernel may
+ * keep their inodes); then 0 (no class: such files are rendered per open). */
+#define CPUVIEW_SHORTS_MAX 65536
 uint32_t cpuview_short_class(struct cpuview *cv, const struct cpu_map *m);
 /* The map of the class a short class stands for in cv, or NULL. */
 struct cpu_map *cpuview_map_of_short(struct cpuview *cv, uint32_t short_class);

@@ -275,7 +275,9 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	buf = g_malloc(size);
 
-	for (guint i = off < 0 ? 0 : (guint)off; i < entries->len; i++) {
+	/* an offset past the listing (2^32 + 1, or one of 2^63 and more that
+	 * off_t makes negative) is its end, not an entry's */
+	for (guint i = (guint)MIN((guint64)off, entries->len); i < entries->len; i++) {
 		const struct view_dirent *e = &g_array_index(entries, struct view_dirent, i);
 		struct stat st = { .st_ino = e->ino, .st_mode = e->type };
 		size_t n = fuse_add_direntry(req, buf + used, size - used, e->name, &st, (off_t)i + 1);

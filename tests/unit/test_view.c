@@ -455,3 +455,49 @@ Test(view, an_open_whose_answer_the_kernel_refuses_leaves_no_handle)
 	fuse_session_destroy(se);
 	ops_state_clear(&st);
 }
+
+/* The last answer's error and payload (fs/ops.c under libfuse). */
+static int last_error;
+static size_t last_len;
+static char last_payload[8192];
+
+static ssize_t keep_answer(int fd, struct iovec *iov, int count, void *userdata)
+{
+	const struct fuse_out_header *h = iov[0].iov_base;
+	last_error = h->error;
+	last_len = 0;
+	for (int i = 1; i < count && last_len + iov[i].iov_len <= sizeof(last_payload); i++) {
+		memcpy(last_payload + last_len, iov[i].iov_base, iov[i].iov_len);
+		last_len += iov[i].iov_len;
+	}
+	return (ssize_t)fakefuse_len(iov, count);
+}
+
+/* A directory offset past the listing is its end, however large: 2^32 + 1
+ * (lseek, seekdir) is not entry 1. */
+Test(view, a_directory_offset_past_the_end_reads_nothing)
+{
+	struct ops_state st = { .view = v, .proc_fd = real_proc };
+	ops_state_init(&st);
+	struct fuse_session *se = fakefuse_new(&ops_table, sizeof(ops_table), &st, keep_answer);
+	st.session = se;
+	const struct fuse_open_in open_in = { .flags = O_RDONLY | O_DIRECTORY };
+	fakefuse_send(se, FUSE_OPENDIR, view_proc_ino(), me.tid, &open_in, sizeof(open_in));
+	cr_assert_eq(last_error, 0, "opendir: %s", g_strerror(-last_error));
+	const uint64_t fh = ((const struct fuse_open_out *)last_payload)->fh;
+	const uint64_t offsets[] = { 0, (UINT64_C(1) << 32) + 1, UINT64_C(1) << 32, INT64_MAX, UINT64_MAX };
+	for (size_t i = 0; i < G_N_ELEMENTS(offsets); i++) {
+		const struct fuse_read_in in = { .fh = fh, .offset = offsets[i], .size = 4096 };
+		fakefuse_send(se, FUSE_READDIR, view_proc_ino(), me.tid, &in, sizeof(in));
+		cr_assert_eq(last_error, 0, "readdir at %" G_GUINT64_FORMAT ": %s", offsets[i], g_strerror(-last_error));
+		if (i == 0)
+			cr_assert_gt(last_len, 0, "the listing from its start");
+		else
+			cr_assert_eq(last_len, 0, "readdir at %" G_GUINT64_FORMAT ": %zu bytes of entries, not the end",
+				     offsets[i], last_len);
+	}
+	const struct fuse_release_in rel = { .fh = fh };
+	fakefuse_send(se, FUSE_RELEASEDIR, view_proc_ino(), me.tid, &rel, sizeof(rel));
+	fuse_session_destroy(se);
+	ops_state_clear(&st);
+}

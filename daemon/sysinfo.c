@@ -285,6 +285,16 @@ static gboolean writable(int maps, uint64_t addr, size_t len)
 	return want >= end;
 }
 
+/* Whether req is a sysinfo(2) of an x86 ABI (x86-64, x32, i386: 116 there),
+ * the one call a profile notifies for the view. */
+static gboolean is_sysinfo(const struct seccomp_notif *req)
+{
+	if (req->data.arch == AUDIT_ARCH_I386)
+		return req->data.nr == 116;
+	return req->data.arch == AUDIT_ARCH_X86_64 &&
+	       (req->data.nr & ~(int)__X32_SYSCALL_BIT) == __NR_sysinfo;
+}
+
 /* Write the answer to req into mem, the caller's memory, opened before
  * the request is checked to stand on notify_fd (so that the process
  * written is the one that asked), where maps (opened with it) says the
@@ -383,7 +393,14 @@ static gboolean handle_lxc_request(struct sysinfo_listener *l, struct notify *n,
 			 msg.sizes.seccomp_data == k->seccomp_data;
 	if (whole) {
 		int r = answered_here(&req) ? answer(l, n, fds[LXC_FD_NOTIFY], fds[LXC_FD_MEM], &req) : -ENOSYS;
-		respond(l, &req, r, &resp);
+		/* LXC forwards every notification of the container's profile:
+		 * a call the profile notifies that is not sysinfo is another
+		 * supervisor's to allow, not ours. ENOSYS, as the kernel answers
+		 * a filter's notification that no listener takes. */
+		if (r == 0 || is_sysinfo(&req))
+			respond(l, &req, r, &resp);
+		else
+			resp = (struct seccomp_notif_resp){ .id = req.id, .error = -ENOSYS };
 	}
 	struct msghdr out = { .msg_iov = iov, .msg_iovlen = whole ? 3 : 0 };
 	/* Never waiting: a peer that does not read its answers is dropped

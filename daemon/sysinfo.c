@@ -5,10 +5,10 @@
  * view. */
 #include "cleanup.h"
 #include "daemon.h"
+#include "inplace.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
-#include "mountinfo.h"
 #include "procfile.h"
 #include "sysinfo.h"
 #include "view.h"
@@ -78,6 +78,7 @@ struct sysinfo_listener {
 	gboolean reuse;   /* answers may serve other callers (the container rule) */
 	struct view *view;
 	int proc_fd;
+	struct inplace *in_place; /* whose view is in place, per mount namespace */
 	char *paths[2];
 	ino_t path_inos[2]; /* the sockets' at paths: a newer daemon may bind there */
 	GThread *thread;
@@ -189,22 +190,6 @@ static gboolean namespaces_of(int proc_fd, pid_t tid, uint64_t ret[3])
 	return TRUE;
 }
 
-/* Whether tid reads its figures from the view: the mount on top at
- * /proc/meminfo (a file bind: Docker's -v, LXC's hook), or else at /proc
- * (the OCI hook's), is a cgprocfs one in its mount table. A container
- * whose view is not in place keeps the kernel's sysinfo(2), which then
- * agrees with the files it reads (busybox free takes both). */
-static gboolean view_in_place(int proc_fd, pid_t tid)
-{
-	g_autoptr(GPtrArray) mounts = mountinfo_of(proc_fd, tid);
-	if (!mounts)
-		return FALSE;
-	const struct mount_entry *e = mountinfo_top(mounts, "/proc/meminfo");
-	if (!e)
-		e = mountinfo_top(mounts, "/proc");
-	return e && strcmp(e->fstype, "fuse.cgprocfs") == 0;
-}
-
 /* What the caller's view says in place of the kernel's answer; -ENOENT
  * where its view is not in place. */
 static int render_answer(struct sysinfo_listener *l, pid_t tid, struct sysinfo *ret, double *ret_up)
@@ -213,7 +198,10 @@ static int render_answer(struct sysinfo_listener *l, pid_t tid, struct sysinfo *
 	g_autoptr(GBytes) meminfo = NULL, uptime = NULL, loadavg = NULL;
 	struct sysinfo host;
 	int r;
-	if (!view_in_place(l->proc_fd, tid))
+	/* A container whose view is not in place keeps the kernel's
+	 * sysinfo(2), which then agrees with the files it reads (busybox free
+	 * takes both). */
+	if (!inplace_view(l->in_place, tid))
 		return -ENOENT;
 	if (sysinfo(&host) < 0)
 		return -errno;
@@ -507,6 +495,7 @@ int sysinfo_listener_start(const char *base, const int listen_fds[2], struct vie
 	}
 	l->view = view;
 	l->proc_fd = proc_fd;
+	l->in_place = inplace_new(proc_fd);
 	l->thread = g_thread_new("seccomp", listener_thread, l);
 	*ret = l;
 	return 0;
@@ -586,5 +575,6 @@ void sysinfo_listener_stop(struct sysinfo_listener *l)
 		close(l->listen_fds[i]);
 		g_free(l->paths[i]);
 	}
+	inplace_free(l->in_place);
 	g_free(l);
 }

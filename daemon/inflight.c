@@ -147,16 +147,19 @@ void inflight_taken(struct inflight *f, guint64 key, const void *req, size_t len
 	}
 }
 
-void inflight_answered(struct inflight *f, guint64 unique)
+void inflight_answered(struct inflight *f, guint64 key, guint64 unique)
 {
 	if (!f || unique == 0)
 		return;
 	for (unsigned i = 0; i < SLOTS; i++) {
 		struct slot *s = &f->t->slot[(last_slot + i) % SLOTS];
-		if (__atomic_load_n(&s->unique, __ATOMIC_RELAXED) == unique) {
-			__atomic_store_n(&s->unique, 0, __ATOMIC_RELEASE);
+		guint64 kept = unique;
+		/* key is written before unique is published (acquire pairs
+		 * with inflight_taken's release); the slot is freed only if it
+		 * still holds unique */
+		if (__atomic_load_n(&s->unique, __ATOMIC_ACQUIRE) == unique && s->key == key &&
+		    __atomic_compare_exchange_n(&s->unique, &kept, 0, FALSE, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 			return;
-		}
 	}
 }
 

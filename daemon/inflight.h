@@ -35,8 +35,11 @@ guint64 inflight_key(int ns_fd);
 /* req (len bytes, a request as read from /dev/fuse) was taken for the
  * session of key; f may be NULL. */
 void inflight_taken(struct inflight *f, guint64 key, const void *req, size_t len);
-/* The request unique was answered (by this thread, mostly). */
-void inflight_answered(struct inflight *f, guint64 unique);
+/* The request unique of key's session was answered (by this thread,
+ * mostly). unique counts from the same start on every connection, so a
+ * record is the pair: another session's request of the same unique is
+ * still in hand. */
+void inflight_answered(struct inflight *f, guint64 key, guint64 unique);
 
 /* Each request of key's session still unanswered in f: fn(data, req,
  * len), len the whole request's, or 0 if only its header was kept. */

@@ -3,7 +3,10 @@
 
 #include "procfile.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include <string.h>
 
@@ -69,6 +72,75 @@ const struct mount_entry *mountinfo_top(GPtrArray *mounts, const char *path)
 			return e;
 	}
 	return NULL;
+}
+
+/* One line of a mountinfo text (len bytes, no newline) for
+ * mountinfo_tops_in: the type of a mount at one of paths in ret. */
+static void line_tops(const char *line, size_t len, const char *const *paths, guint n, char **ret)
+{
+	/* id parent dev ROOT MOUNTPOINT opts [optional...] - FSTYPE source SUPEROPTS:
+	 * the fields before " - " have their spaces escaped (\040) */
+	const char *end = line + len, *at = line;
+	for (int field = 0; field < 4 && at; field++) {
+		at = memchr(at, ' ', (size_t)(end - at));
+		at = at ? at + 1 : NULL;
+	}
+	const char *after = at ? memchr(at, ' ', (size_t)(end - at)) : NULL;
+	for (guint i = 0; after && i < n; i++) {
+		size_t plen = strlen(paths[i]);
+		if ((size_t)(after - at) != plen || memcmp(at, paths[i], plen) != 0)
+			continue;
+		const char *sep = g_strstr_len(after, end - after, " - ");
+		const char *type = sep ? sep + 3 : NULL;
+		const char *type_end = type && type < end ? memchr(type, ' ', (size_t)(end - type)) : NULL;
+		g_free(ret[i]);
+		ret[i] = type_end ? g_strndup(type, (gsize)(type_end - type)) : NULL;
+	}
+}
+
+void mountinfo_tops_in(const char *text, const char *const *paths, guint n, char **ret)
+{
+	for (guint i = 0; i < n; i++)
+		ret[i] = NULL;
+	while (*text) {
+		const char *nl = strchr(text, '\n');
+		size_t len = nl ? (size_t)(nl - text) : strlen(text);
+		line_tops(text, len, paths, n, ret);
+		text += len + (nl != NULL);
+	}
+}
+
+/* Read at a time: the kernel makes a mountinfo text from its start to
+ * where each read begins (one walk of the table per read on kernels
+ * before 6.8), so small reads make a long table cost its square. */
+#define TOPS_CHUNK (1u << 20)
+
+int mountinfo_tops_of(int proc_fd, pid_t pid, const char *const *paths, guint n, char **ret)
+{
+	char path[32];
+	snprintf(path, sizeof(path), "%d/mountinfo", (int)pid);
+	int fd = procfile_openat(proc_fd, path, O_RDONLY);
+	if (fd < 0)
+		return fd;
+	g_autofree char *buf = g_malloc(TOPS_CHUNK);
+	size_t kept = 0; /* of a line not ended yet, at buf's start */
+	ssize_t got;
+	for (guint i = 0; i < n; i++)
+		ret[i] = NULL;
+	while ((got = read(fd, buf + kept, TOPS_CHUNK - kept)) > 0 || (got < 0 && errno == EINTR)) {
+		size_t len = kept + (size_t)MAX(got, 0), at = 0;
+		for (char *nl; (nl = memchr(buf + at, '\n', len - at)); at = (size_t)(nl - buf) + 1)
+			line_tops(buf + at, (size_t)(nl - buf) - at, paths, n, ret);
+		kept = len - at == TOPS_CHUNK ? 0 : len - at; /* a line longer than a chunk: no mount of paths */
+		memmove(buf, buf + at, kept);
+	}
+	int r = got < 0 ? -errno : 0;
+	close(fd);
+	if (r == 0 && kept)
+		line_tops(buf, kept, paths, n, ret);
+	for (guint i = 0; r < 0 && i < n; i++)
+		g_clear_pointer(&ret[i], g_free);
+	return r;
 }
 
 gboolean mountinfo_find(const char *path, struct mount_entry *ret)

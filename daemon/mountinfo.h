@@ -22,6 +22,14 @@ GPtrArray *mountinfo_of(int proc_fd, pid_t pid);
 /* The topmost of mounts at path (as mountinfo names it), or NULL. */
 const struct mount_entry *mountinfo_top(GPtrArray *mounts, const char *path);
 
+/* The filesystem types of the topmost mounts at paths[0 .. n-1] (none with
+ * a character mountinfo escapes) in ret[i] (NULL: nothing mounted there;
+ * g_free them), found in one pass that keeps nothing of the other lines:
+ * a caller's table may hold 100,000 mounts. Of a mountinfo text: */
+void mountinfo_tops_in(const char *text, const char *const *paths, guint n, char **ret);
+/* Of pid's (proc_fd/<pid>/mountinfo), read a line at a time: 0 or -errno. */
+int mountinfo_tops_of(int proc_fd, pid_t pid, const char *const *paths, guint n, char **ret);
+
 /* The topmost mount at path (canonical). FALSE if none. */
 gboolean mountinfo_find(const char *path, struct mount_entry *ret);
 void mountinfo_entry_clear(struct mount_entry *e);

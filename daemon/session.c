@@ -70,7 +70,7 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 		return notifier_writev(s->server->notifier, fd, iov, count);
 	ssize_t n = answer_write(fd, iov, count);
 	if (count > 0 && iov[0].iov_len >= sizeof(*h))
-		inflight_answered(s->server->inflight, h->unique);
+		inflight_answered(s->server->inflight, s->key, h->unique);
 	return n;
 }
 

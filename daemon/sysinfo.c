@@ -5,10 +5,10 @@
  * view. */
 #include "cleanup.h"
 #include "daemon.h"
+#include "inplace.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
-#include "mountinfo.h"
 #include "procfile.h"
 #include "sysinfo.h"
 #include "view.h"
@@ -78,6 +78,7 @@ struct sysinfo_listener {
 	gboolean reuse;   /* answers may serve other callers (the container rule) */
 	struct view *view;
 	int proc_fd;
+	struct inplace *in_place; /* whose view is in place, per mount namespace */
 	char *paths[2];
 	ino_t path_inos[2]; /* the sockets' at paths: a newer daemon may bind there */
 	GThread *thread;
@@ -189,22 +190,6 @@ static gboolean namespaces_of(int proc_fd, pid_t tid, uint64_t ret[3])
 	return TRUE;
 }
 
-/* Whether tid reads its figures from the view: the mount on top at
- * /proc/meminfo (a file bind: Docker's -v, LXC's hook), or else at /proc
- * (the OCI hook's), is a cgprocfs one in its mount table. A container
- * whose view is not in place keeps the kernel's sysinfo(2), which then
- * agrees with the files it reads (busybox free takes both). */
-static gboolean view_in_place(int proc_fd, pid_t tid)
-{
-	g_autoptr(GPtrArray) mounts = mountinfo_of(proc_fd, tid);
-	if (!mounts)
-		return FALSE;
-	const struct mount_entry *e = mountinfo_top(mounts, "/proc/meminfo");
-	if (!e)
-		e = mountinfo_top(mounts, "/proc");
-	return e && strcmp(e->fstype, "fuse.cgprocfs") == 0;
-}
-
 /* What the caller's view says in place of the kernel's answer; -ENOENT
  * where its view is not in place. */
 static int render_answer(struct sysinfo_listener *l, pid_t tid, struct sysinfo *ret, double *ret_up)
@@ -213,7 +198,10 @@ static int render_answer(struct sysinfo_listener *l, pid_t tid, struct sysinfo *
 	g_autoptr(GBytes) meminfo = NULL, uptime = NULL, loadavg = NULL;
 	struct sysinfo host;
 	int r;
-	if (!view_in_place(l->proc_fd, tid))
+	/* A container whose view is not in place keeps the kernel's
+	 * sysinfo(2), which then agrees with the files it reads (busybox free
+	 * takes both). */
+	if (!inplace_view(l->in_place, tid))
 		return -ENOENT;
 	if (sysinfo(&host) < 0)
 		return -errno;
@@ -283,6 +271,16 @@ static gboolean writable(int maps, uint64_t addr, size_t len)
 	}
 	fclose(f);
 	return want >= end;
+}
+
+/* Whether req is a sysinfo(2) of an x86 ABI (x86-64, x32, i386: 116 there),
+ * the one call a profile notifies for the view. */
+static gboolean is_sysinfo(const struct seccomp_notif *req)
+{
+	if (req->data.arch == AUDIT_ARCH_I386)
+		return req->data.nr == 116;
+	return req->data.arch == AUDIT_ARCH_X86_64 &&
+	       (req->data.nr & ~(int)__X32_SYSCALL_BIT) == __NR_sysinfo;
 }
 
 /* Write the answer to req into mem, the caller's memory, opened before
@@ -383,7 +381,14 @@ static gboolean handle_lxc_request(struct sysinfo_listener *l, struct notify *n,
 			 msg.sizes.seccomp_data == k->seccomp_data;
 	if (whole) {
 		int r = answered_here(&req) ? answer(l, n, fds[LXC_FD_NOTIFY], fds[LXC_FD_MEM], &req) : -ENOSYS;
-		respond(l, &req, r, &resp);
+		/* LXC forwards every notification of the container's profile:
+		 * a call the profile notifies that is not sysinfo is another
+		 * supervisor's to allow, not ours. ENOSYS, as the kernel answers
+		 * a filter's notification that no listener takes. */
+		if (r == 0 || is_sysinfo(&req))
+			respond(l, &req, r, &resp);
+		else
+			resp = (struct seccomp_notif_resp){ .id = req.id, .error = -ENOSYS };
 	}
 	struct msghdr out = { .msg_iov = iov, .msg_iovlen = whole ? 3 : 0 };
 	/* Never waiting: a peer that does not read its answers is dropped
@@ -490,6 +495,7 @@ int sysinfo_listener_start(const char *base, const int listen_fds[2], struct vie
 	}
 	l->view = view;
 	l->proc_fd = proc_fd;
+	l->in_place = inplace_new(proc_fd);
 	l->thread = g_thread_new("seccomp", listener_thread, l);
 	*ret = l;
 	return 0;
@@ -569,5 +575,6 @@ void sysinfo_listener_stop(struct sysinfo_listener *l)
 		close(l->listen_fds[i]);
 		g_free(l->paths[i]);
 	}
+	inplace_free(l->in_place);
 	g_free(l);
 }

@@ -77,19 +77,23 @@ static const struct cgroup_hierarchy *usage_hierarchy(const struct cputimes *t)
 
 /* tid's cgroup in it, as /proc/<tid>/cgroup names it, or NULL; NULL too
  * for the hierarchy's top, whose time is every process's (a caller limited
- * by cpu and cpuset cgroups only, with no cpuacct one of its own). */
-static char *usage_group(const struct cputimes *t, pid_t tid)
+ * by cpu and cpuset cgroups only, with no cpuacct one of its own). -EIO
+ * where tid's scope cannot be found (scope.h). */
+static int usage_group(const struct cputimes *t, pid_t tid, char **ret)
 {
 	struct scope_found found = { 0 };
 	char *group = NULL;
 
-	if (scope_find(t->cfg.scope, tid, &found) == 0 && !found.host)
+	if (scope_find(t->cfg.scope, tid, &found) < 0)
+		return -EIO;
+	if (!found.host)
 		group = g_strdup(t->cfg.cgroups.cpu.version == CGROUP_V2 ? found.paths.cpu : found.paths.cpuacct);
 	scope_found_clear(&found);
 	g_autofree char *dir = group ? cgroup_relative_dir(usage_hierarchy(t), group) : NULL;
 	if (!dir || strcmp(dir, ".") == 0)
 		g_clear_pointer(&group, g_free);
-	return group;
+	*ret = group;
+	return 0;
 }
 
 /* When the cgroup was made: its directory's change time, which neither a
@@ -104,25 +108,31 @@ static gint64 made_at(const struct cputimes *t, const char *group)
 	return (gint64)st.st_ctim.tv_sec * G_USEC_PER_SEC + st.st_ctim.tv_nsec / 1000;
 }
 
-static gpointer find_key(void *data, pid_t tid)
+static int find_key(void *data, pid_t tid, gpointer *ret)
 {
 	struct cputimes *t = data;
 	uint64_t ns = 0, start = 0;
 	gboolean foreign = nsinits_of(t->cfg.nsinits, tid, &ns, &start);
 	/* Now, not as this thread kept it: a key kept half a second on a map
 	 * kept half a second would let stat lag cpuinfo by a second. */
-	struct cpu_map *map = cpuview_map_fresh(t->cfg.cpuview, tid);
+	g_autoptr(cpu_map) map = NULL;
+	int r = cpuview_map_fresh(t->cfg.cpuview, tid, &map);
 	/* Under the container rule the scope says who gets the host's time;
 	 * otherwise a caller whose CPUs are the host's does. */
-	gboolean own = scope_decides_host(t->cfg.scope) || foreign || !map->is_host;
-	g_autofree char *group = own ? usage_group(t, tid) : NULL;
+	gboolean own = r == 0 && (scope_decides_host(t->cfg.scope) || foreign || !map->is_host);
+	g_autofree char *group = NULL;
+	if (r == 0 && own)
+		r = usage_group(t, tid, &group);
+	if (r < 0)
+		return r;
 	struct cputime_key *k = g_atomic_rc_box_alloc0(sizeof(*k) + (group ? strlen(group) : 0) + 1);
-	k->map = map;
+	k->map = g_steal_pointer(&map);
 	k->ns = foreign ? ns : 0;
 	k->init_start = start;
 	k->epoch_us = group ? made_at(t, group) : 0;
 	strcpy(k->group, group ? group : "");
-	return k;
+	*ret = k;
+	return 0;
 }
 
 struct cputimes *cputimes_new(const struct cputimes_config *cfg)

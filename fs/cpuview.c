@@ -23,7 +23,8 @@ struct cpuview {
 	GRWLock shorts_lock;     /* guards shorts */
 	/* short class -> content class, for the cpu layout (fs/ino.h). Never
 	 * forgotten: a short class must not name another class while the
-	 * kernel may keep pages of an inode of it. */
+	 * kernel may keep pages of an inode of it. At most
+	 * CPUVIEW_SHORTS_MAX: past it a new class has none. */
 	GHashTable *shorts;
 };
 
@@ -96,9 +97,10 @@ static int read_online(struct cpuview *cv, struct cpuset *ret)
 	return r < 0 ? r : cpuset_parse_list(s, ret);
 }
 
-/* The caller's limits; FALSE (after reporting what was wrong) when its
- * cgroup files cannot be used. */
-static gboolean caller_limits(struct cpuview *cv, pid_t tid, struct cgroup_limits *ret)
+/* The caller's limits: 1 and *ret; 0 (after reporting what was wrong)
+ * when its cgroup files cannot be used, or it gets the host's; -EIO when
+ * its scope cannot be found (its files are an error, not the host's). */
+static int caller_limits(struct cpuview *cv, pid_t tid, struct cgroup_limits *ret)
 {
 	char path[32];
 	struct scope_found found;
@@ -109,7 +111,7 @@ static gboolean caller_limits(struct cpuview *cv, pid_t tid, struct cgroup_limit
 	if (r == -EINVAL)
 		reports_once(&cv->reports, path, EINVAL);
 	if (r < 0)
-		return FALSE; /* garbage, or the caller is gone */
+		return -EIO; /* garbage, unreadable, or the caller is gone */
 	r = found.host ? -ENOENT : cgroup_read_limits(&cv->cfg.cgroups, &found.paths, ret, &culprit);
 	if (r == -EINVAL)
 		reports_once(&cv->reports, culprit ? culprit : path, EINVAL);
@@ -117,38 +119,48 @@ static gboolean caller_limits(struct cpuview *cv, pid_t tid, struct cgroup_limit
 	return r == 0;
 }
 
-static struct cpu_map *compute_map(struct cpuview *cv, pid_t tid)
+static int compute_map(struct cpuview *cv, pid_t tid, struct cpu_map **ret)
 {
 	struct cpuset online;
 	struct cgroup_limits limits;
 
+	int limited = caller_limits(cv, tid, &limits);
+	if (limited < 0)
+		return limited;
 	if (read_online(cv, &online) < 0) {
 		reports_once(&cv->reports, "online", EINVAL);
 		cpuset_clear(&online);
 		cpuset_add(&online, 0);
 	}
-	gboolean limited = caller_limits(cv, tid, &limits);
-	return cpu_map_new(&online, limited ? &limits : NULL, cv->cfg.use_quota);
+	*ret = cpu_map_new(&online, limited ? &limits : NULL, cv->cfg.use_quota);
+	return 0;
 }
 
-/* Compute tid's map, and keep it in this thread's cache. */
-static struct cpu_map *map_computed(struct cpuview *cv, pid_t tid)
+/* Compute tid's map, and keep it in this thread's cache (not an error). */
+static int map_computed(struct cpuview *cv, pid_t tid, struct cpu_map **ret)
 {
-	struct cpu_map *map = compute_map(cv, tid);
+	struct cpu_map *map;
+	int r = compute_map(cv, tid, &map);
+	if (r < 0)
+		return r;
 	tidcache_put(&cv->maps, tid, map);
 	classes_put(cv->classes, cpu_map_class(map), map);
-	return map;
+	*ret = map;
+	return 0;
 }
 
-struct cpu_map *cpuview_map_for(struct cpuview *cv, pid_t tid)
+int cpuview_map_for(struct cpuview *cv, pid_t tid, struct cpu_map **ret)
 {
 	struct cpu_map *map = tidcache_get(&cv->maps, tid);
-	return map ? map : map_computed(cv, tid);
+	if (!map)
+		return map_computed(cv, tid, ret);
+	*ret = map;
+	return 0;
 }
 
-struct cpu_map *cpuview_map_fresh(struct cpuview *cv, pid_t tid)
+int cpuview_map_fresh(struct cpuview *cv, pid_t tid, struct cpu_map **ret)
 {
-	return map_computed(cv, tid);
+	return map_computed(cv, tid, ret);
 }
 
 void cpuview_forget_cached(struct cpuview *cv)
@@ -185,6 +197,8 @@ uint32_t cpuview_short_class(struct cpuview *cv, const struct cpu_map *m)
 		return owner == class_id ? s : 0;
 	G_GNUC_UNUSED g_autoptr(GRWLockWriterLocker) locker = g_rw_lock_writer_locker_new(&cv->shorts_lock);
 	owner = class_of_short_locked(cv, s);
+	if (!owner && g_hash_table_size(cv->shorts) >= CPUVIEW_SHORTS_MAX)
+		return 0; /* full: rendered per open, as a class whose short another has */
 	if (!owner)
 		g_hash_table_insert(cv->shorts, GUINT_TO_POINTER(s), g_memdup2(&class_id, sizeof(class_id)));
 	return !owner || owner == class_id ? s : 0;

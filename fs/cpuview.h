@@ -53,12 +53,15 @@ struct cpuview;
 int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret);
 void cpuview_free(struct cpuview *cv);
 
-/* The map of the caller thread tid; never fails: on any error in the
- * caller's cgroup files it is the host's. Kept for half a second per thread. */
-struct cpu_map *cpuview_map_for(struct cpuview *cv, pid_t tid);
+/* The map of the caller thread tid (a reference) in *ret: 0; on an error
+ * in the caller's cgroup files it is the host's. -EIO where the caller's
+ * scope cannot be found (its /proc/<tid>/cgroup unread: scope.h): its
+ * files are an error, never the host's; nothing is kept then. Kept for
+ * half a second per thread. */
+int cpuview_map_for(struct cpuview *cv, pid_t tid, struct cpu_map **ret);
 
 /* The map of tid computed now, whatever this thread kept. */
-struct cpu_map *cpuview_map_fresh(struct cpuview *cv, pid_t tid);
+int cpuview_map_fresh(struct cpuview *cv, pid_t tid, struct cpu_map **ret);
 /* A caller moved: no thread answers from the maps it kept before. */
 void cpuview_forget_cached(struct cpuview *cv);
 /* The map of a class some caller of cv had (cpuview_map_for), or NULL. */
@@ -66,7 +69,10 @@ struct cpu_map *cpuview_map_of_class(struct cpuview *cv, uint64_t class_id);
 
 /* The short class of m's class, for the cpu layout of fs/ino.h: the
  * same in every process for a class, unless another class took it first in
- * this one; then 0 (no class: such files are rendered per open). */
+ * this one, or CPUVIEW_SHORTS_MAX classes have one already (a tenant
+ * making cgroups of ever new CPU sets: kept for good, as the kernel may
+ * keep their inodes); then 0 (no class: such files are rendered per open). */
+#define CPUVIEW_SHORTS_MAX 65536
 uint32_t cpuview_short_class(struct cpuview *cv, const struct cpu_map *m);
 /* The map of the class a short class stands for in cv, or NULL. */
 struct cpu_map *cpuview_map_of_short(struct cpuview *cv, uint32_t short_class);

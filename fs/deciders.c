@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-void deciders_init(struct deciders *d, gpointer (*find)(void *data, pid_t tid), const deciders_class_fn *class_of,
+void deciders_init(struct deciders *d, int (*find)(void *data, pid_t tid, gpointer *ret), const deciders_class_fn *class_of,
 		   classes_ref_fn ref, GDestroyNotify unref, void *data)
 {
 	tidcache_init(&d->cache, ref, unref);
@@ -24,16 +24,21 @@ void deciders_clear(struct deciders *d)
 	tidcache_clear(&d->cache);
 }
 
-gpointer deciders_of(struct deciders *d, pid_t tid, gboolean fresh)
+int deciders_of(struct deciders *d, pid_t tid, gboolean fresh, gpointer *ret)
 {
 	gpointer obj = fresh ? NULL : tidcache_get(&d->cache, tid);
-	if (obj)
-		return obj;
-	obj = d->find(d->data, tid);
+	if (obj) {
+		*ret = obj;
+		return 0;
+	}
+	int r = d->find(d->data, tid, &obj);
+	if (r < 0)
+		return r;
 	tidcache_put(&d->cache, tid, obj);
 	for (size_t i = 0; d->class_of[i]; i++)
 		classes_put(d->classes, d->class_of[i](obj), obj);
-	return obj;
+	*ret = obj;
+	return 0;
 }
 
 gpointer deciders_of_class(struct deciders *d, uint64_t class_id)

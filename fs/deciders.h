@@ -20,19 +20,22 @@ typedef uint64_t (*deciders_class_fn)(gconstpointer obj);
 struct deciders {
 	struct tidcache cache;
 	struct classes *classes; /* under every class function */
-	gpointer (*find)(void *data, pid_t tid); /* a new object, never NULL */
+	/* 0 and a new object, or -errno (nothing kept: the caller's files
+	 * are an error, never another class's) */
+	int (*find)(void *data, pid_t tid, gpointer *ret);
 	deciders_class_fn class_of[DECIDERS_CLASSES_MAX]; /* NULL-terminated */
 	void *data;
 };
 
 /* class_of: the class functions of the files obj decides, NULL-terminated. */
-void deciders_init(struct deciders *d, gpointer (*find)(void *data, pid_t tid), const deciders_class_fn *class_of,
+void deciders_init(struct deciders *d, int (*find)(void *data, pid_t tid, gpointer *ret), const deciders_class_fn *class_of,
 		   classes_ref_fn ref, GDestroyNotify unref, void *data);
 void deciders_clear(struct deciders *d);
 
-/* tid's (a reference): as this thread kept it, or found now (fresh: found
- * now whatever was kept). */
-gpointer deciders_of(struct deciders *d, pid_t tid, gboolean fresh);
+/* tid's (a reference) in *ret: as this thread kept it, or found now
+ * (fresh: found now whatever was kept). 0, or find's -errno (nothing
+ * kept). */
+int deciders_of(struct deciders *d, pid_t tid, gboolean fresh, gpointer *ret);
 /* What a caller of class_id had (a reference), or NULL. */
 gpointer deciders_of_class(struct deciders *d, uint64_t class_id);
 /* A caller moved: no thread answers from what it kept before. */

@@ -229,20 +229,23 @@ static void decider_clear(struct decider *d)
 typedef struct decider decider;
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(decider, decider_clear)
 
-/* The caller's. fresh: found now, not as this thread kept it. */
-static void decider_of_caller(struct view *v, const struct caller *c, const struct row_def *row, gboolean fresh,
-			      struct decider *ret)
+/* The caller's. fresh: found now, not as this thread kept it. -EIO
+ * where the caller's class cannot be decided (its scope not found: never
+ * the host's); ret is then empty. */
+static int decider_of_caller(struct view *v, const struct caller *c, const struct row_def *row, gboolean fresh,
+			     struct decider *ret)
 {
 	*ret = (struct decider){ row, { NULL, NULL }, 0, NULL };
 	if (row_finder(v, row, &ret->finder)) {
-		ret->what = deciders_of(ret->finder.deciders, c->tid, fresh);
-		ret->class_id = ret->finder.class_of(ret->what);
-		return;
+		int r = deciders_of(ret->finder.deciders, c->tid, fresh, &ret->what);
+		ret->class_id = r == 0 ? ret->finder.class_of(ret->what) : 0;
+		return r;
 	}
-	struct cpu_map *map = fresh ? cpuview_map_fresh(v->cfg.cpuview, c->tid)
-				    : cpuview_map_for(v->cfg.cpuview, c->tid);
-	ret->class_id = cpu_map_class(map);
+	struct cpu_map *map = NULL;
+	int r = fresh ? cpuview_map_fresh(v->cfg.cpuview, c->tid, &map) : cpuview_map_for(v->cfg.cpuview, c->tid, &map);
+	ret->class_id = r == 0 ? cpu_map_class(map) : 0;
 	ret->what = map;
+	return r;
 }
 
 /* Of class_id, as an earlier caller of it had it; FALSE if none did. */
@@ -292,25 +295,33 @@ static uint64_t foreign_ns(struct view *v, const struct caller *c)
 	return ns == v->cfg.pid_ns ? 0 : ns & INO_SERVED_CLASS_MASK;
 }
 
-uint64_t files_row_ino_for(struct view *v, const struct caller *c, enum row r)
+int files_row_ino_for(struct view *v, const struct caller *c, enum row r, uint64_t *ret)
 {
-	if (rows[r].mode == SERVED_PER_OPEN)
-		return files_row_ino(r);
-	uint64_t ns = foreign_ns(v, c);
-	if (ns)
-		return ino_served_make(NODE_HOST_FILE, r | ROW_NS_FLAG, ns);
+	uint64_t ns = rows[r].mode == SERVED_PER_OPEN ? 0 : foreign_ns(v, c);
+	if (rows[r].mode == SERVED_PER_OPEN || ns) {
+		*ret = ns ? ino_served_make(NODE_HOST_FILE, r | ROW_NS_FLAG, ns) : files_row_ino(r);
+		return 0;
+	}
 	/* The inode of the caller's class. */
 	g_auto(decider) d = { 0 };
-	decider_of_caller(v, c, &rows[r], FALSE, &d);
-	return ino_served_make(NODE_HOST_FILE, r, d.class_id);
+	int err = decider_of_caller(v, c, &rows[r], FALSE, &d);
+	if (err == 0)
+		*ret = ino_served_make(NODE_HOST_FILE, r, d.class_id);
+	return err;
 }
 
-void files_list_rows(struct view *v, const struct caller *c, GArray *entries, enum row parent)
+int files_list_rows(struct view *v, const struct caller *c, GArray *entries, enum row parent)
 {
-	for (enum row r = ROW_ROOT; r < ROW_COUNT; r++)
-		if (rows[r].parent == parent && !rows[r].hidden && row_served(v, r))
-			view_dirent_add(entries, rows[r].name, files_row_ino_for(v, c, r),
-					rows[r].kind == NODE_HOST_FILE ? S_IFREG : S_IFDIR);
+	for (enum row r = ROW_ROOT; r < ROW_COUNT; r++) {
+		uint64_t ino;
+		if (rows[r].parent != parent || rows[r].hidden || !row_served(v, r))
+			continue;
+		int err = files_row_ino_for(v, c, r, &ino);
+		if (err < 0)
+			return err;
+		view_dirent_add(entries, rows[r].name, ino, rows[r].kind == NODE_HOST_FILE ? S_IFREG : S_IFDIR);
+	}
+	return 0;
 }
 
 gboolean files_row_valid(const struct view *v, uint64_t ino)
@@ -395,9 +406,9 @@ static int class_decider(struct view *v, const struct caller *c, uint64_t ino, s
 	const struct row_def *row = &rows[served_row(ino)];
 	if (decider_of_class(v, row, ino_served_class(ino), ret))
 		return 0;
-	decider_of_caller(v, c, row, FALSE, ret);
-	if (ret->class_id == ino_served_class(ino))
-		return 0;
+	int r = decider_of_caller(v, c, row, FALSE, ret);
+	if (r < 0 || ret->class_id == ino_served_class(ino))
+		return r;
 	decider_clear(ret);
 	return -ESTALE;
 }
@@ -419,8 +430,9 @@ static int text_for_ns(struct view *v, const struct caller *c, uint64_t ino, str
 {
 	unsigned r = served_row(ino);
 	g_auto(decider) d = { 0 };
-	decider_of_caller(v, c, &rows[r], FALSE, &d);
-	return shared_text(v, ino_served_make(NODE_HOST_FILE, r, d.class_id), &d, ages, ret, ret_version);
+	int err = decider_of_caller(v, c, &rows[r], FALSE, &d);
+	return err < 0 ? err
+		       : shared_text(v, ino_served_make(NODE_HOST_FILE, r, d.class_id), &d, ages, ret, ret_version);
 }
 
 /* A per-class inode's size is its text's; its mtime, the text's version.
@@ -475,12 +487,14 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 		return MIN(row->render(v, NULL, row->name, ret), 0);
 	/* Never another class's text: the dentry was cached for another
 	 * caller. -ESTALE has the kernel look the name up again. */
-	decider_of_caller(v, c, row, FALSE, &d);
-	if (d.class_id != ino_served_class(ino)) {
+	int r = decider_of_caller(v, c, row, FALSE, &d);
+	if (r == 0 && d.class_id != ino_served_class(ino)) {
 		/* Moved since this thread last looked? Ask again, now. */
 		decider_clear(&d);
-		decider_of_caller(v, c, row, TRUE, &d);
+		r = decider_of_caller(v, c, row, TRUE, &d);
 	}
+	if (r < 0)
+		return r;
 	if (d.class_id != ino_served_class(ino)) {
 		/* The lookup that gave ino may have answered from another
 		 * thread's finding of before a move (this one's may have been
@@ -488,7 +502,7 @@ static int served_open(struct view *v, const struct caller *c, uint64_t ino, GBy
 		decider_forget(v, &d);
 		return -ESTALE;
 	}
-	int r = shared_text(v, ino, &d, *OPEN_AGES[row->mode], ret, ret_version);
+	r = shared_text(v, ino, &d, *OPEN_AGES[row->mode], ret, ret_version);
 	if (row->mode != SERVED_SHARED_PER_CLASS)
 		*ret_version = VIEW_FRESH; /* this pass's; kept for the inode's attributes */
 	return r;
@@ -500,21 +514,6 @@ const struct kind_ops files_served_ops = {
 	.attr = served_attr,
 	.open = served_open,
 };
-
-int files_rewrite_for(const struct cpu_map *map, GBytes *host_bytes, rewrite_fn rewrite, GBytes **ret)
-{
-	char *host = g_strndup(g_bytes_get_data(host_bytes, NULL), g_bytes_get_size(host_bytes));
-	GString *out = NULL;
-	int r = rewrite(host, map, &out);
-	if (r < 0) {
-		g_debug("host text not understood (%s): serving it unchanged", g_strerror(-r));
-		*ret = g_bytes_new_take(host, strlen(host));
-		return 0;
-	}
-	g_free(host);
-	*ret = g_string_free_to_bytes(out);
-	return 0;
-}
 
 /* Read dirfd/path and rewrite it for the CPUs of map. */
 static int render_rewritten(int dirfd, const char *path, const struct cpu_map *map, rewrite_fn rewrite,

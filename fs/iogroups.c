@@ -58,24 +58,29 @@ static gpointer dup_group(gpointer group)
 	return g_strdup(group);
 }
 
-/* tid's directory in h; "" for the root cgroup or one that cannot be
- * told: the host's files. */
-static char *group_of(struct iogroups *g, pid_t tid, const struct cgroup_hierarchy *h)
+/* tid's directory in h (used: present); "" for the root cgroup or one
+ * whose directory in h cannot be told, or with h not used: the host's
+ * files. scope_dir's -EIO where tid's scope cannot be found. */
+static int group_of(struct iogroups *g, pid_t tid, const struct cgroup_hierarchy *h, gboolean used, gpointer *ret)
 {
-	g_autofree char *dir = scope_dir(g->cfg.scope, tid, h);
-	return strcmp(dir, ".") == 0 ? g_strdup("") : g_steal_pointer(&dir);
+	g_autofree char *dir = NULL;
+	int r = used ? scope_dir(g->cfg.scope, tid, h, &dir) : 0;
+	if (r < 0)
+		return r;
+	*ret = !dir || strcmp(dir, ".") == 0 ? g_strdup("") : g_steal_pointer(&dir);
+	return 0;
 }
 
-static gpointer find_disk_group(void *data, pid_t tid)
+static int find_disk_group(void *data, pid_t tid, gpointer *ret)
 {
 	struct iogroups *g = data;
-	return g->cfg.io.version != CGROUP_NONE ? group_of(g, tid, &g->cfg.io) : g_strdup("");
+	return group_of(g, tid, &g->cfg.io, g->cfg.io.version != CGROUP_NONE, ret);
 }
 
-static gpointer find_pressure_group(void *data, pid_t tid)
+static int find_pressure_group(void *data, pid_t tid, gpointer *ret)
 {
 	struct iogroups *g = data;
-	return g->cfg.pressure.version == CGROUP_V2 ? group_of(g, tid, &g->cfg.pressure) : g_strdup("");
+	return group_of(g, tid, &g->cfg.pressure, g->cfg.pressure.version == CGROUP_V2, ret);
 }
 
 struct iogroups *iogroups_new(const struct iogroups_config *cfg)
@@ -359,10 +364,15 @@ static int trigger_file(struct iogroups *g, const struct caller *c, const char *
 {
 	g_autofree char *group = NULL;
 	if (g->cfg.pressure.version == CGROUP_V2) {
-		group = group_of(g, c->tid, &g->cfg.pressure);
+		int r = group_of(g, c->tid, &g->cfg.pressure, TRUE, (gpointer *)&group);
+		if (r < 0)
+			return r;
 	} else {
 		/* No v2 cgroups: the host's file, to a caller of the top cgroup only. */
-		g_autofree char *io = g->cfg.io.version != CGROUP_NONE ? group_of(g, c->tid, &g->cfg.io) : g_strdup("");
+		g_autofree char *io = NULL;
+		int r = group_of(g, c->tid, &g->cfg.io, g->cfg.io.version != CGROUP_NONE, (gpointer *)&io);
+		if (r < 0)
+			return r;
 		if (*io)
 			return -EOPNOTSUPP;
 		group = g_strdup("");

@@ -22,7 +22,7 @@ static gpointer dup_group(gpointer group)
 	return g_strdup(group);
 }
 
-static gpointer find_group(void *data, pid_t tid);
+static int find_group(void *data, pid_t tid, gpointer *ret);
 
 struct memgroups *memgroups_new(const struct memgroups_config *cfg)
 {
@@ -49,10 +49,13 @@ uint64_t memgroups_class(gconstpointer group)
 	return classhash("memory:", NULL, 0, group, strlen(group));
 }
 
-static gpointer find_group(void *data, pid_t tid)
+static int find_group(void *data, pid_t tid, gpointer *ret)
 {
 	struct memgroups *m = data;
-	return m->cfg.memory.version != CGROUP_NONE ? scope_dir(m->cfg.scope, tid, &m->cfg.memory) : g_strdup("");
+	if (m->cfg.memory.version != CGROUP_NONE)
+		return scope_dir(m->cfg.scope, tid, &m->cfg.memory, (char **)ret);
+	*ret = g_strdup("");
+	return 0;
 }
 
 struct deciders *memgroups_deciders(struct memgroups *m)

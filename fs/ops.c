@@ -298,7 +298,9 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	const GArray *entries = listing->entries;
 	buf = g_malloc(size);
 
-	for (guint i = off < 0 ? 0 : (guint)off; i < entries->len; i++) {
+	/* an offset past the listing (2^32 + 1, or one of 2^63 and more that
+	 * off_t makes negative) is its end, not an entry's */
+	for (guint i = (guint)MIN((guint64)off, entries->len); i < entries->len; i++) {
 		const struct view_dirent *e = &g_array_index(entries, struct view_dirent, i);
 		struct stat st = { .st_ino = e->ino, .st_mode = e->type };
 		size_t n = fuse_add_direntry(req, buf + used, size - used, e->name, &st, (off_t)i + 1);
@@ -445,7 +447,10 @@ static int adopted_file(fuse_req_t req, fuse_ino_t ino, off_t off, int flags, st
 	}
 	if (off > 0 || r == -ESTALE)
 		return -ESTALE;
-	r = served_file_new(req, view_own_class_ino(state(req)->view, &c, ino), flags, ret);
+	uint64_t own;
+	r = view_own_class_ino(state(req)->view, &c, ino, &own);
+	if (r == 0)
+		r = served_file_new(req, own, flags, ret);
 	if (r == 0)
 		(*ret)->version = 0;
 	return r;

@@ -433,7 +433,7 @@ static int find_now(struct scope *s, pid_t tid, struct scope_found *ret)
 	snprintf(path, sizeof(path), "%d/cgroup", (int)tid);
 	int r = procfile_read_text_at(s->cfg.proc_fd, path, &text);
 	if (r < 0)
-		return r == -EINVAL ? r : -ENOENT;
+		return r == -ESRCH ? -ENOENT : r;
 	if (cgroup_parse_membership(text, &s->cfg.cgroups, &own) < 0)
 		return -EINVAL;
 	*ret = (struct scope_found){ 0 };
@@ -475,17 +475,18 @@ void scope_found_clear(struct scope_found *f)
 	f->host = FALSE;
 }
 
-char *scope_dir(struct scope *s, pid_t tid, const struct cgroup_hierarchy *h)
+int scope_dir(struct scope *s, pid_t tid, const struct cgroup_hierarchy *h, char **ret)
 {
 	struct scope_found f;
 	char *dir = NULL;
 
 	if (scope_find(s, tid, &f) < 0)
-		return g_strdup("");
+		return -EIO;
 	for (int i = 0; i < H_N && !f.host && !dir; i++)
 		if (hierarchy(&s->cfg.cgroups, i)->version == h->version &&
 		    hierarchy(&s->cfg.cgroups, i)->root_fd == h->root_fd && *slot(&f.paths, i))
 			dir = cgroup_relative_dir(h, *slot(&f.paths, i));
 	scope_found_clear(&f);
-	return dir ? dir : g_strdup("");
+	*ret = dir ? dir : g_strdup("");
+	return 0;
 }

@@ -66,15 +66,19 @@ char *scope_dump(struct scope *s);
 unsigned scope_add_from(struct scope *s, const char *dump, uint64_t ns);
 
 /* Thread tid's: 0 and *ret (scope_found_clear it); -ENOENT if the thread
- * is gone; -EINVAL if its cgroup file is garbage (then its own cgroups
- * are not known: the caller gets the host's files). */
+ * is gone; -EINVAL if its cgroup file is garbage; its read's -errno if it
+ * cannot be read (EMFILE, ...). An error is not kept: the next call reads
+ * again. A caller whose scope cannot be found gets an error, never the
+ * host's files. */
 int scope_find(struct scope *s, pid_t tid, struct scope_found *ret);
 void scope_found_clear(struct scope_found *f);
 
 /* The relative directory (cgroup_relative_dir's) of h in what tid's
- * figures come from; "" for the host's files (and if tid is gone or its
- * cgroup in h cannot be told). The memory and I/O views use it. */
-char *scope_dir(struct scope *s, pid_t tid, const struct cgroup_hierarchy *h);
+ * figures come from: 0 and *ret, "" for the host's files (and if its
+ * cgroup in h cannot be told); -EIO if tid's scope cannot be found
+ * (scope_find's error: its files are an error, not the host's). The
+ * memory and I/O views use it. */
+int scope_dir(struct scope *s, pid_t tid, const struct cgroup_hierarchy *h, char **ret);
 
 /* The root of a cgroup namespace, for a caller of it whose cgroups are
  * text ("<tid>/cgroup", read outside): own_text and own_ns_text are the

@@ -145,12 +145,14 @@ gboolean files_row_valid(const struct view *v, uint64_t ino);
 int files_dir_attr(struct view *v, const struct caller *c, uint64_t ino, struct stat *ret, double *ret_timeout);
 uint64_t files_row_ino(enum row r);
 /* The inode of row r for the caller: of its content class for a served
- * file whose text depends on it. */
-uint64_t files_row_ino_for(struct view *v, const struct caller *c, enum row r);
+ * file whose text depends on it. 0, or -EIO where that class cannot be
+ * decided (the caller's scope not found). */
+int files_row_ino_for(struct view *v, const struct caller *c, enum row r, uint64_t *ret);
 /* The row named name under parent, if v serves it; or ROW_NONE. */
 enum row files_find_row(const struct view *v, enum row parent, const char *name);
-/* The rows under parent but hidden ones, as the caller sees them. */
-void files_list_rows(struct view *v, const struct caller *c, GArray *entries, enum row parent);
+/* The rows under parent but hidden ones, as the caller sees them: 0, or
+ * files_row_ino_for's -EIO. */
+int files_list_rows(struct view *v, const struct caller *c, GArray *entries, enum row parent);
 /* The row of a served file whose text depends on the caller's content
  * class, or ROW_NONE. */
 enum row files_class_row(uint64_t ino);

@@ -82,7 +82,10 @@ static uint64_t vcpu_dir_ino(struct view *v, const struct cpu_map *map, unsigned
 static int vcpu_map(struct view *v, const struct caller *c, uint64_t ino, gboolean any, struct cpu_map **ret)
 {
 	uint32_t cls = ino_cpu_class(ino);
-	g_autoptr(cpu_map) mine = cpuview_map_for(v->cfg.cpuview, c->tid);
+	g_autoptr(cpu_map) mine = NULL;
+	int r = cpuview_map_for(v->cfg.cpuview, c->tid, &mine);
+	if (r < 0)
+		return r;
 	if (cls == 0 || cpuview_short_class(v->cfg.cpuview, mine) == cls) {
 		*ret = g_steal_pointer(&mine);
 		return 0;
@@ -119,6 +122,21 @@ static int read_as_caller(const struct caller *c, int dirfd, const char *path, G
 			return r;
 	}
 	return procfile_read_fd(fd, ret);
+}
+
+int files_rewrite_for(const struct cpu_map *map, GBytes *host_bytes, rewrite_fn rewrite, GBytes **ret)
+{
+	char *host = g_strndup(g_bytes_get_data(host_bytes, NULL), g_bytes_get_size(host_bytes));
+	GString *out = NULL;
+	int r = rewrite(host, map, &out);
+	if (r < 0) {
+		g_debug("host text not understood (%s): serving it unchanged", g_strerror(-r));
+		*ret = g_bytes_new_take(host, strlen(host));
+		return 0;
+	}
+	g_free(host);
+	*ret = g_string_free_to_bytes(out);
+	return 0;
 }
 
 /* The text of the host's sys cpu file at path as the caller reads it, in
@@ -225,14 +243,15 @@ static int mirror_lookup(struct view *v, const struct caller *c, uint64_t parent
 	enum row r = files_find_row(v, ROW_SYS_CPU, name);
 	unsigned cpu;
 	if (r != ROW_NONE)
-		ret->ino = files_row_ino_for(v, c, r);
-	else if (parse_cpu_dir(name, &cpu)) {
-		/* Whether it exists for this caller is the attributes' answer. */
-		g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
-		ret->ino = vcpu_dir_ino(v, map, cpu);
-	} else
+		return files_row_ino_for(v, c, r, &ret->ino);
+	if (!parse_cpu_dir(name, &cpu))
 		return lookup_mirror_entry(v, parent, name, ret);
-	return 0;
+	/* Whether it exists for this caller is the attributes' answer. */
+	g_autoptr(cpu_map) map = NULL;
+	int err = cpuview_map_for(v->cfg.cpuview, c->tid, &map);
+	if (err == 0)
+		ret->ino = vcpu_dir_ino(v, map, cpu);
+	return err;
 }
 
 static void list_mirror_entry(const struct dirent *de, void *data)
@@ -258,11 +277,14 @@ static void list_mirror_entry(const struct dirent *de, void *data)
 
 static int list_cpu_dir(struct view *v, const struct caller *c, struct sys_listing *l)
 {
-	g_autoptr(cpu_map) map = cpuview_map_for(v->cfg.cpuview, c->tid);
-
+	g_autoptr(cpu_map) map = NULL;
+	int r = cpuview_map_for(v->cfg.cpuview, c->tid, &map);
+	if (r == 0)
+		r = files_list_rows(v, c, l->entries, ROW_SYS_CPU);
+	if (r < 0)
+		return r;
 	l->map = map;
-	files_list_rows(v, c, l->entries, ROW_SYS_CPU);
-	int r = dirwalk(v->cfg.sys_cpu_fd, ".", list_mirror_entry, l);
+	r = dirwalk(v->cfg.sys_cpu_fd, ".", list_mirror_entry, l);
 	if (!map->is_host) {
 		for (unsigned cpu = 0; cpu < map->count; cpu++) {
 			char name[16];

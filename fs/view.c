@@ -20,10 +20,8 @@ static int static_dir_lookup(struct view *v, const struct caller *c, uint64_t pa
 			     struct view_entry *ret)
 {
 	enum row r = files_find_row(v, (enum row)ino_id(parent), name);
-	if (r != ROW_NONE) {
-		ret->ino = files_row_ino_for(v, c, r);
-		return 0;
-	}
+	if (r != ROW_NONE)
+		return files_row_ino_for(v, c, r, &ret->ino);
 	if (ino_id(parent) == ROW_PROC)
 		return proc_lookup_top(v, c, name, ret);
 	return -ENOENT;
@@ -31,7 +29,9 @@ static int static_dir_lookup(struct view *v, const struct caller *c, uint64_t pa
 
 static int static_dir_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray *entries)
 {
-	files_list_rows(v, c, entries, (enum row)ino_id(ino));
+	int r = files_list_rows(v, c, entries, (enum row)ino_id(ino));
+	if (r < 0)
+		return r;
 	return ino_id(ino) == ROW_PROC ? proc_list_top(v, c, entries) : 0;
 }
 
@@ -354,10 +354,13 @@ unsigned view_class_row(uint64_t ino)
 	return ino_kind(ino) == NODE_HOST_FILE ? (unsigned)files_class_row(ino) : 0;
 }
 
-uint64_t view_own_class_ino(struct view *v, const struct caller *c, uint64_t ino)
+int view_own_class_ino(struct view *v, const struct caller *c, uint64_t ino, uint64_t *ret)
 {
 	unsigned r = view_class_row(ino);
-	return r ? files_row_ino_for(v, c, (enum row)r) : ino;
+	if (r)
+		return files_row_ino_for(v, c, (enum row)r, ret);
+	*ret = ino;
+	return 0;
 }
 
 int view_class_text(struct view *v, const struct caller *c, uint64_t ino, GBytes **ret, int64_t *ret_version)

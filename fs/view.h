@@ -146,8 +146,9 @@ int view_trigger(struct view *v, const struct caller *c, uint64_t ino, const cha
  * caller of a session has the same class; 0 for any other node. */
 unsigned view_class_row(uint64_t ino);
 /* The inode of ino's row that is of the caller's content class now (ino
- * itself for a node of no class). */
-uint64_t view_own_class_ino(struct view *v, const struct caller *c, uint64_t ino);
+ * itself for a node of no class): 0, or -EIO where the caller's class
+ * cannot be decided. */
+int view_own_class_ino(struct view *v, const struct caller *c, uint64_t ino, uint64_t *ret);
 /* The text of a per-class inode that the page cache keeps (a READ of it
  * fills every caller's pages): its own class's, whoever asks, with its
  * version. -ESTALE where this daemon knows no caller of that class yet,

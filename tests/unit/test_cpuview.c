@@ -267,3 +267,31 @@ Test(cpuview, maps_showing_the_same_cpus_share_a_class_and_others_do_not)
 	cr_assert_neq(cpu_map_class(host), 0);
 	cr_assert_eq(cpu_map_class(a) >> 52, 0, "a class fits the served layout's 52 bits");
 }
+
+/* Short classes are never given again, so a caller that makes ever new
+ * CPU sets (cgroups of its own) must not grow the table without end:
+ * past CPUVIEW_SHORTS_MAX classes, a new one gets none (0: rendered per
+ * open), and those given keep theirs. */
+Test(cpuview, short_classes_are_bounded_and_kept)
+{
+	struct cpuview *cv;
+	const struct cpuview_config cfg = { .proc_fd = -1, .sys_cpu_fd = -1 };
+	cr_assert_eq(cpuview_new(&cfg, &cv), 0);
+	g_autoptr(cpu_map) first = map_of("0-63", "0", 0, 0);
+	uint32_t first_short = cpuview_short_class(cv, first);
+	cr_assert_neq(first_short, 0);
+	unsigned given = 1;
+	for (unsigned i = 2; i <= 2 * CPUVIEW_SHORTS_MAX; i++) {
+		/* the CPUs of i's bits: a class of its own */
+		g_autoptr(GString) set = g_string_new(NULL);
+		for (unsigned b = 0; b < 32; b++)
+			if (i & (1u << b))
+				g_string_append_printf(set, "%s%u", set->len ? "," : "", b);
+		g_autoptr(cpu_map) m = map_of("0-63", set->str, 0, 0);
+		given += cpuview_short_class(cv, m) != 0;
+	}
+	cr_assert_leq(given, CPUVIEW_SHORTS_MAX, "%u classes have a short class (at most %u)", given,
+		      (unsigned)CPUVIEW_SHORTS_MAX);
+	cr_assert_eq(cpuview_short_class(cv, first), first_short, "a short class given is kept");
+	cpuview_free(cv);
+}

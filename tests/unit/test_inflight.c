@@ -49,7 +49,7 @@ Test(inflight, what_is_taken_and_not_answered_is_seen_by_the_next_daemon_whole_a
 	inflight_taken(f, 0, buf, request(buf, FUSE_READ, 2, 24, 'a'));
 	inflight_taken(f, 0, buf, request(buf, FUSE_LOOKUP, 4, 9, 'b'));
 	inflight_taken(f, 0, buf, request(buf, FUSE_OPEN, 6, 8, 'c'));
-	inflight_answered(f, 4);
+	inflight_answered(f, 0, 4);
 	struct seen s = adopted(f, 0);
 	cr_assert_eq(s.n, 2);
 	cr_assert_eq(s.uniques[0] + s.uniques[1], 8); /* 2 and 6 */
@@ -78,6 +78,31 @@ Test(inflight, each_session_sees_its_own_and_requests_with_no_answer_are_not_kep
 	inflight_free(f);
 }
 
+/* unique counts from the same start on every connection: an answer in
+ * one session is not another's. */
+Test(inflight, an_answer_clears_its_own_sessions_record_not_another_with_the_same_unique)
+{
+	unsigned char buf[256];
+	const guint64 host = 0, container = 4026531836;
+	/* either taken first: the slot filled last is looked at first */
+	for (int host_first = 0; host_first <= 1; host_first++) {
+		struct inflight *f = inflight_new();
+		cr_assert_not_null(f);
+		for (int i = 0; i < 2; i++) {
+			gboolean is_host = (i == 0) == host_first;
+			inflight_taken(f, is_host ? host : container, buf,
+				       request(buf, FUSE_GETATTR, 8, 16, is_host ? 'h' : 'c'));
+		}
+		inflight_answered(f, host, 8);
+		struct seen h = adopted(f, host);
+		cr_assert_eq(h.n, 0, "the host's request was answered, yet %u of it are replayed", h.n);
+		struct seen c = adopted(f, container);
+		cr_assert_eq(c.n, 1, "the container's request was not answered, yet %u of it are kept", c.n);
+		cr_assert_eq(c.last_byte[0], 'c');
+		inflight_free(f);
+	}
+}
+
 Test(inflight, a_request_longer_than_a_slot_keeps_its_header_only)
 {
 	unsigned char buf[8192];
@@ -101,7 +126,7 @@ Test(inflight, more_in_hand_than_slots_keeps_the_first_ones_and_a_foreign_fd_is_
 	struct inflight *f = inflight_new();
 	for (guint64 u = 1; u <= 200; u++)
 		inflight_taken(f, 0, buf, request(buf, FUSE_STATFS, 2 * u, 0, 0));
-	inflight_answered(f, 2);
+	inflight_answered(f, 0, 2);
 	inflight_taken(f, 0, buf, request(buf, FUSE_STATFS, 1000, 0, 0)); /* in the slot answered */
 	struct inflight *other = inflight_adopt(dup(inflight_fd(f)));
 	unsigned n = 0;

@@ -124,7 +124,8 @@ static char *rendered(int r, GBytes *text, const char *path)
 
 static char *diskstats(struct iogroups *g, pid_t tid)
 {
-	g_autofree char *group = deciders_of(iogroups_disk_deciders(g), tid, FALSE);
+	g_autofree char *group = NULL;
+	cr_assert_eq(deciders_of(iogroups_disk_deciders(g), tid, FALSE, (gpointer *)&group), 0);
 	GBytes *text = NULL;
 	int r = iogroups_render_diskstats(g, group, &text);
 	return rendered(r, text, "diskstats");
@@ -132,7 +133,8 @@ static char *diskstats(struct iogroups *g, pid_t tid)
 
 static char *pressure(struct iogroups *g, pid_t tid, const char *name)
 {
-	g_autofree char *group = deciders_of(iogroups_pressure_deciders(g), tid, FALSE);
+	g_autofree char *group = NULL;
+	cr_assert_eq(deciders_of(iogroups_pressure_deciders(g), tid, FALSE, (gpointer *)&group), 0);
 	g_autofree char *path = g_strconcat("pressure/", name, NULL);
 	GBytes *text = NULL;
 	int r = iogroups_render_pressure(g, group, name, &text);
@@ -153,8 +155,9 @@ Test(iogroups, v2_a_caller_sees_the_devices_its_cgroup_used_with_its_counts)
 	cr_assert_str_eq(plain, host_diskstats, "no io.stat: the host's");
 	g_autofree char *gone = diskstats(g, 500);
 	cr_assert_str_eq(gone, host_diskstats, "a vanished cgroup: the host's");
-	g_autofree char *unknown = diskstats(g, 999);
-	cr_assert_str_eq(unknown, host_diskstats, "a caller whose cgroup cannot be told: the host's");
+	g_autofree char *unknown = NULL;
+	cr_assert_eq(deciders_of(iogroups_disk_deciders(g), 999, FALSE, (gpointer *)&unknown), -EIO,
+		     "a caller whose cgroup cannot be told: an error, not the host's");
 	cr_assert_eq(reports->len, 0, "%u reports", reports->len);
 	iogroups_free(g);
 }
@@ -284,8 +287,10 @@ Test(iogroups, the_pressure_files_are_those_of_the_host)
 Test(iogroups, classes_tell_groups_and_files_apart)
 {
 	struct iogroups *g = make(CGROUP_V2);
-	g_autofree char *a = deciders_of(iogroups_disk_deciders(g), 100, FALSE);
-	g_autofree char *b = deciders_of(iogroups_pressure_deciders(g), 100, FALSE);
+	g_autofree char *a = NULL;
+	cr_assert_eq(deciders_of(iogroups_disk_deciders(g), 100, FALSE, (gpointer *)&a), 0);
+	g_autofree char *b = NULL;
+	cr_assert_eq(deciders_of(iogroups_pressure_deciders(g), 100, FALSE, (gpointer *)&b), 0);
 	cr_assert_str_eq(a, "box");
 	cr_assert_str_eq(b, "box");
 	cr_assert_neq(iogroups_disk_class(a), iogroups_pressure_class(b));

@@ -76,7 +76,8 @@ static struct memgroups *make(void)
 
 static char *render(struct memgroups *m, pid_t tid, const char *name)
 {
-	g_autofree char *group = deciders_of(memgroups_deciders(m), tid, FALSE);
+	g_autofree char *group = NULL;
+	cr_assert_eq(deciders_of(memgroups_deciders(m), tid, FALSE, (gpointer *)&group), 0);
 	GBytes *text = NULL;
 	int r = memgroups_render(m, group, name, &text);
 	cr_assert(r == 0 || r == SERVED_HOST, "memgroups_render: %d", r);
@@ -104,8 +105,10 @@ Test(memgroups, a_limited_caller_reads_its_cgroup_an_unlimited_one_the_host)
 Test(memgroups, a_group_is_its_path_and_its_class_is_known_to_every_caller)
 {
 	struct memgroups *m = make();
-	g_autofree char *a = deciders_of(memgroups_deciders(m), 100, FALSE);
-	g_autofree char *b = deciders_of(memgroups_deciders(m), 200, FALSE);
+	g_autofree char *a = NULL;
+	cr_assert_eq(deciders_of(memgroups_deciders(m), 100, FALSE, (gpointer *)&a), 0);
+	g_autofree char *b = NULL;
+	cr_assert_eq(deciders_of(memgroups_deciders(m), 200, FALSE, (gpointer *)&b), 0);
 	cr_assert_str_eq(a, "box");
 	cr_assert_neq(memgroups_class(a), memgroups_class(b));
 	cr_assert_eq(memgroups_class(a), memgroups_class("box"), "the same in every process");
@@ -115,13 +118,26 @@ Test(memgroups, a_group_is_its_path_and_its_class_is_known_to_every_caller)
 	memgroups_free(m);
 }
 
-Test(memgroups, a_caller_whose_procfs_entry_is_unreadable_gets_the_hosts_files)
+/* A caller whose /proc/<tid>/cgroup cannot be read (EMFILE after the
+ * wait, say; here it is a directory: EISDIR) is of no class: an error,
+ * never the host's files, and nothing kept: it is read again next time. */
+Test(memgroups, a_caller_whose_cgroup_file_cannot_be_read_gets_an_error_not_the_hosts_files)
 {
 	struct memgroups *m = make();
-	g_autofree char *group = deciders_of(memgroups_deciders(m), 999, TRUE); /* no proc/999 */
-	cr_assert_str_eq(group, "");
-	g_autofree char *text = render(m, 999, "meminfo");
-	cr_assert_str_eq(text, host_meminfo);
+	tmptree_put("proc/400/cgroup/unreadable", "");
+	g_autofree char *group = NULL;
+	int r = deciders_of(memgroups_deciders(m), 400, FALSE, (gpointer *)&group);
+	cr_assert_eq(r, -EIO, "deciders_of: %d, group \"%s\" (\"\": the host's files)", r, group ? group : "(none)");
+	cr_assert_null(deciders_of_class(memgroups_deciders(m), memgroups_class("")), "the host's class was kept");
+	g_autofree char *dir = g_build_filename(tmptree, "proc/400/cgroup", NULL);
+	g_autofree char *inside = g_build_filename(dir, "unreadable", NULL);
+	cr_assert_eq(g_unlink(inside), 0);
+	cr_assert_eq(g_rmdir(dir), 0);
+	tmptree_put("proc/400/cgroup", "0::/box\n");
+	cr_assert_eq(deciders_of(memgroups_deciders(m), 400, FALSE, (gpointer *)&group), 0, "the error was kept");
+	cr_assert_str_eq(group, "box");
+	g_autofree char *gone = NULL;
+	cr_assert_eq(deciders_of(memgroups_deciders(m), 999, FALSE, (gpointer *)&gone), -EIO, "no proc/999");
 	memgroups_free(m);
 }
 

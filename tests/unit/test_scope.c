@@ -155,15 +155,25 @@ Test(scope, the_caller_rule_gives_each_its_own_cgroup)
 	scope_free(s);
 }
 
-Test(scope, a_gone_caller_and_a_garbled_cgroup_file)
+/* A caller whose scope cannot be found (gone, garbled, or its cgroup file
+ * unreadable: EMFILE after the wait, say; here a directory: EISDIR) has
+ * an error, not the host's files. */
+Test(scope, a_gone_caller_a_garbled_and_an_unreadable_cgroup_file_are_errors)
 {
 	struct scope *s = make(SCOPE_CONTAINER);
+	const struct cgroup_hierarchy v2 = { CGROUP_V2, tree_fd, "/" };
 	struct scope_found f;
+	tmptree_put("proc/206/cgroup/unreadable", "");
 	cr_assert_eq(scope_find(s, 999, &f), -ENOENT);
 	cr_assert_eq(scope_find(s, 204, &f), -EINVAL);
+	cr_assert_eq(scope_find(s, 206, &f), -EISDIR);
 	cr_assert_eq(scope_add(s, ns_a, "garbage\n"), -EINVAL);
-	g_autofree char *dir = scope_dir(s, 999, &(struct cgroup_hierarchy){ CGROUP_V2, tree_fd, "/" });
-	cr_assert_str_eq(dir, "");
+	const pid_t tids[] = { 999, 204, 206 };
+	for (size_t i = 0; i < G_N_ELEMENTS(tids); i++) {
+		g_autofree char *dir = NULL;
+		int r = scope_dir(s, tids[i], &v2, &dir);
+		cr_assert_eq(r, -EIO, "tid %d: %d, \"%s\" (\"\": the host's files)", (int)tids[i], r, dir ? dir : "(none)");
+	}
 	scope_free(s);
 }
 
@@ -172,8 +182,9 @@ Test(scope, scope_dir_names_the_directory_in_the_hierarchy)
 	struct scope *s = make(SCOPE_CONTAINER);
 	const struct cgroup_hierarchy v2 = { CGROUP_V2, tree_fd, "/" };
 	cr_assert_eq(scope_add(s, ns_a, "0::/lxc/c1\n"), 0);
-	g_autofree char *in_container = scope_dir(s, 101, &v2);
-	g_autofree char *host = scope_dir(s, 200, &v2);
+	g_autofree char *in_container = NULL, *host = NULL;
+	cr_assert_eq(scope_dir(s, 101, &v2, &in_container), 0);
+	cr_assert_eq(scope_dir(s, 200, &v2, &host), 0);
 	cr_assert_str_eq(in_container, "lxc/c1");
 	cr_assert_str_eq(host, "");
 	scope_free(s);

@@ -24,14 +24,15 @@ static struct scope *scope;
 static struct smaps *sm;
 static struct caller me;
 
-/* No cgroup hierarchies: every caller sees the host's CPUs. */
-static struct cpuview *host_cpuview(int sys)
+/* No cgroup hierarchies: every caller sees the host's CPUs (its scope
+ * found in proc, the real one). */
+static struct cpuview *host_cpuview(int proc, int sys)
 {
 	struct cpuview *ret;
 	const struct cgroup_config none = { { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL },
 					    { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL },
 					    { CGROUP_NONE, -1, NULL }, { CGROUP_NONE, -1, NULL } };
-	scope = scope_new(&(struct scope_config){ -1, sys, none, SCOPE_CONTAINER });
+	scope = scope_new(&(struct scope_config){ proc, sys, none, SCOPE_CONTAINER });
 	const struct cpuview_config cfg = {
 		.proc_fd = -1,
 		.scope = scope,
@@ -55,7 +56,7 @@ static void setup(void)
 	 * container's on a kernel that cannot translate pids. */
 	no_ns_fd = open("/dev/null", O_RDONLY);
 	cr_assert(proc_fd >= 0 && sys_fd >= 0 && real_proc >= 0 && no_ns_fd >= 0);
-	cv = host_cpuview(sys_fd);
+	cv = host_cpuview(real_proc, sys_fd);
 	/* The fixture's pids are not this machine's: another pid namespace. */
 	const struct smaps_config scfg = {
 		.proc_fd = -1,
@@ -196,6 +197,21 @@ Test(view, served_files_are_served_not_delegated)
 	uint64_t listed_ino = 0;
 	cr_assert(listed(view_proc_ino(), "cpuinfo", &listed_ino));
 	cr_assert_eq(listed_ino, cpuinfo, "one row answers lookup and readdir alike");
+}
+
+/* A caller whose /proc/<tid>/cgroup cannot be read (here: no such thread,
+ * past any pid_max) is of no content class: its served files are EIO, not
+ * the host's (a container must never be shown the host's figures). */
+Test(view, a_caller_whose_scope_cannot_be_found_gets_eio_not_the_hosts_files)
+{
+	struct caller unknown = me;
+	unknown.tid = 0x7ffffff0;
+	struct view_entry e;
+	int r = view_lookup(v, &unknown, view_proc_ino(), "cpuinfo", &e);
+	cr_assert_eq(r, -EIO, "lookup cpuinfo: %s (0: the host's inode, %#llx)", g_strerror(-r), r ? 0ULL : (unsigned long long)e.ino);
+	g_autoptr(GArray) entries = NULL;
+	r = view_readdir(v, &unknown, view_proc_ino(), &entries);
+	cr_assert_eq(r, -EIO, "readdir proc: %s", g_strerror(-r));
 }
 
 Test(view, unknown_names_are_enoent)
@@ -436,6 +452,52 @@ Test(view, an_open_whose_answer_the_kernel_refuses_leaves_no_handle)
 	cr_assert_eq(opens_refused, 3, "the opens were answered (%u refused, %u other answers)", opens_refused,
 		     opens_answered);
 	cr_assert_eq(g_hash_table_size(st.handles.table), 0, "handles left of refused opens");
+	fuse_session_destroy(se);
+	ops_state_clear(&st);
+}
+
+/* The last answer's error and payload (fs/ops.c under libfuse). */
+static int last_error;
+static size_t last_len;
+static char last_payload[8192];
+
+static ssize_t keep_answer(int fd, struct iovec *iov, int count, void *userdata)
+{
+	const struct fuse_out_header *h = iov[0].iov_base;
+	last_error = h->error;
+	last_len = 0;
+	for (int i = 1; i < count && last_len + iov[i].iov_len <= sizeof(last_payload); i++) {
+		memcpy(last_payload + last_len, iov[i].iov_base, iov[i].iov_len);
+		last_len += iov[i].iov_len;
+	}
+	return (ssize_t)fakefuse_len(iov, count);
+}
+
+/* A directory offset past the listing is its end, however large: 2^32 + 1
+ * (lseek, seekdir) is not entry 1. */
+Test(view, a_directory_offset_past_the_end_reads_nothing)
+{
+	struct ops_state st = { .view = v, .proc_fd = real_proc };
+	ops_state_init(&st);
+	struct fuse_session *se = fakefuse_new(&ops_table, sizeof(ops_table), &st, keep_answer);
+	st.session = se;
+	const struct fuse_open_in open_in = { .flags = O_RDONLY | O_DIRECTORY };
+	fakefuse_send(se, FUSE_OPENDIR, view_proc_ino(), me.tid, &open_in, sizeof(open_in));
+	cr_assert_eq(last_error, 0, "opendir: %s", g_strerror(-last_error));
+	const uint64_t fh = ((const struct fuse_open_out *)last_payload)->fh;
+	const uint64_t offsets[] = { 0, (UINT64_C(1) << 32) + 1, UINT64_C(1) << 32, INT64_MAX, UINT64_MAX };
+	for (size_t i = 0; i < G_N_ELEMENTS(offsets); i++) {
+		const struct fuse_read_in in = { .fh = fh, .offset = offsets[i], .size = 4096 };
+		fakefuse_send(se, FUSE_READDIR, view_proc_ino(), me.tid, &in, sizeof(in));
+		cr_assert_eq(last_error, 0, "readdir at %" G_GUINT64_FORMAT ": %s", offsets[i], g_strerror(-last_error));
+		if (i == 0)
+			cr_assert_gt(last_len, 0, "the listing from its start");
+		else
+			cr_assert_eq(last_len, 0, "readdir at %" G_GUINT64_FORMAT ": %zu bytes of entries, not the end",
+				     offsets[i], last_len);
+	}
+	const struct fuse_release_in rel = { .fh = fh };
+	fakefuse_send(se, FUSE_RELEASEDIR, view_proc_ino(), me.tid, &rel, sizeof(rel));
 	fuse_session_destroy(se);
 	ops_state_clear(&st);
 }

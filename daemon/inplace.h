@@ -1,0 +1,18 @@
+/* Whether a caller reads its figures from the view (the seccomp listener,
+ * sysinfo.c): the topmost mount at /proc/meminfo (a file bind: Docker's
+ * -v, LXC's hook), or else at /proc (the OCI hook's), is a cgprocfs one in
+ * its mount table. Found once a second per mount namespace (as an answer
+ * serves its callers: sysinfo.c), kept for each namespace apart, so that
+ * callers of alternating namespaces do not read their tables at each call
+ * (one may hold 100,000 mounts). */
+#pragma once
+
+#include <glib.h>
+#include <sys/types.h>
+
+struct inplace;
+
+struct inplace *inplace_new(int proc_fd);
+void inplace_free(struct inplace *p);
+/* tid's: FALSE too if its mount table cannot be read. */
+gboolean inplace_view(struct inplace *p, pid_t tid);

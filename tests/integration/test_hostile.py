@@ -17,6 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
+import hostile_walks  # noqa: E402
 from cgtest import check  # noqa: E402
 
 FLOOD = 1000
@@ -480,7 +481,33 @@ def make_tests(d):
             os.unlink(os.path.join(state["bundle"], "config.json"))
             os.rmdir(state.pop("bundle"))
 
+    add_lock_walk_tests(d, test)
     return t
+
+
+def add_lock_walk_tests(d, test):
+    """Issue 54, findings 3 and 4: work a tenant sizes (a cgroup subtree,
+    the host's /proc) must not run under a lock another tenant's read
+    takes (the scenarios: hostile_walks.py)."""
+    w = hostile_walks
+
+    @test("a tenant whose cgroup has %d sub-cgroups reads loadavg first in a new group, over and over for %d s: "
+          "another tenant reading loadavg and /proc/stat every 10 ms never waits %d ms"
+          % (w.WALK_CGROUPS, w.WALK_SECONDS, w.WALK_BOUND_MS))
+    def _():
+        # Issue 54 finding 3: the first sample walked the subtree under
+        # the daemon-wide loadavg lock (164 ms here; the victim's worst
+        # read ~150 ms).
+        name = "cgprocfs-hostile-walk-%d" % os.getpid()
+        try:
+            got, reads, mean = w.loadavg_walk_figures(d.mnt, name)
+        finally:
+            w.remove_walk_cgroups(name)
+        cgtest.diag("the tenant's %d first reads took %.1f ms on average; the victim's %d rounds, p50/p99/worst ms: "
+                    "loadavg %s, stat %s" % (reads, mean, got["rounds"], got["loadavg"], got["stat"]))
+        check(reads >= 3, "the tenant made %d first reads only" % reads)
+        worst = max(got["loadavg"][2], got["stat"][2])
+        check(worst < w.WALK_BOUND_MS, "the victim waited %.1f ms for a read" % worst, got)
 
 
 def main():

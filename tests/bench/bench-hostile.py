@@ -32,7 +32,9 @@ namespace and cpuacct cgroup of its own reads loadavg and /proc/stat
 (a) makes first loadavg reads of a group with --cgroups sub-cgroups (its
 cgroup renamed after each), (b) makes --rate new pid namespaces a second,
 each reading uptime, beside --sleepers more processes on the host; it
-reports the victim's p50/p99/worst. Everything goes on every exit path;
+reports the victim's p50/p99/worst; and (a') as (a), each of the
+tenant's reads a first sysinfo(2) and the victim's every 10 ms a
+sysinfo(2), both given to the daemon's seccomp listener. Everything goes on every exit path;
 its exit status only says whether it ran.
 """
 
@@ -191,6 +193,16 @@ class Bench:
         print(row % ("victim's reads every 10 ms (%d rounds)" % got["rounds"], "p50 / p99 / worst"))
         for name in ("loadavg", "stat"):
             print(row % ("  /proc/" + name, cells(got[name])))
+        probe = hostile_walks.sysinfo_probe(self.work)
+        try:
+            got, calls, tenant_calls, mean = hostile_walks.sysinfo_walk_figures(self.mnt, top, probe, a.seconds,
+                                                                               a.cgroups)
+        finally:
+            hostile_walks.remove_walk_cgroups(top)
+        print("\n(a') the same through the seccomp listener: the tenant's first sysinfo(2) of such a group, %d in "
+              "%.0f s, %.1f ms each" % (tenant_calls, a.seconds, mean))
+        print(row % ("victim's sysinfo(2) every 10 ms (%d calls)" % calls, "p50 / p99 / worst"))
+        print(row % ("  sysinfo", cells(got)))
         try:
             got, made = hostile_walks.pidns_walk_figures(self.mnt, top, a.seconds, a.rate, a.sleepers)
         finally:

@@ -175,3 +175,152 @@ def pidns_walk_figures(mnt, name, seconds=WALK_SECONDS, rate=200, sleepers=1000)
         os.killpg(many.pid, signal.SIGKILL)
         many.wait()
     return got, int(out)
+
+
+# A process that gives its sysinfo(2) to the daemon's seccomp listener (a
+# filter of its own notifies it; the listener fd sent on argv[1], as a
+# runtime sends a container's), then: "once", one call, its 1-minute load
+# printed; or "loop SECONDS PERIOD_MS", a call first, "ready", a line on
+# stdin, then a call every PERIOD_MS for SECONDS, each timed: "p50 p99
+# worst" in ms.
+SYSINFO_PROBE_C = r"""
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static int give(const char *path)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sysinfo, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+	int fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	strncpy(a.sun_path, path, sizeof(a.sun_path) - 1);
+	if (fd < 0 || s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return -1;
+	char state[] = "{\"fds\": [\"seccompFd\"]}";
+	union { struct cmsghdr h; char space[CMSG_SPACE(sizeof(int))]; } c;
+	struct iovec iov = { state, strlen(state) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &c, .msg_controllen = sizeof(c) };
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	if (sendmsg(s, &m, 0) < 0)
+		return -1;
+	close(s);
+	close(fd);
+	return 0;
+}
+
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+	struct sysinfo si;
+	if (argc < 3 || give(argv[1]) < 0 || sysinfo(&si) != 0)
+		return 1;
+	if (strcmp(argv[2], "once") == 0) {
+		printf("%.2f\n", si.loads[0] / 65536.0);
+		return 0;
+	}
+	double seconds = atof(argv[3]), period = atof(argv[4]), *took = malloc(1000000 * sizeof(double));
+	char line[16];
+	printf("ready\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	int n = 0;
+	for (double end = now_ms() + seconds * 1e3; now_ms() < end && n < 1000000; n++) {
+		double t = now_ms();
+		if (sysinfo(&si) != 0)
+			return 1;
+		took[n] = now_ms() - t;
+		usleep((useconds_t)(period * 1e3));
+	}
+	qsort(took, n, sizeof(double), by_value);
+	printf("%.3f %.3f %.3f %d\n", took[n / 2], took[n * 99 / 100], took[n - 1], n);
+	return 0;
+}
+"""
+
+
+def sysinfo_probe(work):
+    """SYSINFO_PROBE_C built in work: its path."""
+    src, exe = os.path.join(work, "sysinfo-probe.c"), os.path.join(work, "sysinfo-probe")
+    with open(src, "w") as f:
+        f.write(SYSINFO_PROBE_C)
+    res = cgtest.run(["cc", "-O2", "-o", exe, src])
+    check(res[0] == 0, "cc (the sysinfo probe)", cgtest.describe(res))
+    return exe
+
+
+def listener_socket(mnt):
+    with open(os.path.join(mnt, ".cgprocfs", "control")) as f:
+        return f.read().strip() + ".seccomp"
+
+
+def sysinfo_walk_figures(mnt, name, probe, seconds=WALK_SECONDS, subtree=WALK_CGROUPS):
+    """Finding 3 through the seccomp listener's one thread: a victim's
+    sysinfo(2) every 10 ms, in pid and cgroup namespaces of its own,
+    beside a tenant's first sysinfo(2) calls of a group of subtree
+    sub-cgroups (renamed after each, as in WALK_RENAMER): (the victim's
+    p50, p99 and worst in ms, its calls), and the tenant's (calls, mean ms)."""
+    victim, tenant = walk_cgroups(name, subtree)
+    sock = listener_socket(mnt)
+    renamer = WALK_RENAMER.replace('["unshare", "--cgroup", "cat", "/proc/loadavg"]',
+                                   '["unshare", "--cgroup", %r, %r, "once"]' % (probe, sock))
+    attacker_argv = cgtest.in_cgroups(tenant, ["unshare", "--pid", "--fork", cgtest.PYTHON, "-c", renamer,
+                                               str(seconds)] + tenant, cgtest.BIND_PROC)
+    env = dict(os.environ, CG_MNT=mnt)
+    v = subprocess.Popen(cgtest.in_cgroups([victim], ["unshare", "--pid", "--fork", "--cgroup", probe, sock, "loop",
+                                                      str(seconds), "10"], cgtest.BIND_PROC),
+                         env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    attacker = None
+    try:
+        check(v.stdout.readline().strip() == "ready", "the sysinfo victim did not start")
+        attacker = subprocess.Popen(attacker_argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.2)
+        v.stdin.write("go\n")
+        v.stdin.flush()
+        out = v.stdout.readline().split()
+        a_out, a_err = attacker.communicate(timeout=seconds + 60)
+        check(attacker.returncode == 0, "the attacker failed", a_err[-2000:])
+    finally:
+        for p in (v, attacker):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+    check(len(out) == 4, "the sysinfo victim printed", out)
+    calls, mean = a_out.split()
+    return [float(x) for x in out[:3]], int(out[3]), int(calls), float(mean)

@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -488,26 +489,61 @@ def make_tests(d):
 def add_lock_walk_tests(d, test):
     """Issue 54, findings 3 and 4: work a tenant sizes (a cgroup subtree,
     the host's /proc) must not run under a lock another tenant's read
-    takes (the scenarios: hostile_walks.py)."""
+    takes (the scenarios: hostile_walks.py). The victim's worst is held
+    to WALK_BOUND_MS, or to twice its worst beside the same tenant with
+    empty groups (the same processes made, no subtree walked) if the
+    machine's other work makes that more."""
     w = hostile_walks
 
+    def bound(baseline_worst):
+        return max(w.WALK_BOUND_MS, 2 * baseline_worst)
+
     @test("a tenant whose cgroup has %d sub-cgroups reads loadavg first in a new group, over and over for %d s: "
-          "another tenant reading loadavg and /proc/stat every 10 ms never waits %d ms"
-          % (w.WALK_CGROUPS, w.WALK_SECONDS, w.WALK_BOUND_MS))
+          "another tenant reading loadavg and /proc/stat every 10 ms never waits %d ms (or twice as long as "
+          "beside empty groups)" % (w.WALK_CGROUPS, w.WALK_SECONDS, w.WALK_BOUND_MS))
     def _():
         # Issue 54 finding 3: the first sample walked the subtree under
-        # the daemon-wide loadavg lock (164 ms here; the victim's worst
-        # read ~150 ms).
+        # the daemon-wide lock (164 ms here; the victim's worst read
+        # ~150 ms).
         name = "cgprocfs-hostile-walk-%d" % os.getpid()
+        figures = {}
         try:
-            got, reads, mean = w.loadavg_walk_figures(d.mnt, name)
+            for subtree in (0, w.WALK_CGROUPS):
+                figures[subtree] = w.loadavg_walk_figures(d.mnt, name, subtree=subtree)
+                w.remove_walk_cgroups(name)
         finally:
             w.remove_walk_cgroups(name)
+        (base, _, _), (got, reads, mean) = figures[0], figures[w.WALK_CGROUPS]
         cgtest.diag("the tenant's %d first reads took %.1f ms on average; the victim's %d rounds, p50/p99/worst ms: "
-                    "loadavg %s, stat %s" % (reads, mean, got["rounds"], got["loadavg"], got["stat"]))
+                    "loadavg %s, stat %s; beside empty groups: loadavg %s, stat %s"
+                    % (reads, mean, got["rounds"], got["loadavg"], got["stat"], base["loadavg"], base["stat"]))
         check(reads >= 3, "the tenant made %d first reads only" % reads)
-        worst = max(got["loadavg"][2], got["stat"][2])
-        check(worst < w.WALK_BOUND_MS, "the victim waited %.1f ms for a read" % worst, got)
+        worst, most = max(got["loadavg"][2], got["stat"][2]), bound(max(base["loadavg"][2], base["stat"][2]))
+        check(worst < most, "the victim waited %.1f ms for a read (bound %.1f ms)" % (worst, most), got)
+
+    @test("the same tenant calls sysinfo(2) first in a new group, over and over, through the daemon's seccomp "
+          "listener: another tenant's sysinfo(2) every 10 ms never waits %d ms (or twice as long as beside empty "
+          "groups)" % w.WALK_BOUND_MS)
+    def _():
+        # The listener's one thread rendered each container's figures in
+        # turn: the victim's call waited for the tenant's first sample.
+        name = "cgprocfs-hostile-sysinfo-%d" % os.getpid()
+        work = tempfile.mkdtemp(prefix="cgprocfs-hostile-probe-")
+        figures = {}
+        try:
+            probe = w.sysinfo_probe(work)
+            for subtree in (0, w.WALK_CGROUPS):
+                figures[subtree] = w.sysinfo_walk_figures(d.mnt, name, probe, subtree=subtree)
+                w.remove_walk_cgroups(name)
+        finally:
+            w.remove_walk_cgroups(name)
+            shutil.rmtree(work, ignore_errors=True)
+        base, (got, calls, tenant_calls, mean) = figures[0][0], figures[w.WALK_CGROUPS]
+        cgtest.diag("the tenant's %d first calls took %.1f ms on average; the victim's %d calls, p50/p99/worst ms: "
+                    "%s; beside empty groups: %s" % (tenant_calls, mean, calls, got, base))
+        check(tenant_calls >= 3, "the tenant made %d first calls only" % tenant_calls)
+        check(got[2] < bound(base[2]), "the victim's sysinfo(2) waited %.1f ms (bound %.1f ms)"
+              % (got[2], bound(base[2])), got)
 
 
 def main():

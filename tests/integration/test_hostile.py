@@ -489,18 +489,26 @@ def make_tests(d):
 def add_lock_walk_tests(d, test):
     """Issue 54, findings 3 and 4: work a tenant sizes (a cgroup subtree,
     the host's /proc) must not run under a lock another tenant's read
-    takes (the scenarios: hostile_walks.py). The victim's worst is held
-    to WALK_BOUND_MS, or to twice its worst beside the same tenant with
-    empty groups (the same processes made, no subtree walked) if the
-    machine's other work makes that more."""
+    takes (the scenarios: hostile_walks.py). The victim's median is held
+    to WALK_MEDIAN_MS, or three times its median beside the same tenant
+    with empty groups (the same processes made, no subtree walked) if the
+    machine's other work makes that more: before the fix every read
+    waited for a walk (medians of 45 to 350 ms here), after it they are
+    ~1 ms. Its worst, which the other helpers' work on this 2-CPU machine
+    takes to 100-500 ms beside empty groups too, is only reported here;
+    bench-hostile.py --walks measures it."""
     w = hostile_walks
 
-    def bound(baseline_worst):
-        return max(w.WALK_BOUND_MS, 2 * baseline_worst)
+    def check_victim(what, got, base):
+        """got, base: [p50, p99, worst] ms, beside the tenant and beside
+        empty groups."""
+        median = max(w.WALK_MEDIAN_MS, 3 * base[0])
+        check(got[0] < median, "the victim's %s took %.1f ms as a median (bound %.1f ms)" % (what, got[0], median),
+              got, base)
 
     @test("a tenant whose cgroup has %d sub-cgroups reads loadavg first in a new group, over and over for %d s: "
-          "another tenant reading loadavg and /proc/stat every 10 ms never waits %d ms (or twice as long as "
-          "beside empty groups)" % (w.WALK_CGROUPS, w.WALK_SECONDS, w.WALK_BOUND_MS))
+          "another tenant reading loadavg and /proc/stat every 10 ms reads them in %d ms at the median (or three "
+          "times its median beside empty groups)" % (w.WALK_CGROUPS, w.WALK_SECONDS, w.WALK_MEDIAN_MS))
     def _():
         # Issue 54 finding 3: the first sample walked the subtree under
         # the daemon-wide lock (164 ms here; the victim's worst read
@@ -518,12 +526,12 @@ def add_lock_walk_tests(d, test):
                     "loadavg %s, stat %s; beside empty groups: loadavg %s, stat %s"
                     % (reads, mean, got["rounds"], got["loadavg"], got["stat"], base["loadavg"], base["stat"]))
         check(reads >= 3, "the tenant made %d first reads only" % reads)
-        worst, most = max(got["loadavg"][2], got["stat"][2]), bound(max(base["loadavg"][2], base["stat"][2]))
-        check(worst < most, "the victim waited %.1f ms for a read (bound %.1f ms)" % (worst, most), got)
+        for name in ("loadavg", "stat"):
+            check_victim("read of " + name, got[name], base[name])
 
     @test("the same tenant calls sysinfo(2) first in a new group, over and over, through the daemon's seccomp "
-          "listener: another tenant's sysinfo(2) every 10 ms never waits %d ms (or twice as long as beside empty "
-          "groups)" % w.WALK_BOUND_MS)
+          "listener: another tenant's sysinfo(2) every 10 ms is answered in %d ms at the median (or three times its "
+          "median beside empty groups)" % w.WALK_MEDIAN_MS)
     def _():
         # The listener's one thread rendered each container's figures in
         # turn: the victim's call waited for the tenant's first sample.
@@ -542,8 +550,7 @@ def add_lock_walk_tests(d, test):
         cgtest.diag("the tenant's %d first calls took %.1f ms on average; the victim's %d calls, p50/p99/worst ms: "
                     "%s; beside empty groups: %s" % (tenant_calls, mean, calls, got, base))
         check(tenant_calls >= 3, "the tenant made %d first calls only" % tenant_calls)
-        check(got[2] < bound(base[2]), "the victim's sysinfo(2) waited %.1f ms (bound %.1f ms)"
-              % (got[2], bound(base[2])), got)
+        check_victim("sysinfo(2)", got, base)
 
 
 def main():

@@ -552,6 +552,23 @@ def add_lock_walk_tests(d, test):
         check(tenant_calls >= 3, "the tenant made %d first calls only" % tenant_calls)
         check_victim("sysinfo(2)", got, base)
 
+    @test("a tenant makes %d new pid namespaces a second for %d s, each reading uptime, beside %d more processes on "
+          "the host: another tenant reading uptime and loadavg every 10 ms never waits %d ms"
+          % (w.PIDNS_RATE, w.WALK_SECONDS, w.PIDNS_SLEEPERS, w.PIDNS_BOUND_MS))
+    def _():
+        # Issue 54 finding 4: each new namespace's init was searched for
+        # in the whole /proc under the daemon-wide lock, and every other
+        # namespace's caller waited behind the searches (3.5 s here).
+        name = "cgprocfs-hostile-pidns-%d" % os.getpid()
+        try:
+            got, made = w.pidns_walk_figures(d.mnt, name, rate=w.PIDNS_RATE, sleepers=w.PIDNS_SLEEPERS)
+        finally:
+            w.remove_walk_cgroups(name)
+        cgtest.diag("the tenant made %d namespaces; the victim's %d rounds, p50/p99/worst ms: uptime %s, loadavg %s"
+                    % (made, got["rounds"], got["uptime"], got["loadavg"]))
+        check(made >= w.PIDNS_RATE, "the tenant made %d namespaces only" % made)
+        worst = max(got["uptime"][2], got["loadavg"][2])
+        check(worst < w.PIDNS_BOUND_MS, "the victim waited %.1f ms for a read" % worst, got)
 
 def main():
     cgtest.run_with_daemon(make_tests)

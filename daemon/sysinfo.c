@@ -9,6 +9,7 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
+#include "seccomp-state.h"
 #include "procfile.h"
 #include "sysinfo.h"
 #include "view.h"
@@ -16,7 +17,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib-unix.h>
-#include <json-glib/json-glib.h>
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -64,14 +64,25 @@ struct answer {
 struct notify {
 	int fd;
 	gboolean lxc; /* an LXC monitor's connection */
-	struct answer last;
+	gboolean busy; /* an answerer has it (under the listener's lock) */
+	gboolean done; /* every process of its filter gone, or the peer (likewise) */
+	struct answer last; /* its answerer's */
 };
+
+/* Answerers at most: each answers one fd's notification at a time, so that
+ * no container's sysinfo waits behind another's render (its first loadavg
+ * sample, its namespace's first init search). */
+#define ANSWERERS_MAX 8
 
 struct sysinfo_listener {
 	int listen_fds[2]; /* the runtimes' (stream), LXC's (seqpacket) */
 	int wake[2];      /* a byte on wake[1]: STOP, or look at paused again */
-	GMutex lock;      /* guards notify's members: the thread changes them, others read */
-	GArray *notify;   /* struct notify */
+	GMutex lock;      /* guards notify, each one's busy and done, and in_flight */
+	GPtrArray *notify; /* struct notify (the listener thread adds and removes them) */
+	guint in_flight;  /* notify's busy */
+	GCond idle;       /* in_flight fell */
+	GThreadPool *answerers;
+	struct seccomp_notif_sizes sizes; /* the kernel's */
 	gboolean paused;  /* handed over: nothing taken or answered (a notification
 	                   * received and left unanswered waits for ever) */
 	struct keeper *keeper; /* holds a copy of each fd */
@@ -85,29 +96,16 @@ struct sysinfo_listener {
 	gint answered, continued; /* counters for .cgprocfs/stats */
 };
 
-/* The fd named "seccompFd" among fds, by the state's "fds" list; the rest
- * closed. -1 if there is none. */
-static int seccomp_fd_of(const char *state, gsize len, GArray *fds)
+static struct notify *notify_at(struct sysinfo_listener *l, guint i)
 {
-	g_autoptr(JsonParser) parser = json_parser_new();
-	int found = -1;
-	JsonNode *root = json_parser_load_from_data(parser, state, (gssize)len, NULL) ? json_parser_get_root(parser)
-										       : NULL;
-	if (root && JSON_NODE_HOLDS_OBJECT(root)) {
-		JsonObject *o = json_node_get_object(root);
-		JsonNode *list = json_object_get_member(o, "fds");
-		JsonArray *names = list && JSON_NODE_HOLDS_ARRAY(list) ? json_node_get_array(list) : NULL;
-		for (guint i = 0; names && i < json_array_get_length(names) && i < fds->len; i++) {
-			JsonNode *n = json_array_get_element(names, i);
-			if (found < 0 && JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_STRING &&
-			    strcmp(json_node_get_string(n), "seccompFd") == 0)
-				found = g_array_index(fds, int, i);
-		}
-	}
-	for (guint i = 0; i < fds->len; i++)
-		if (g_array_index(fds, int, i) != found)
-			close(g_array_index(fds, int, i));
-	return found;
+	return g_ptr_array_index(l->notify, i);
+}
+
+static void notify_free(gpointer p)
+{
+	struct notify *n = p;
+	close(n->fd);
+	g_free(n);
 }
 
 /* Answer fd's notifications (a socket: an LXC monitor's requests) from now
@@ -121,11 +119,13 @@ static void adopt(struct sysinfo_listener *l, int fd)
 	gboolean lxc = getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
 	for (guint i = 0; i < l->notify->len; i++)
-		if (control_same_file(g_array_index(l->notify, struct notify, i).fd, fd)) {
+		if (control_same_file(notify_at(l, i)->fd, fd)) {
 			close(fd);
 			return;
 		}
-	g_array_append_val(l->notify, ((struct notify){ .fd = fd, .lxc = lxc }));
+	struct notify *n = g_new0(struct notify, 1);
+	*n = (struct notify){ .fd = fd, .lxc = lxc };
+	g_ptr_array_add(l->notify, n);
 	keeper_keep_notify(l->keeper, fd);
 }
 
@@ -243,36 +243,6 @@ static gboolean answered_here(const struct seccomp_notif *req)
 	return req->data.nr == __NR_sysinfo && req->data.arch == AUDIT_ARCH_X86_64;
 }
 
-/* Are the len bytes at addr in mappings the process may write, as maps
- * (its /proc/<pid>/maps) says? /proc/<pid>/mem writes read-only private
- * pages as well (FOLL_FORCE), where the kernel's own sysinfo(2) fails
- * with EFAULT: such a call is left to the kernel. */
-static gboolean writable(int maps, uint64_t addr, size_t len)
-{
-	int fd = dup(maps);
-	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-	if (!f) {
-		if (fd >= 0)
-			close(fd);
-		return FALSE;
-	}
-	g_autofree char *line = NULL;
-	size_t size = 0;
-	uint64_t want = addr, end = addr + len; /* the first byte not yet found writable */
-	while (want < end && getline(&line, &size, f) > 0) {
-		unsigned long long from, to;
-		char perms[5];
-		if (sscanf(line, "%llx-%llx %4s", &from, &to, perms) != 3 || from > want)
-			break; /* past want: a hole (the lines are in order) */
-		if (to > want && perms[1] != 'w')
-			break;
-		if (to > want)
-			want = to;
-	}
-	fclose(f);
-	return want >= end;
-}
-
 /* Whether req is a sysinfo(2) of an x86 ABI (x86-64, x32, i386: 116 there),
  * the one call a profile notifies for the view. */
 static gboolean is_sysinfo(const struct seccomp_notif *req)
@@ -295,7 +265,7 @@ static int answer(struct sysinfo_listener *l, struct notify *n, int notify_fd, i
 	snprintf(path, sizeof(path), "%u/maps", req->pid);
 	_cleanup_close_ int maps = openat(l->proc_fd, path, O_RDONLY | O_CLOEXEC);
 	int r = ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0 ? -errno : 0;
-	if (r == 0 && (maps < 0 || !writable(maps, req->data.args[0], sizeof(s))))
+	if (r == 0 && (maps < 0 || !seccomp_writable(maps, req->data.args[0], sizeof(s))))
 		r = -EFAULT;
 	if (r == 0)
 		r = answer_of(l, n, (pid_t)req->pid, &s);
@@ -327,8 +297,8 @@ static gboolean handle_notification(struct sysinfo_listener *l, struct notify *n
 {
 	g_autofree struct seccomp_notif *req = g_malloc0(req_size);
 	g_autofree struct seccomp_notif_resp *resp = g_malloc0(resp_size);
-	/* The receive waits for a notification, under the lock: only if one
-	 * is still there (another fd of the same filter may have taken it). */
+	/* The receive waits for a notification: only if one is still there
+	 * (another fd of the same filter may have taken it). */
 	struct pollfd still = { .fd = n->fd, .events = POLLIN };
 	if (poll(&still, 1, 0) != 1 || !(still.revents & POLLIN))
 		return !(still.revents & (POLLHUP | POLLERR | POLLNVAL));
@@ -416,23 +386,53 @@ static void accept_on(struct sysinfo_listener *l, int which)
 	close(conn);
 }
 
+/* An answerer: n's notification or request, answered with no lock held;
+ * then n is polled again. */
+static void answer_one(gpointer data, gpointer user_data)
+{
+	struct notify *n = data;
+	struct sysinfo_listener *l = user_data;
+	gboolean on = n->lxc ? handle_lxc_request(l, n, &l->sizes)
+			     : handle_notification(l, n, l->sizes.seccomp_notif, l->sizes.seccomp_notif_resp);
+	g_mutex_lock(&l->lock);
+	n->busy = FALSE;
+	n->done = !on;
+	l->in_flight--;
+	g_cond_broadcast(&l->idle);
+	g_mutex_unlock(&l->lock);
+	if (write(l->wake[1], (char[]){ WAKE_LOOK }, 1) < 0)
+		g_warning("cannot wake the seccomp listener: %s", g_strerror(errno));
+}
+
+/* The fds to poll after head: every one not busy, and not paused; the
+ * done ones closed. Under the lock. */
+static void poll_set(struct sysinfo_listener *l, gboolean paused, GArray *p, GPtrArray *polled)
+{
+	for (guint i = l->notify->len; i-- > 0;)
+		if (notify_at(l, i)->done)
+			g_ptr_array_remove_index(l->notify, i);
+	for (guint i = 0; i < l->notify->len && !paused; i++) {
+		struct notify *n = notify_at(l, i);
+		if (n->busy)
+			continue;
+		g_array_append_val(p, ((struct pollfd){ .fd = n->fd, .events = POLLIN }));
+		g_ptr_array_add(polled, n);
+	}
+}
+
 static gpointer listener_thread(gpointer data)
 {
 	struct sysinfo_listener *l = data;
-	struct seccomp_notif_sizes sizes = { 0 };
-	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0)
-		sizes = (struct seccomp_notif_sizes){ .seccomp_notif = sizeof(struct seccomp_notif),
-						      .seccomp_notif_resp = sizeof(struct seccomp_notif_resp),
-						      .seccomp_data = sizeof(struct seccomp_data) };
 	for (;;) {
 		g_autoptr(GArray) p = g_array_new(FALSE, TRUE, sizeof(struct pollfd));
+		g_autoptr(GPtrArray) polled = g_ptr_array_new();
 		const gboolean paused = g_atomic_int_get(&l->paused);
 		const int head[] = { l->wake[0], paused ? -1 : l->listen_fds[0], paused ? -1 : l->listen_fds[1] };
 		for (guint i = 0; i < G_N_ELEMENTS(head); i++)
 			g_array_append_val(p, ((struct pollfd){ .fd = head[i], .events = POLLIN }));
-		for (guint i = 0; i < l->notify->len && !paused; i++)
-			g_array_append_val(p, ((struct pollfd){ .fd = g_array_index(l->notify, struct notify, i).fd,
-								 .events = POLLIN }));
+		g_mutex_lock(&l->lock);
+		poll_set(l, paused, p, polled);
+		g_mutex_unlock(&l->lock);
 		if (poll((struct pollfd *)p->data, p->len, -1) < 0)
 			continue;
 		struct pollfd *pf = (struct pollfd *)p->data;
@@ -440,20 +440,15 @@ static gpointer listener_thread(gpointer data)
 		if (pf[0].revents && (read(l->wake[0], &said, 1) != 1 || said == WAKE_STOP))
 			return NULL;
 		g_mutex_lock(&l->lock);
-		if (g_atomic_int_get(&l->paused)) { /* since the poll */
-			g_mutex_unlock(&l->lock);
-			continue;
-		}
-		for (guint i = p->len - 1; i >= G_N_ELEMENTS(head); i--) {
-			if (!pf[i].revents)
+		/* Paused since the poll: nothing more is taken (a handover
+		 * waits for the answerers under way). */
+		for (guint i = 0; i < polled->len && !g_atomic_int_get(&l->paused); i++) {
+			struct notify *n = g_ptr_array_index(polled, i);
+			if (!pf[G_N_ELEMENTS(head) + i].revents)
 				continue;
-			struct notify *n = &g_array_index(l->notify, struct notify, i - G_N_ELEMENTS(head));
-			if ((pf[i].revents & POLLIN) &&
-			    (n->lxc ? handle_lxc_request(l, n, &sizes)
-				    : handle_notification(l, n, sizes.seccomp_notif, sizes.seccomp_notif_resp)))
-				continue;
-			close(pf[i].fd);
-			g_array_remove_index(l->notify, i - G_N_ELEMENTS(head));
+			n->busy = TRUE;
+			l->in_flight++;
+			g_thread_pool_push(l->answerers, n, NULL);
 		}
 		g_mutex_unlock(&l->lock);
 		for (int which = 0; which < 2; which++)
@@ -485,7 +480,13 @@ int sysinfo_listener_start(const char *base, const int listen_fds[2], struct vie
 		g_free(l);
 		return r < 0 ? r : -EMFILE;
 	}
-	l->notify = g_array_new(FALSE, FALSE, sizeof(struct notify));
+	l->notify = g_ptr_array_new_with_free_func(notify_free);
+	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &l->sizes) < 0)
+		l->sizes = (struct seccomp_notif_sizes){ .seccomp_notif = sizeof(struct seccomp_notif),
+							 .seccomp_notif_resp = sizeof(struct seccomp_notif_resp),
+							 .seccomp_data = sizeof(struct seccomp_data) };
+	l->answerers = g_thread_pool_new(answer_one, l, ANSWERERS_MAX, FALSE, NULL);
+	g_cond_init(&l->idle);
 	l->reuse = reuse;
 	l->keeper = keeper;
 	g_mutex_init(&l->lock);
@@ -523,16 +524,18 @@ void sysinfo_listener_keep_all(struct sysinfo_listener *l)
 		return;
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
 	for (guint i = 0; i < l->notify->len; i++)
-		keeper_keep_notify(l->keeper, g_array_index(l->notify, struct notify, i).fd);
+		keeper_keep_notify(l->keeper, notify_at(l, i)->fd);
 }
 
 int sysinfo_listener_hand_over(struct sysinfo_listener *l, int conn, GError **error)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
-	g_atomic_int_set(&l->paused, TRUE); /* the thread answers under the lock: none is under way */
+	g_atomic_int_set(&l->paused, TRUE); /* the thread takes no more under the lock */
+	while (l->in_flight > 0) /* the answers under way are sent first */
+		g_cond_wait(&l->idle, &l->lock);
 	int r = 0;
 	for (guint i = 0; r == 0 && i < l->notify->len; i++)
-		r = handover_send_notify(conn, g_array_index(l->notify, struct notify, i).fd, error);
+		r = handover_send_notify(conn, notify_at(l, i)->fd, error);
 	return r;
 }
 
@@ -562,9 +565,9 @@ void sysinfo_listener_stop(struct sysinfo_listener *l)
 	if (write(l->wake[1], (char[]){ WAKE_STOP }, 1) < 0)
 		g_warning("cannot stop the seccomp listener: %s", g_strerror(errno));
 	g_thread_join(l->thread);
-	for (guint i = 0; i < l->notify->len; i++)
-		close(g_array_index(l->notify, struct notify, i).fd);
-	g_array_unref(l->notify);
+	g_thread_pool_free(l->answerers, FALSE, TRUE); /* the answers under way end */
+	g_ptr_array_unref(l->notify);
+	g_cond_clear(&l->idle);
 	g_mutex_clear(&l->lock);
 	close(l->wake[0]);
 	close(l->wake[1]);

@@ -90,7 +90,14 @@ struct count {
 	pid_t asking;     /* caller_serving(): not counted as running or blocked */
 	pid_t newest_tid; /* the newest thread, as the daemon numbers it */
 	uint64_t newest_start;
+	unsigned cgroups, threads; /* met so far, counted or not: the walk stops at the caps */
 };
+
+/* Whether the walk has met as much as it may. */
+static gboolean walk_full(const struct count *c)
+{
+	return c->cgroups >= LOADAVG_WALK_CGROUPS_MAX || c->threads >= LOADAVG_WALK_THREADS_MAX;
+}
 
 /* The threads listed in dir (v2 cgroup.threads, v1 tasks), by state. */
 static void count_threads(struct count *c, const char *dir)
@@ -100,11 +107,13 @@ static void count_threads(struct count *c, const char *dir)
 	if (procfile_read_text_at(c->dirfd, path, &text) < 0)
 		return;
 	g_auto(GStrv) tids = g_strsplit(text, "\n", -1);
-	for (char **t = tids; *t; t++) {
+	for (char **t = tids; *t && c->threads < LOADAVG_WALK_THREADS_MAX; t++) {
 		guint64 tid;
 		struct pid_stat st;
-		if (!g_ascii_string_to_unsigned(*t, 10, 1, G_MAXINT32, &tid, NULL) ||
-		    procfile_pid_stat(c->l->proc_fd, (pid_t)tid, &st) < 0)
+		if (!g_ascii_string_to_unsigned(*t, 10, 1, G_MAXINT32, &tid, NULL))
+			continue;
+		c->threads++;
+		if (procfile_pid_stat(c->l->proc_fd, (pid_t)tid, &st) < 0)
 			continue;
 		c->tally.total++;
 		/* The reader this answers for waits for it (between queueing
@@ -130,26 +139,32 @@ static void count_subtree(struct count *c, const char *dir);
 static void count_child(const struct dirent *de, void *data)
 {
 	struct subtree *s = data;
-	if (de->d_type != DT_DIR)
+	if (de->d_type != DT_DIR || walk_full(s->c))
 		return;
 	g_autofree char *child = g_build_filename(s->dir, de->d_name, NULL);
 	count_subtree(s->c, child);
 }
 
+/* The walk's work is the tenant's to size: it stops at the caps (the
+ * rest of a larger subtree is not counted), and runs under no lock. */
 static void count_subtree(struct count *c, const char *dir)
 {
+	c->cgroups++;
 	count_threads(c, dir);
+	if (walk_full(c))
+		return;
 	struct subtree s = { c, dir };
 	dirwalk(c->dirfd, dir, count_child, &s);
 }
 
-/* Count group's threads now; FALSE if the cgroup is not there. */
+/* Count group's threads now, under no lock; FALSE if the cgroup is not
+ * there. */
 static gboolean sample(struct loadavgs *l, const char *group, struct tally *ret)
 {
 	g_autofree char *dir = cgroup_relative_dir(l->h, group);
 	if (!dir || (strcmp(dir, ".") != 0 && faccessat(l->h->root_fd, dir, F_OK, 0) < 0))
 		return FALSE;
-	struct count c = { l, l->h->root_fd, { 0, 0, 0, 0 }, caller_serving(), 0, 0 };
+	struct count c = { .l = l, .dirfd = l->h->root_fd, .asking = caller_serving() };
 	count_subtree(&c, dir);
 	guint levels;
 	if (c.newest_tid && procfile_nspid(l->proc_fd, c.newest_tid, &levels, &c.tally.newest) < 0)
@@ -167,49 +182,57 @@ static void take(struct group_load *g, const struct tally *t)
 	g->newest = t->newest;
 }
 
-/* group's entry, read now: sampled at once if it was not tracked (its
- * averages then start from what runs now, not from 0). NULL if the cgroup
- * is not there. Under lock. */
-static struct group_load *group_read_locked(struct loadavgs *l, const char *group)
+/* group's entry, read now (a copy in *ret): sampled at once if it was not
+ * tracked (its averages then start from what runs now, not from 0).
+ * FALSE if the cgroup is not there. The sample is taken without the lock,
+ * which every group's reader takes: two first readers of one group may
+ * both sample it, and the first to finish is kept. */
+static gboolean group_read(struct loadavgs *l, const char *group, struct group_load *ret)
 {
+	g_mutex_lock(&l->lock);
 	struct group_load *g = g_hash_table_lookup(l->groups, group);
 	if (!g) {
+		g_mutex_unlock(&l->lock);
 		struct tally now;
 		if (!sample(l, group, &now))
-			return NULL;
-		g = g_new0(struct group_load, 1);
-		take(g, &now);
-		for (int i = 0; i < 3; i++)
-			g->avenrun[i] = (uint64_t)now.active * LOADAVG_FIXED_1;
-		g_hash_table_insert(l->groups, g_strdup(group), g);
+			return FALSE;
+		g_mutex_lock(&l->lock);
+		g = g_hash_table_lookup(l->groups, group);
+		if (!g) {
+			g = g_new0(struct group_load, 1);
+			take(g, &now);
+			for (int i = 0; i < 3; i++)
+				g->avenrun[i] = (uint64_t)now.active * LOADAVG_FIXED_1;
+			g_hash_table_insert(l->groups, g_strdup(group), g);
+		}
 	}
 	g->read_us = g_get_monotonic_time();
-	return g;
+	*ret = *g;
+	g_mutex_unlock(&l->lock);
+	return TRUE;
 }
 
 int loadavgs_render(struct loadavgs *l, const char *group, const char *host, gboolean own_ns, GString **ret)
 {
 	g_autofree char *host_copy = g_strchomp(g_strdup(host));
 	const char *host_last = strrchr(host_copy, ' ');
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
-	const struct group_load *g = group_read_locked(l, group);
-	if (!g)
+	struct group_load g;
+	if (!group_read(l, group, &g))
 		return -ENOENT;
 	char newest[16];
-	snprintf(newest, sizeof(newest), "%d", (int)g->newest);
-	const char *last_pid = own_ns && g->newest ? newest : host_last ? host_last + 1 : "0";
-	*ret = loadavg_render(g->avenrun, g->running, MAX(g->total, 1), last_pid);
+	snprintf(newest, sizeof(newest), "%d", (int)g.newest);
+	const char *last_pid = own_ns && g.newest ? newest : host_last ? host_last + 1 : "0";
+	*ret = loadavg_render(g.avenrun, g.running, MAX(g.total, 1), last_pid);
 	return 0;
 }
 
 gboolean loadavgs_counts(struct loadavgs *l, const char *group, unsigned *ret_running, unsigned *ret_blocked)
 {
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
-	const struct group_load *g = group_read_locked(l, group);
-	if (!g)
+	struct group_load g;
+	if (!group_read(l, group, &g))
 		return FALSE;
-	*ret_running = g->running;
-	*ret_blocked = g->blocked;
+	*ret_running = g.running;
+	*ret_blocked = g.blocked;
 	return TRUE;
 }
 

@@ -12,6 +12,11 @@
 #define LOADAVG_FSHIFT 11
 #define LOADAVG_FIXED_1 (1u << LOADAVG_FSHIFT)
 #define LOADAVG_PERIOD_US (5 * G_USEC_PER_SEC)
+/* A sample of a group meets at most this many cgroups of its subtree and
+ * thread ids (the subtree's first, as the walk finds them; the rest is not
+ * counted): a tenant's sub-cgroups and threads size the walk. */
+#define LOADAVG_WALK_CGROUPS_MAX 512
+#define LOADAVG_WALK_THREADS_MAX 8192
 
 /* One 5 s step of the averages (fixed point) with active threads. */
 void loadavg_step(uint64_t avenrun[3], unsigned active);
@@ -27,8 +32,9 @@ struct loadavgs *loadavgs_new(int proc_fd, const struct cgroup_hierarchy *h);
 void loadavgs_free(struct loadavgs *l);
 
 /* The loadavg text of the cgroup group (as /proc/<pid>/cgroup names it in
- * h), given the host's text; the first read of a group samples it at once,
- * so that its averages start from what runs now. The last field: for a
+ * h), given the host's text; the first read of a group samples it at once
+ * (under no lock another group's reader takes), so that its averages start
+ * from what runs now. The last field: for a
  * caller of a pid namespace of its own (own_ns), the newest thread of the
  * group as its innermost namespace numbers it (when the last sample found
  * one), else the host's. -ENOENT: the cgroup is not there. */

@@ -1,6 +1,7 @@
 /* The init of a caller's pid namespace, whose start is the epoch of the
- * caller's /proc/uptime: found once per namespace (a walk of the daemon's
- * procfs), then kept while that process lives. */
+ * caller's /proc/uptime: found once per namespace (among the caller's
+ * ancestors, else by a walk of the daemon's procfs, under no lock another
+ * namespace's caller takes), then kept while that process lives. */
 #pragma once
 
 #include <glib.h>

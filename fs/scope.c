@@ -370,24 +370,31 @@ static gboolean ns_root(struct scope *s, pid_t tid, const char *text, const stru
 	if (!s->own_ns || key < 0 || procfile_readlink_at(s->cfg.proc_fd, path, &ns) < 0 ||
 	    strcmp(ns, s->own_ns) == 0)
 		return FALSE;
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->ns_lock);
 	/* A namespace's root never changes, but its number may be another's
 	 * once it is gone: a root own is not in is found again. */
+	g_mutex_lock(&s->ns_lock);
 	const struct cgroup_paths *known = g_hash_table_lookup(s->ns_roots, ns);
-	if (!known || !within(own, known, key)) {
-		struct cgroup_paths *found = g_new0(struct cgroup_paths, 1);
-		int r = find_ns_root(s, tid, text, found);
-		if (r < 0) {
-			g_free(found);
-			tell_ns_miss(s, tid, r);
-			return FALSE;
-		}
-		if (g_hash_table_size(s->ns_roots) >= NS_ROOTS_MAX)
-			g_hash_table_remove_all(s->ns_roots); /* found again as they are asked */
-		g_hash_table_replace(s->ns_roots, g_steal_pointer(&ns), found);
-		known = found;
+	if (known && within(own, known, key)) {
+		paths_copy(known, ret);
+		g_mutex_unlock(&s->ns_lock);
+		return TRUE;
 	}
-	paths_copy(known, ret);
+	g_mutex_unlock(&s->ns_lock);
+	/* Found under no lock: a tenant makes as many namespaces as it
+	 * likes, and each costs a thread; other callers look theirs up
+	 * meanwhile. */
+	struct cgroup_paths *found = g_new0(struct cgroup_paths, 1);
+	int r = find_ns_root(s, tid, text, found);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->ns_lock);
+	if (r < 0) {
+		g_free(found);
+		tell_ns_miss(s, tid, r);
+		return FALSE;
+	}
+	paths_copy(found, ret);
+	if (g_hash_table_size(s->ns_roots) >= NS_ROOTS_MAX)
+		g_hash_table_remove_all(s->ns_roots); /* found again as they are asked */
+	g_hash_table_replace(s->ns_roots, g_steal_pointer(&ns), found);
 	return TRUE;
 }
 

@@ -22,8 +22,20 @@ container idle, then while it does each of these (cgprocfs-hostile):
 It reports each file's p50/p99 under each attack and the p99 over the
 idle one (the aim: within 2x), with the kernel's own /proc/.real/stat and
 /proc/.real/1/smaps_rollup beside them: what the machine's load alone does
-to a read. Everything goes on every exit path; its
-exit status only says whether it ran.
+to a read.
+
+With --walks it measures instead what a tenant's walks under the
+daemon's shared locks cost another tenant (issue 54, findings 3 and 4;
+the scenarios of tests/integration/hostile_walks.py): a victim in a pid
+namespace and cpuacct cgroup of its own reads loadavg and /proc/stat
+(then uptime and loadavg) every 10 ms through the view while a tenant
+(a) makes first loadavg reads of a group with --cgroups sub-cgroups (its
+cgroup renamed after each), (b) makes --rate new pid namespaces a second,
+each reading uptime, beside --sleepers more processes on the host; it
+reports the victim's p50/p99/worst; and (a') as (a), each of the
+tenant's reads a first sysinfo(2) and the victim's every 10 ms a
+sysinfo(2), both given to the daemon's seccomp listener. Everything goes on every exit path;
+its exit status only says whether it ran.
 """
 
 import argparse
@@ -36,6 +48,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
+import hostile_walks  # noqa: E402
 
 BenchError = benchlib.BenchError
 FILES = ("cpuinfo=/proc/cpuinfo", "stat=/proc/stat", "meminfo=/proc/meminfo", "smaps=/proc/1/smaps_rollup")
@@ -151,6 +164,55 @@ class Bench:
                 cells.append("%7.1f / %7.1f (%4.2fx)" % (p50, p99, p99 / results["idle"][label][1]))
             print("%-8s" % name + "".join("%26s" % c for c in cells))
 
+    def run_walks(self):
+        a = self.args
+        self.daemon = benchlib.start_daemon([self.daemon_bin, self.mnt], self.mnt,
+                                            os.path.join(self.work, "daemon.log"))
+        print("cgprocfs, walks under shared locks: %d CPUs, kernel %s" % (os.cpu_count(), os.uname().release))
+        print("command: %s" % " ".join(["/usr/bin/python3"] + sys.argv), flush=True)
+        top = "cgprocfs-bench-walk-%d" % os.getpid()
+        self.walk_cgroups = top
+        row = "%-40s %s"
+        cells = lambda v: "%7.2f / %7.2f / %7.2f ms" % tuple(v)  # noqa: E731
+        try:
+            victim, _ = hostile_walks.walk_cgroups(top, 0)
+            got, _ = hostile_walks.victim_beside(self.mnt, victim, ["loadavg", "stat", "uptime"],
+                                                ["sleep", str(a.seconds)], a.seconds)
+        finally:
+            hostile_walks.remove_walk_cgroups(top)
+        print("\n(0) no tenant attacking: what the machine's load alone does")
+        print(row % ("victim's reads every 10 ms (%d rounds)" % got["rounds"], "p50 / p99 / worst"))
+        for name in ("loadavg", "stat", "uptime"):
+            print(row % ("  /proc/" + name, cells(got[name])))
+        try:
+            got, reads, mean = hostile_walks.loadavg_walk_figures(self.mnt, top, a.seconds, a.cgroups)
+        finally:
+            hostile_walks.remove_walk_cgroups(top)
+        print("\n(a) a tenant's first loadavg reads of a group of %d sub-cgroups: %d in %.0f s, %.1f ms each"
+              % (a.cgroups, reads, a.seconds, mean))
+        print(row % ("victim's reads every 10 ms (%d rounds)" % got["rounds"], "p50 / p99 / worst"))
+        for name in ("loadavg", "stat"):
+            print(row % ("  /proc/" + name, cells(got[name])))
+        probe = hostile_walks.sysinfo_probe(self.work)
+        try:
+            got, calls, tenant_calls, mean = hostile_walks.sysinfo_walk_figures(self.mnt, top, probe, a.seconds,
+                                                                               a.cgroups)
+        finally:
+            hostile_walks.remove_walk_cgroups(top)
+        print("\n(a') the same through the seccomp listener: the tenant's first sysinfo(2) of such a group, %d in "
+              "%.0f s, %.1f ms each" % (tenant_calls, a.seconds, mean))
+        print(row % ("victim's sysinfo(2) every 10 ms (%d calls)" % calls, "p50 / p99 / worst"))
+        print(row % ("  sysinfo", cells(got)))
+        try:
+            got, made = hostile_walks.pidns_walk_figures(self.mnt, top, a.seconds, a.rate, a.sleepers)
+        finally:
+            hostile_walks.remove_walk_cgroups(top)
+        print("\n(b) %d new pid namespaces in %.0f s (asked: %d a second), %d sleeping processes on the host"
+              % (made, a.seconds, a.rate, a.sleepers))
+        print(row % ("victim's reads every 10 ms (%d rounds)" % got["rounds"], "p50 / p99 / worst"))
+        for name in ("uptime", "loadavg"):
+            print(row % ("  /proc/" + name, cells(got[name])))
+
     def cleanup(self):
         problems = []
         try:
@@ -158,6 +220,8 @@ class Bench:
         except OSError:
             pass
         self.ns.close()
+        if getattr(self, "walk_cgroups", None):
+            hostile_walks.remove_walk_cgroups(self.walk_cgroups)
         for path in self.cgroups:
             for _ in range(50):
                 try:
@@ -173,6 +237,11 @@ class Bench:
         return not problems
 
 
+class WalkBench(Bench):
+    def run(self):
+        self.run_walks()
+
+
 def main():
     p = argparse.ArgumentParser(description="cgprocfs with one container misbehaving (needs root).")
     p.add_argument("--build-dir", default="build", help="meson build directory (default: build)")
@@ -180,12 +249,22 @@ def main():
     p.add_argument("--pause-us", type=int, default=1000,
                    help="the victim's pause between rounds of reads, µs (default 1000; 0: reads without a pause)")
     p.add_argument("--processes", type=int, default=200, help="processes in the hostile container (default 200)")
+    p.add_argument("--walks", action="store_true",
+                   help="measure a tenant's walks under shared locks instead (loadavg's first sample, a new pid "
+                        "namespace's init)")
+    p.add_argument("--seconds", type=float, default=5, help="--walks: seconds of each attack (default 5)")
+    p.add_argument("--cgroups", type=int, default=3000, help="--walks: the tenant's sub-cgroups (default 3000)")
+    p.add_argument("--rate", type=int, default=200, help="--walks: new pid namespaces a second (default 200)")
+    p.add_argument("--sleepers", type=int, default=1000,
+                   help="--walks: more processes on the host, each a pid a walk of /proc meets (default 1000)")
     args = p.parse_args()
     if args.iterations <= 0 or args.processes <= 0:
         p.error("--iterations and --processes must be positive")
     if os.geteuid() != 0:
         p.error("needs root (mounts, namespaces)")
 
+    if args.walks:
+        return benchlib.run_bench("bench-hostile", lambda: WalkBench(args))
     return benchlib.run_bench("bench-hostile", lambda: Bench(args))
 
 

@@ -1,0 +1,15 @@
+/* What the seccomp listener (sysinfo.c) reads from its peers: pure
+ * parsers of a runtime's state and of a caller's maps. */
+#pragma once
+
+#include <glib.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The fd named "seccompFd" among fds, by the state's "fds" list; the rest
+ * closed. -1 if there is none. */
+int seccomp_fd_of(const char *state, gsize len, GArray *fds);
+
+/* Are the len bytes at addr in mappings the process may write, as maps
+ * (an fd of its /proc/<pid>/maps, read from its start) says? */
+gboolean seccomp_writable(int maps, uint64_t addr, size_t len);

@@ -93,7 +93,7 @@ struct sysinfo_listener {
 	char *paths[2];
 	ino_t path_inos[2]; /* the sockets' at paths: a newer daemon may bind there */
 	GThread *thread;
-	gint answered, continued; /* counters for .cgprocfs/stats */
+	gint answered, failed, continued; /* counters for .cgprocfs/stats */
 };
 
 static struct notify *notify_at(struct sysinfo_listener *l, guint i)
@@ -191,13 +191,13 @@ static gboolean namespaces_of(int proc_fd, pid_t tid, uint64_t ret[3])
 }
 
 /* What the caller's view says in place of the kernel's answer; -ENOENT
- * where its view is not in place. */
+ * where its view is not in place, -EIO where it is and its figures cannot
+ * be had. */
 static int render_answer(struct sysinfo_listener *l, pid_t tid, struct sysinfo *ret, double *ret_up)
 {
 	struct caller c = { .tid = tid, .proc_fd = l->proc_fd, .pid_ns_fd = -1 };
 	g_autoptr(GBytes) meminfo = NULL, uptime = NULL, loadavg = NULL;
 	struct sysinfo host;
-	int r;
 	/* A container whose view is not in place keeps the kernel's
 	 * sysinfo(2), which then agrees with the files it reads (busybox free
 	 * takes both). */
@@ -205,10 +205,11 @@ static int render_answer(struct sysinfo_listener *l, pid_t tid, struct sysinfo *
 		return -ENOENT;
 	if (sysinfo(&host) < 0)
 		return -errno;
-	if ((r = view_proc_text(l->view, &c, "meminfo", &meminfo)) < 0 ||
-	    (r = view_proc_text(l->view, &c, "uptime", &uptime)) < 0 ||
-	    (r = view_proc_text(l->view, &c, "loadavg", &loadavg)) < 0)
-		return r;
+	/* In place, the view's figures or none: never the kernel's (a scope
+	 * that cannot be found, say). */
+	if (view_proc_text(l->view, &c, "meminfo", &meminfo) < 0 || view_proc_text(l->view, &c, "uptime", &uptime) < 0 ||
+	    view_proc_text(l->view, &c, "loadavg", &loadavg) < 0)
+		return -EIO;
 	g_autofree char *m = g_strndup(g_bytes_get_data(meminfo, NULL), g_bytes_get_size(meminfo));
 	g_autofree char *u = g_strndup(g_bytes_get_data(uptime, NULL), g_bytes_get_size(uptime));
 	g_autofree char *a = g_strndup(g_bytes_get_data(loadavg, NULL), g_bytes_get_size(loadavg));
@@ -253,6 +254,12 @@ static gboolean is_sysinfo(const struct seccomp_notif *req)
 	       (req->data.nr & ~(int)__X32_SYSCALL_BIT) == __NR_sysinfo;
 }
 
+/* An open failed for want of the daemon's fds: EIO, not the kernel's (the host's) figures. */
+static gboolean out_of_fds(int err)
+{
+	return err == EMFILE || err == ENFILE;
+}
+
 /* Write the answer to req into mem, the caller's memory, opened before
  * the request is checked to stand on notify_fd (so that the process
  * written is the one that asked), where maps (opened with it) says the
@@ -265,7 +272,9 @@ static int answer(struct sysinfo_listener *l, struct notify *n, int notify_fd, i
 	snprintf(path, sizeof(path), "%u/maps", req->pid);
 	_cleanup_close_ int maps = openat(l->proc_fd, path, O_RDONLY | O_CLOEXEC);
 	int r = ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0 ? -errno : 0;
-	if (r == 0 && (maps < 0 || !seccomp_writable(maps, req->data.args[0], sizeof(s))))
+	if (r == 0 && maps < 0)
+		r = out_of_fds(errno) ? -EIO : -EFAULT;
+	else if (r == 0 && !seccomp_writable(maps, req->data.args[0], sizeof(s)))
 		r = -EFAULT;
 	if (r == 0)
 		r = answer_of(l, n, (pid_t)req->pid, &s);
@@ -278,13 +287,17 @@ static int answer(struct sysinfo_listener *l, struct notify *n, int notify_fd, i
 	return r;
 }
 
-/* resp for req: answered here (0 from answer), or the kernel's answer. */
+/* resp for req: answered here (0 from answer), failed (-EIO: the
+ * caller's figures could not be had), or the kernel's answer. */
 static void respond(struct sysinfo_listener *l, const struct seccomp_notif *req, int answered,
 		    struct seccomp_notif_resp *resp)
 {
 	*resp = (struct seccomp_notif_resp){ .id = req->id };
 	if (answered == 0) {
 		g_atomic_int_inc(&l->answered);
+	} else if (answered == -EIO) {
+		resp->error = -EIO;
+		g_atomic_int_inc(&l->failed);
 	} else {
 		resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 		g_atomic_int_inc(&l->continued);
@@ -309,7 +322,7 @@ static gboolean handle_notification(struct sysinfo_listener *l, struct notify *n
 		char path[32];
 		snprintf(path, sizeof(path), "%u/mem", req->pid);
 		int mem = openat(l->proc_fd, path, O_WRONLY | O_CLOEXEC);
-		r = mem < 0 ? -errno : answer(l, n, n->fd, mem, req);
+		r = mem >= 0 ? answer(l, n, n->fd, mem, req) : out_of_fds(errno) ? -EIO : -errno;
 		if (mem >= 0)
 			close(mem);
 	}
@@ -516,6 +529,10 @@ void sysinfo_listener_render_stats(struct sysinfo_listener *l, GString *out)
 	metrics_u64(out, "cgprocfs_sysinfo_continued_total", "counter",
 		    "Seccomp notifications left to the kernel (other calls, 32-bit callers, failures).",
 		    (uint64_t)g_atomic_int_get(&l->continued));
+	metrics_u64(out, "cgprocfs_sysinfo_failed_total", "counter",
+		    "sysinfo(2) calls of containers whose view is in place answered EIO: their figures could not be "
+		    "had (the daemon out of fds, a scope not found), and the kernel's are the host's.",
+		    (uint64_t)g_atomic_int_get(&l->failed));
 }
 
 void sysinfo_listener_keep_all(struct sysinfo_listener *l)

@@ -102,13 +102,13 @@ def run_tests(tests):
 
     fn() passes by returning, fails by raising (Failure's message, or the
     traceback of any other exception, goes out as diagnostics), and skips by
-    raising Skip(reason). CGTEST_ONLY=TEXT (for a developer's loop) runs
-    only the tests whose names hold TEXT."""
+    raising Skip(reason). CGTEST_ONLY=TEXT[|TEXT...] (for a developer's
+    loop) runs only the tests whose names hold one of the TEXTs."""
     skip_all_unless_runnable()
     _terminate_on_sigterm()
     only = os.environ.get("CGTEST_ONLY")
     if only:
-        tests = [(name, fn) for name, fn in tests if only in name]
+        tests = [(name, fn) for name, fn in tests if any(o in name for o in only.split("|"))]
     print("1..%d" % len(tests))
     sys.stdout.flush()
     failed = 0

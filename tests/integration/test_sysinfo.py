@@ -76,6 +76,12 @@ int main(int argc, char **argv)
 		printf("%s %lu\n", r == 0 ? "0" : strerrorname_np(errno), ro == MAP_FAILED ? 0 : ro->totalram);
 		return 0;
 	}
+	if (argc == 2 && strcmp(argv[1], "errno") == 0) { /* "errno totalram", 0 for each it did not give */
+		int r = sysinfo(&s);
+		printf("%s %llu\n", r == 0 ? "0" : strerrorname_np(errno),
+		       r == 0 ? (unsigned long long)s.totalram * s.mem_unit : 0ULL);
+		return 0;
+	}
 	if (sysinfo(&s) != 0 || getloadavg(loads, 3) != 3)
 		return 1;
 	printf("%llu %ld %llu %.2f %.2f %.2f\n", (unsigned long long)s.totalram * s.mem_unit, (long)s.uptime,
@@ -433,6 +439,44 @@ def make_tests(d, lab):
                 call(step)
             problems = own.stop()
             check(not problems, "the last daemon did not stop cleanly", *problems, own.log())
+
+    @test("a container's sysinfo while its daemon is out of fds (its RLIMIT_NOFILE lowered under what it "
+          "holds): EIO, never the kernel's answer (the host's total); with the limit back, the container's total")
+    def _():
+        # Issue 54 finding 7: a caller whose figures could not be had was
+        # left to the kernel, whose answer is the host's.
+        with cgtest.Daemon() as own, contextlib.ExitStack() as stack:
+            script = "trap 'sysinfo-probe errno' USR1; echo ready; while :; do sleep 0.1; done"
+            c = stack.enter_context(Container(lab, script, mountpoint=own.mnt, edit=notify(own, ["sysinfo"])))
+            c.start_detached()
+            out = os.path.join(c.bundle, "stdout")
+
+            def lines():
+                with open(out) as f:
+                    return f.read().splitlines()
+
+            check(cgtest.wait_until(lambda: lines() == ["ready"], timeout=10), "the container did not start", lines())
+            init = c.state()["pid"]
+
+            def call(when):
+                seen = len(lines())
+                os.kill(init, signal.SIGUSR1)
+                check(cgtest.wait_until(lambda: len(lines()) > seen, timeout=10),
+                      "no answer to a sysinfo call %s" % when, lines(), own.log())
+                return lines()[seen].split()
+
+            check_equal(call("before"), ["0", str(LIMIT)], "sysinfo's errno and total before")
+            pid = str(own.process.pid)
+            soft, hard = cgtest.check_ran(cgtest.run(["prlimit", "--pid", pid, "--nofile", "--raw", "--noheadings",
+                                                      "--output", "SOFT,HARD"]), "prlimit").split()
+            cgtest.check_ran(cgtest.run(["prlimit", "--pid", pid, "--nofile=3:%s" % hard]), "prlimit")
+            try:
+                starved = call("with the daemon out of fds")
+            finally:
+                cgtest.check_ran(cgtest.run(["prlimit", "--pid", pid, "--nofile=%s:%s" % (soft, hard)]), "prlimit")
+            check_equal(starved, ["EIO", "0"], "sysinfo's errno and total with the daemon out of fds")
+            check_equal(call("after"), ["0", str(LIMIT)], "sysinfo's errno and total with the limit back")
+            check(stats(own).get("failed_total", 0) >= 1, "the failed call is not counted", stats(own))
 
     @test("the daemon logged no error")
     def _():

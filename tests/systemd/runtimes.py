@@ -275,22 +275,6 @@ ACTIONS = [
     ("crash", "old=$(systemctl show -p MainPID --value cgprocfs); systemctl kill --kill-whom=main -s KILL cgprocfs; "
               "for i in $(seq 100); do new=$(systemctl show -p MainPID --value cgprocfs); "
               "[ $new != $old ] && [ $new != 0 ] && systemctl -q is-active cgprocfs && break; sleep 0.1; done"),
-    # out of memory: the unit's MemoryMax lowered to 512 KiB above what it
-    # holds and a host caller's opens (16,384 handles: about 2 MiB) fill
-    # it: the kernel kills the daemon, OOMPolicy=continue makes it a crash
-    # that Restart answers; the bound is back before the restart (1 s later)
-    ("oom", "old=$(systemctl show -p MainPID --value cgprocfs); "
-            "cg=/sys/fs/cgroup$(systemctl show -p ControlGroup --value cgprocfs); "
-            "systemctl set-property --runtime cgprocfs MemoryMax=$(( $(cat $cg/memory.current) + 524288 )); "
-            "python3 -c '%s' %s/proc/stat & h=$!; "
-            "for i in $(seq 600); do [ $(systemctl show -p MainPID --value cgprocfs) != $old ] && break; "
-            "sleep 0.05; done; systemctl set-property --runtime cgprocfs MemoryMax=2G; kill $h; "
-            "grep -w oom_kill $cg/memory.events; "
-            "for i in $(seq 100); do new=$(systemctl show -p MainPID --value cgprocfs); "
-            "[ $new != $old ] && [ $new != 0 ] && systemctl -q is-active cgprocfs && break; sleep 0.1; done"
-            % ("import os, resource\n"
-               "resource.setrlimit(resource.RLIMIT_NOFILE, (20000, 20000))\n"
-               "fds = [os.open(__import__(\"sys\").argv[1], os.O_RDONLY) for _ in range(18000)]", VIEW)),
 ]
 
 

@@ -132,6 +132,30 @@ def free_row(out):
 def make_tests(d, lab):
     t, test = cgtest.test_registry()
 
+    def seldom_caller(stack, own, probe):
+        """A container of stack with own's view whose sysinfo calls come
+        seldom: probe, run on each SIGUSR1. The function that makes one
+        call (saying when, if it fails) and gives its line, split."""
+        script = "trap '%s' USR1; echo ready; while :; do sleep 0.1; done" % probe
+        c = stack.enter_context(Container(lab, script, mountpoint=own.mnt, edit=notify(own, ["sysinfo"])))
+        c.start_detached()
+        out = os.path.join(c.bundle, "stdout")
+
+        def lines():
+            with open(out) as f:
+                return f.read().splitlines()
+
+        check(cgtest.wait_until(lambda: lines() == ["ready"], timeout=10), "the container did not start", lines())
+        init = c.state()["pid"]
+
+        def call(when):
+            seen = len(lines())
+            os.kill(init, signal.SIGUSR1)
+            check(cgtest.wait_until(lambda: len(lines()) > seen, timeout=10),
+                  "no answer to a sysinfo call %s" % when, lines(), own.log())
+            return lines()[seen].split()
+        return call
+
     state = {}
 
     @test("build the busybox rootfs, with a static sysinfo probe for x86-64 (and one for i386 where this "
@@ -403,24 +427,10 @@ def make_tests(d, lab):
           "stops on SIGTERM")
     def _():
         with cgtest.Daemon() as own, contextlib.ExitStack() as stack:
-            script = "trap 'sysinfo-probe' USR1; echo ready; while :; do sleep 0.1; done"
-            c = stack.enter_context(Container(lab, script, mountpoint=own.mnt, edit=notify(own, ["sysinfo"])))
-            c.start_detached()
-            out = os.path.join(c.bundle, "stdout")
-
-            def lines():
-                with open(out) as f:
-                    return f.read().splitlines()
-
-            check(cgtest.wait_until(lambda: lines() == ["ready"], timeout=10), "the container did not start", lines())
-            init = c.state()["pid"]
+            ask = seldom_caller(stack, own, "sysinfo-probe")
 
             def call(after):
-                seen = len(lines())
-                os.kill(init, signal.SIGUSR1)
-                check(cgtest.wait_until(lambda: len(lines()) > seen, timeout=10),
-                      "no answer to a sysinfo call after %s" % after, lines(), own.log())
-                check_equal(int(lines()[seen].split()[0]), LIMIT, "sysinfo's total after %s" % after)
+                check_equal(int(ask("after " + after)[0]), LIMIT, "sysinfo's total after %s" % after)
 
             call("the start")
             for i, step in enumerate(("a SIGKILL", "a second SIGKILL", "--replace")):
@@ -446,24 +456,7 @@ def make_tests(d, lab):
         # Issue 54 finding 7: a caller whose figures could not be had was
         # left to the kernel, whose answer is the host's.
         with cgtest.Daemon() as own, contextlib.ExitStack() as stack:
-            script = "trap 'sysinfo-probe errno' USR1; echo ready; while :; do sleep 0.1; done"
-            c = stack.enter_context(Container(lab, script, mountpoint=own.mnt, edit=notify(own, ["sysinfo"])))
-            c.start_detached()
-            out = os.path.join(c.bundle, "stdout")
-
-            def lines():
-                with open(out) as f:
-                    return f.read().splitlines()
-
-            check(cgtest.wait_until(lambda: lines() == ["ready"], timeout=10), "the container did not start", lines())
-            init = c.state()["pid"]
-
-            def call(when):
-                seen = len(lines())
-                os.kill(init, signal.SIGUSR1)
-                check(cgtest.wait_until(lambda: len(lines()) > seen, timeout=10),
-                      "no answer to a sysinfo call %s" % when, lines(), own.log())
-                return lines()[seen].split()
+            call = seldom_caller(stack, own, "sysinfo-probe errno")
 
             check_equal(call("before"), ["0", str(LIMIT)], "sysinfo's errno and total before")
             pid = str(own.process.pid)

@@ -64,10 +64,16 @@ uint64_t pidns_of(int proc_fd, pid_t tid)
 	return fstatat(proc_fd, path, &st, 0) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
+/* The daemon's pid namespace never changes: looked up once (g_once), not
+ * on every tenant lookup; read by every thread, no lock. */
 uint64_t pidns_own(void)
 {
-	struct stat st;
-	return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+	static gsize own;
+	if (g_once_init_enter(&own)) {
+		struct stat st;
+		g_once_init_leave(&own, stat("/proc/self/ns/pid", &st) == 0 ? (gsize)st.st_ino : 1);
+	}
+	return own == 1 ? 0 : (uint64_t)own;
 }
 
 uint64_t pidns_tenant_pick(const uint64_t *chain, unsigned n, uint64_t view, uint64_t own)

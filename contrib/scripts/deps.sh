@@ -16,9 +16,11 @@ cgprocfs_deb_deps=(debhelper dpkg-dev systemd)
 # user-mode-linux for the tests on a real cgroup v2 kernel (tests/uml/uml-run),
 # groff to check the man pages, python3-yaml to read the Kubernetes manifests,
 # debootstrap for the Debian base the DaemonSet's image and the LXC system
-# container are built on, LXC for the LXC hook's tests
+# container are built on, LXC for the LXC hook's tests, and the programs
+# that count CPUs through sched_getaffinity (musl's sysconf, Go, Node,
+# hwloc; libgomp comes with gcc)
 cgprocfs_test_deps=(python3 python3-psutil python3-yaml procps util-linux lxcfs runc crun podman busybox-static
-	debootstrap lxc lxc-templates
+	debootstrap lxc lxc-templates musl-tools golang-go nodejs hwloc-nox
 	user-mode-linux groff-base "${cgprocfs_deb_deps[@]}")
 # Docker and containerd for the runtime wrapper's tests, unless a Docker is
 # installed already (docker-ce's packages conflict with Debian's).

@@ -290,6 +290,25 @@ def make_tests(d, lab):
                                 "podman run --runtime cgprocfs-runtime, affinity=false")
         check_equal(int(said.split()[0]), len(cpus), "busybox nproc through the wrapper, affinity=false")
 
+    @test("a running container's quota lowered (runc update, as docker update --cpus does) from %d CPUs to "
+          "0.5: busybox nproc, asked every 0.2 s, follows" % len(cpus))
+    def _():
+        script = "while :; do busybox nproc; sleep 0.2; done"
+        with Container(lab, script, edit=notify_both(d, quota=(100000 * len(cpus), 100000))) as c:
+            c.start_detached()
+            out = os.path.join(c.bundle, "stdout")
+
+            def last():
+                with open(out) as f:
+                    lines = f.read().split()
+                return int(lines[-1]) if lines else None
+            check(cgtest.wait_until(lambda: last() is not None, timeout=10), "the container printed nothing")
+            check_equal(last(), len(cpus), "busybox nproc before the update")
+            cgtest.check_ran(cgtest.run(c.runtime.argv("update", "--cpu-quota", "50000", "--cpu-period", "100000",
+                                                       c.id)), "runc update")
+            check(cgtest.wait_until(lambda: last() == 1, timeout=5), "busybox nproc did not follow the update",
+                  last())
+
     def spin_pair(daemon):
         """Two containers of one CPU (quota) over cpus, each spinning one pinned
         thread per CPU it is told for 4 s at once: [(cpus told, share)]."""

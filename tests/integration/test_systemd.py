@@ -137,7 +137,18 @@ def make_tests(state):
             check(bb and all(v <= bb[0] for v in bb), "busybox free's figures in " + what)
             if name in SYSINFO:
                 check_equal(bb[0], MEM_KB, "busybox free's total (sysinfo(2), answered by the daemon) in " + name)
+            check_equal(secs.get("nproc", "").strip(), "1", "nproc (sched_getaffinity) in " + what)
         cgtest.diag("docker run --runtime cgprocfs --memory 256m --cpus 0.5:\n" + observed("docker_run")["out"])
+
+    @test("the containers whose profile the wrapper edits (Docker, runc's, podman's, the CRI pods') had their "
+          "sched_getaffinity (nproc) notified to the listener: counted, and left to the kernel (one CPU: its mask "
+          "is the view's), none failed")
+    def _():
+        stats = dict(line.split() for line in observed("affinity_stats").splitlines() if line.strip())
+        cgtest.diag("the listener's sched_getaffinity counters: %s" % stats)
+        continued = sum(float(v) for k, v in stats.items() if k.startswith("cgprocfs_affinity_continued_total"))
+        check(continued >= len(SYSINFO), "%d sched_getaffinity calls came to the listener from the %d containers "
+              "notified" % (continued, len(SYSINFO)), stats)
 
     @test("the LXC busybox container runs in its cgroup under lxc.payload.bb (LXC on a systemd host)")
     def _():

@@ -503,6 +503,9 @@ def main():
             part()
         except Exception as e:  # the others still run: one boot shows them all
             obs[part.__name__ + "_error"] = repr(e)
+    # What the listener did with the containers' sched_getaffinity (nproc,
+    # the probe's): before the operator's restarts reset the counters.
+    obs["affinity_stats"] = sh("grep -E '^cgprocfs_affinity_' %s/.cgprocfs/stats" % VIEW)["out"]
     obs["journal_hook"] = sh("journalctl -b --no-pager -t cgprocfs-oci-hook | tail -20")["out"]
     obs["daemon_log"] = sh("journalctl -u cgprocfs -b --no-pager | tail -40")["out"]
     warnings = "journalctl -u cgprocfs -b --no-pager -o cat | grep -E '^cgprocfs: (warning|error)'"

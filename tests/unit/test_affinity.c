@@ -1,6 +1,6 @@
-/* sched_getaffinity's answer for a view (fs/affinity.h): which CPUs, and
+/* sched_getaffinity's answer for a view (fs/affinity-mask.h): which CPUs, and
  * the bytes, against glibc's cpu_set_t. */
-#include "affinity.h"
+#include "affinity-mask.h"
 
 #include <criterion/criterion.h>
 #include <sched.h>

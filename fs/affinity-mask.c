@@ -1,6 +1,6 @@
 /* sched_getaffinity(2)'s answer for a caller whose CPU view is in place
- * (affinity.h). */
-#include "affinity.h"
+ * (affinity-mask.h). */
+#include "affinity-mask.h"
 
 #include <string.h>
 

@@ -26,12 +26,12 @@
 
 #define KERNEL_MASK_MAX 1024 /* bytes: 8192 CPUs, the largest NR_CPUS */
 #define I386_SCHED_GETAFFINITY 242
-/* Tasks read at most to find one pid of a caller's container: its own
- * threads, then its container cgroup's tasks. */
+/* Tasks whose status is read at most to find one pid of a caller's
+ * container: its own threads, then its container cgroup's tasks. Each
+ * one read is kept (and checked again at its use), and not read again:
+ * a caller asking for pids that are not there over and over costs a read
+ * of its cgroup's task list, and of its new tasks' status. */
 #define SCAN_MAX 4096
-/* A container's cgroup is scanned at most once a second per pid
- * namespace (its tasks found are kept, and checked at each use). */
-#define SCAN_PERIOD_US G_USEC_PER_SEC
 /* Pids kept at most: past it the table starts over. */
 #define FOUND_MAX 4096
 
@@ -55,9 +55,9 @@ struct affinity {
 	struct affinity_config cfg;
 	size_t mask_size; /* the kernel's cpumask_size(): the most it copies; 0 unknown */
 	size_t min_len;   /* the smallest length it accepts; 0 unknown */
-	GMutex lock;      /* guards found and scanned */
-	GHashTable *found;   /* pid ns inode << 32 | pid in it -> host tid (as pointers) */
-	GHashTable *scanned; /* pid ns inode -> monotonic µs of its cgroup's last scan (gint64 *) */
+	GMutex lock;      /* guards found and seen */
+	GHashTable *found; /* pid ns inode << 32 | pid in it -> host tid (as a pointer) */
+	GHashTable *seen;  /* host tids whose status was read (a set of pointers) */
 	gint answered;
 	gint continued[R_ANSWER];
 };
@@ -69,7 +69,7 @@ struct affinity *affinity_new(const struct affinity_config *cfg)
 	a->cfg = *cfg;
 	g_mutex_init(&a->lock);
 	a->found = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-	a->scanned = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+	a->seen = g_hash_table_new(g_direct_hash, g_direct_equal);
 	/* Measured, never computed: cpumask_size() depends on the kernel's
 	 * build (NR_CPUS, CPUMASK_OFFSTACK). */
 	long n = syscall(SYS_sched_getaffinity, 0, sizeof(buf), buf);
@@ -88,7 +88,7 @@ void affinity_free(struct affinity *a)
 	if (!a)
 		return;
 	g_hash_table_unref(a->found);
-	g_hash_table_unref(a->scanned);
+	g_hash_table_unref(a->seen);
 	g_mutex_clear(&a->lock);
 	g_free(a);
 }
@@ -140,8 +140,20 @@ static void remember_locked(struct affinity *a, const struct pidns *ns, pid_t pi
 	g_hash_table_replace(a->found, g_memdup2(&key, sizeof(key)), GINT_TO_POINTER(h));
 }
 
-/* Look at the host tids in names (at most *budget of them): each of ns
- * is kept; the one numbered pid there, or 0. */
+/* Whether host tid h's status is to be read (not read before); marked read. */
+static gboolean first_seen(struct affinity *a, pid_t h)
+{
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&a->lock);
+	if (g_hash_table_contains(a->seen, GINT_TO_POINTER(h)))
+		return FALSE;
+	if (g_hash_table_size(a->seen) >= FOUND_MAX)
+		g_hash_table_remove_all(a->seen);
+	g_hash_table_add(a->seen, GINT_TO_POINTER(h));
+	return TRUE;
+}
+
+/* Look at the host tids in names not seen before (at most *budget of
+ * them): each of ns is kept; the one numbered pid there, or 0. */
 static pid_t scan(struct affinity *a, char **names, const struct pidns *ns, pid_t pid, guint *budget)
 {
 	pid_t hit = 0;
@@ -149,7 +161,7 @@ static pid_t scan(struct affinity *a, char **names, const struct pidns *ns, pid_
 		guint64 h;
 		guint levels;
 		pid_t inner;
-		if (!g_ascii_string_to_unsigned(*names, 10, 1, G_MAXINT32, &h, NULL))
+		if (!g_ascii_string_to_unsigned(*names, 10, 1, G_MAXINT32, &h, NULL) || !first_seen(a, (pid_t)h))
 			continue;
 		--*budget;
 		if (procfile_nspid(a->cfg.proc_fd, (pid_t)h, &levels, &inner) < 0 || levels != ns->levels ||
@@ -199,20 +211,6 @@ static GStrv cgroup_tasks_of(const struct affinity *a, pid_t caller)
 	return g_strsplit_set(text, "\n", -1);
 }
 
-/* Whether ns's container cgroup may be scanned now (once a second). */
-static gboolean may_scan(struct affinity *a, const struct pidns *ns)
-{
-	gint64 now = g_get_monotonic_time(), key = (gint64)ns->ino;
-	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&a->lock);
-	gint64 *last = g_hash_table_lookup(a->scanned, &key);
-	if (last && now - *last < SCAN_PERIOD_US)
-		return FALSE;
-	if (!last && g_hash_table_size(a->scanned) >= FOUND_MAX)
-		g_hash_table_remove_all(a->scanned);
-	g_hash_table_replace(a->scanned, g_memdup2(&key, sizeof(key)), g_memdup2(&now, sizeof(now)));
-	return TRUE;
-}
-
 /* The host tid of pid, numbered in caller's pid namespace (0: caller
  * itself), found only among the threads of caller's process and of its
  * container cgroup: 0 and *ret, or -ESRCH (the kernel answers). */
@@ -235,7 +233,7 @@ static int translate(struct affinity *a, pid_t caller, int32_t pid, struct pidns
 	guint budget = SCAN_MAX;
 	g_auto(GStrv) threads = threads_of(a, caller);
 	pid_t h = scan(a, threads, ns, pid, &budget);
-	if (h == 0 && may_scan(a, ns)) {
+	if (h == 0) {
 		g_auto(GStrv) tasks = cgroup_tasks_of(a, caller);
 		h = scan(a, tasks, ns, pid, &budget);
 	}

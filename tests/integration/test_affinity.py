@@ -1,0 +1,242 @@
+"""sched_getaffinity(2) in a container limited by quota, answered by the
+daemon's seccomp listener (daemon/affinity.c) where its CPU view is in
+place: the mask has the view's N CPUs, all of them the kernel's, and
+everything else is the kernel's own answer: the return value (the bytes
+the kernel copies), EINVAL for a length it refuses, EFAULT for a buffer
+it cannot write (nothing written), ESRCH for a pid it does not know, the
+bytes past the return value untouched. Each case is run in the same
+container with the call notified and without (the kernel's answer), and
+the two compared; what the kernel answers is never written here.
+
+Needs what test_sysinfo needs (runc, a static busybox, the hook), and
+two CPUs."""
+
+import contextlib
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cgtest  # noqa: E402
+import test_containers  # noqa: E402
+from cgtest import check, check_equal, diag  # noqa: E402
+from test_containers import Container  # noqa: E402
+from test_sysinfo import listener_path, seccomp_notify  # noqa: E402
+
+CALLS = ["sysinfo", "sched_getaffinity"]
+
+# One line per case: "NAME RET ERRNO CPUS CANARY", CPUS the bits set in
+# the RET bytes written ("-": none), CANARY whether the bytes of the
+# 2,048-byte buffer from RET on kept their 0xa5.
+AFFINITY_PROBE_C = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void one(const char *name, pid_t pid, size_t len)
+{
+	unsigned char buf[2048];
+	memset(buf, 0xa5, sizeof(buf));
+	errno = 0;
+	long r = syscall(SYS_sched_getaffinity, pid, len, buf);
+	int err = errno, any = 0, canary = 1;
+	printf("%s %ld %s ", name, r, r < 0 ? strerrorname_np(err) : "0");
+	for (long i = 0; r > 0 && i < r * 8; i++)
+		if (buf[i / 8] >> (i % 8) & 1) {
+			printf("%s%ld", any ? "," : "", i);
+			any = 1;
+		}
+	for (size_t i = r > 0 ? (size_t)r : 0; i < sizeof(buf); i++)
+		canary &= buf[i] == 0xa5;
+	printf("%s %s\n", any ? "" : "-", canary ? "canary-kept" : "canary-written");
+}
+
+static pid_t other;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t started = PTHREAD_COND_INITIALIZER;
+
+static void *thread(void *arg)
+{
+	pthread_mutex_lock(&lock);
+	other = gettid();
+	pthread_cond_signal(&started);
+	pthread_mutex_unlock(&lock);
+	for (;;)
+		pause();
+	return arg;
+}
+
+int main(void)
+{
+	one("self", 0, 1024);
+	one("own-tid", gettid(), 1024);
+	one("len8", 0, 8);
+	one("len128", 0, 128);
+	one("len4", 0, 4);
+	one("len12", 0, 12);
+	one("pid-1", -1, 1024);
+	one("no-such-pid", 999999, 1024);
+	unsigned char *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	errno = 0;
+	long r = ro == MAP_FAILED ? -2 : syscall(SYS_sched_getaffinity, 0, 1024, ro);
+	printf("read-only %ld %s %s\n", r, r < 0 ? strerrorname_np(errno) : "0",
+	       ro != MAP_FAILED && ro[0] == 0 ? "untouched" : "written");
+	pthread_t t;
+	pthread_create(&t, NULL, thread, NULL);
+	pthread_mutex_lock(&lock);
+	while (!other)
+		pthread_cond_wait(&started, &lock);
+	pthread_mutex_unlock(&lock);
+	one("thread", other, 1024);
+	pid_t child = fork();
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	one("child", child, 1024);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	fflush(stdout);
+	return 0;
+}
+"""
+
+SCRIPT = test_containers.VIEW_MARK + "echo @@probe; affinity-probe; echo @@nproc; nproc"
+
+
+def notify(d, names=CALLS):
+    def edit(config):
+        config["linux"]["seccomp"] = seccomp_notify(listener_path(d), names)
+    return edit
+
+
+def cpuset_only(cpus):
+    def edit(config):
+        config["linux"]["resources"]["cpu"] = {"cpus": cpus}
+    return edit
+
+
+def both(*edits):
+    def edit(config):
+        for e in edits:
+            e(config)
+    return edit
+
+
+def cases(text):
+    """{name: [ret, errno, cpus (a set), canary]} of the probe's lines."""
+    out = {}
+    for line in text.splitlines():
+        name, *rest = line.split()
+        if name == "read-only":
+            out[name] = rest
+        else:
+            ret, err, cpus, canary = rest
+            out[name] = [int(ret), err, set() if cpus == "-" else {int(c) for c in cpus.split(",")}, canary]
+    return out
+
+
+def stats(d):
+    return cgtest.read_stats(d.mnt, prefix="cgprocfs_affinity_")
+
+
+def make_tests(d, lab):
+    t, test = cgtest.test_registry()
+    n = test_containers.expected_cpus()
+    state = {}
+
+    def probe(edit, hook="proc", mountpoint=None, what="the affinity probe"):
+        with Container(lab, SCRIPT, hook=hook, edit=edit, mountpoint=mountpoint) as c:
+            secs, result = c.run_ok(what)
+        return cases(secs["probe"]), secs, result
+
+    @test("build the busybox rootfs with a static sched_getaffinity probe; the kernel's answers in a container "
+          "with the view and no listener")
+    def _():
+        test_containers.need_two_cpus()
+        lab.build()
+        cgtest.check_ran(lab.compile("affinity-probe", AFFINITY_PROBE_C, ["-pthread"]), "cc -static (the probe)")
+        kernel, secs, result = probe(None)
+        test_containers.check_view_in_place(secs, result)
+        diag("the kernel's answers: %s" % kernel)
+        state["kernel"] = kernel
+        check(len(kernel["self"][2]) > n, "the kernel's mask has %d CPUs, the view %d: nothing to tell apart"
+              % (len(kernel["self"][2]), n))
+
+    def check_answered(got, where):
+        kernel = state["kernel"]
+        diag("%s: %s" % (where, got))
+        for name in ("self", "own-tid", "len8", "len128", "thread", "child"):
+            ret, err, cpus, canary = got[name]
+            kret, _, kcpus, _ = kernel[name]
+            check(ret == kret and err == "0", "%s, %s: returned %d (%s), the kernel %d" % (where, name, ret, err, kret))
+            check(len(cpus) == n and cpus <= kcpus, "%s, %s: CPUs %s, not %d of the kernel's %s"
+                  % (where, name, sorted(cpus), n, sorted(kcpus)))
+            check_equal(canary, "canary-kept", "%s, %s: the bytes past the return value" % (where, name))
+        for name in ("len4", "len12", "pid-1", "no-such-pid"):
+            check_equal(got[name][:2], kernel[name][:2], "%s, %s: return value and errno (the kernel's)" % (where, name))
+            check_equal(got[name][1] != "0", True, "%s, %s: the kernel refused it" % (where, name))
+        check_equal(got["read-only"], kernel["read-only"], "%s: into a read-only page" % where)
+        check_equal(got["read-only"][1:], ["EFAULT", "untouched"], "%s: into a read-only page" % where)
+
+    @test("quota 0.5 CPU over 2 CPUs, sched_getaffinity notified, the view in place: N CPUs of the kernel's mask, "
+          "the kernel's return value, EINVAL for lengths 4 and 12, ESRCH for pid -1 and a pid not there, EFAULT "
+          "into a read-only page with nothing written, the bytes past the return value untouched; another thread "
+          "and a child get N CPUs too; busybox nproc says N; counted")
+    def _():
+        before = stats(d).get("answered_total", 0)
+        got, secs, result = probe(notify(d))
+        test_containers.check_view_in_place(secs, result)
+        check_answered(got, "notified")
+        check_equal(secs["nproc"].strip(), str(n), "busybox nproc")
+        after = stats(d).get("answered_total", 0)
+        check(after >= before + 6, "answers counted: %d before, %d after" % (before, after))
+
+    @test("coreutils nproc and python3's len(os.sched_getaffinity(0)) (the host's, bound in) say N")
+    def _():
+        script = test_containers.VIEW_MARK + ("echo @@nproc; /usr/bin/nproc; echo @@python; "
+                                              "/usr/bin/python3 -c 'import os; print(len(os.sched_getaffinity(0)))'")
+        with Container(lab, script, edit=both(notify(d), test_containers.host_python)) as c:
+            secs, result = c.run_ok("nproc and python3")
+        test_containers.check_view_in_place(secs, result)
+        check_equal([secs["nproc"].strip(), secs["python"].strip()], [str(n), str(n)], "nproc, python3")
+
+    @test("the kernel's mask where it has N CPUs or fewer (a cpuset of one CPU, no quota), and where the "
+          "view is not in place (no hook): counted as left to the kernel")
+    def _():
+        one_cpu = test_containers.container_cpus()[1]
+        before = stats(d)
+        got, _, _ = probe(both(notify(d), cpuset_only(str(one_cpu))), what="a cpuset-only container")
+        diag("cpuset %d: %s" % (one_cpu, got["self"]))
+        check_equal(got["self"][2], {one_cpu}, "the mask of a container of cpuset %d" % one_cpu)
+        got, _, _ = probe(notify(d), hook=None, what="a container without the view")
+        check_equal(got["self"][:3], state["kernel"]["self"][:3], "the mask without the view (the kernel's)")
+        after = stats(d)
+        for reason in ("pinned", "not_in_place"):
+            key = 'continued_total{reason="%s"}' % reason
+            check(after.get(key, 0) > before.get(key, 0), "no call counted as %s" % reason, after)
+
+    @test("a daemon with --no-affinity: the kernel's mask, with the view in place")
+    def _():
+        with cgtest.Daemon(args=["--no-affinity"]) as own:
+            got, secs, result = probe(notify(own), mountpoint=own.mnt)
+            test_containers.check_view_in_place(secs, result)
+            check_equal(got["self"][:3], state["kernel"]["self"][:3], "the mask with --no-affinity")
+            check(stats(own).get('continued_total{reason="off"}', 0) >= 1, "not counted as off", stats(own))
+
+    @test("the daemon logged no error")
+    def _():
+        check("error" not in d.log(), "the daemon logged an error", d.log())
+
+    return t
+
+
+if __name__ == "__main__":
+    test_containers.run_in_lab(make_tests)

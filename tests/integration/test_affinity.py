@@ -11,8 +11,9 @@ the two compared; what the kernel answers is never written here.
 Needs what test_sysinfo needs (runc, a static busybox, the hook), and
 two CPUs."""
 
-import contextlib
+import errno
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -20,7 +21,7 @@ import cgtest  # noqa: E402
 import test_containers  # noqa: E402
 from cgtest import check, check_equal, diag  # noqa: E402
 from test_containers import Container  # noqa: E402
-from test_sysinfo import listener_path, seccomp_notify  # noqa: E402
+from test_sysinfo import I386, X86_64, listener_path, lxc_answers, seccomp_notify  # noqa: E402
 
 CALLS = ["sysinfo", "sched_getaffinity"]
 
@@ -230,6 +231,35 @@ def make_tests(d, lab):
             test_containers.check_view_in_place(secs, result)
             check_equal(got["self"][:3], state["kernel"]["self"][:3], "the mask with --no-affinity")
             check(stats(own).get('continued_total{reason="off"}', 0) >= 1, "not counted as off", stats(own))
+
+    @test("podman --runtime cgprocfs-runtime (annotated, 0.5 CPU over 2): the wrapper notifies sched_getaffinity "
+          "to the daemon and the probe gets N CPUs; annotated io.cgprocfs.affinity=false as well, the kernel's mask")
+    def _():
+        wrapper, podman = os.environ.get("CGPROCFS_RUNTIME_WRAPPER"), shutil.which("podman")
+        if not wrapper or not podman:
+            raise cgtest.Skip("needs podman and CGPROCFS_RUNTIME_WRAPPER (run through meson test)")
+        p = test_containers.Podman(lab, podman, runtime=wrapper, runtime_flags=[
+            "cgprocfs-runtime=" + shutil.which("runc"), "cgprocfs-hook=" + test_containers.hook_exe(),
+            "cgprocfs-mountpoint=" + d.mnt])
+        got = {}
+        for what, extra in (("wrapped", []), ("opted out", ["--annotation", "io.cgprocfs.affinity=false"])):
+            res = p.run(SCRIPT, extra=extra)
+            cgtest.check_ran(res, "podman run --runtime cgprocfs-runtime (%s)" % what)
+            secs = test_containers.sections(res[1])
+            test_containers.check_view_in_place(secs, res)
+            got[what] = cases(secs["probe"])["self"]
+        diag("podman: %s" % got)
+        check(len(got["wrapped"][2]) == n, "the wrapped container's mask: %s" % got["wrapped"])
+        check_equal(got["opted out"][:3], state["kernel"]["self"][:3], "the opted-out container's (the kernel's)")
+
+    @test("LXC's socket (.lxc): a forwarded sched_getaffinity (x86-64's, of a caller whose view is not in place; "
+          "i386's) is left to the kernel (CONTINUE), not answered ENOSYS as a call that is not ours (uname)")
+    def _():
+        answers = lxc_answers(d, {"sched_getaffinity": (204, X86_64), "i386 sched_getaffinity": (242, I386),
+                                  "uname": (63, X86_64)})
+        diag("answers (error, flags): %s" % answers)
+        check_equal(answers, {"sched_getaffinity": (0, 1), "i386 sched_getaffinity": (0, 1),
+                              "uname": (-errno.ENOSYS, 0)}, "the answers (error, flags)")
 
     @test("the daemon logged no error")
     def _():

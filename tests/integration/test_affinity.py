@@ -14,6 +14,7 @@ two CPUs."""
 import errno
 import os
 import shutil
+import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -74,8 +75,27 @@ static void *thread(void *arg)
 	return arg;
 }
 
-int main(void)
+/* sched_getaffinity(0) every 10 ms, and every 100 calls a line "calls
+ * failed cpus" (the last answer's CPUs). */
+static int loop(void)
 {
+	unsigned long calls = 0, failed = 0;
+	for (;;) {
+		cpu_set_t s;
+		long r = syscall(SYS_sched_getaffinity, 0, sizeof(s), &s);
+		failed += r < 0;
+		if (++calls % 100 == 0) {
+			printf("%lu %lu %d\n", calls, failed, r < 0 ? 0 : CPU_COUNT_S((size_t)r, &s));
+			fflush(stdout);
+		}
+		usleep(10000);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "loop") == 0)
+		return loop();
 	one("self", 0, 1024);
 	one("own-tid", gettid(), 1024);
 	one("len8", 0, 8);
@@ -260,6 +280,41 @@ def make_tests(d, lab):
         diag("answers (error, flags): %s" % answers)
         check_equal(answers, {"sched_getaffinity": (0, 1), "i386 sched_getaffinity": (0, 1),
                               "uname": (-errno.ENOSYS, 0)}, "the answers (error, flags)")
+
+    @test("a container calling sched_getaffinity every 10 ms when its daemon is SIGKILLed and none comes within "
+          "--keeper-wait (1 s): no call fails (the keeper lets them through to the kernel: its mask), and the "
+          "keeper goes once the container is gone")
+    def _():
+        own = cgtest.Daemon(args=["--keeper-wait=1"])
+        try:
+            own.start()
+            with Container(lab, "exec affinity-probe loop", mountpoint=own.mnt, edit=notify(own)) as c:
+                c.start_detached()
+                check(cgtest.wait_until(lambda: calls(c)[0] >= 100, timeout=20), "the container made no calls")
+                check_equal(calls(c)[1:], [0, n], "failed calls, and the CPUs answered, before the kill")
+                keepers = cgtest.keepers_of(own.mnt, wait=True)
+                check_equal(len(keepers), 1, "keepers of the daemon")
+                own.process.send_signal(signal.SIGKILL)
+                own.process.wait()
+                seen = calls(c)[0]
+                check(cgtest.wait_until(lambda: calls(c)[0] >= seen + 300, timeout=30),
+                      "the calls stopped after the daemon's keeper gave up", calls(c), own.log())
+                diag("calls, failed, CPUs of the last answer: %s" % calls(c))
+                check_equal(calls(c)[1:], [0, len(state["kernel"]["self"][2])],
+                            "failed calls, and the CPUs answered (the kernel's), past the keeper's wait")
+            check(cgtest.wait_until(lambda: not cgtest.keepers_of(own.mnt), timeout=10),
+                  "the keeper still runs 10 s after the container is gone", cgtest.keepers_of(own.mnt))
+        finally:
+            own._stopped = True  # killed on purpose
+            cgtest.force_unmount(own.mnt)
+            if not cgtest.mounts_under(own.mnt):
+                shutil.rmtree(own.mnt, ignore_errors=True)
+
+    def calls(c):
+        """The last "calls failed cpus" line of a looping container."""
+        with open(os.path.join(c.bundle, "stdout")) as f:
+            last = (f.read().splitlines() or ["0 0 0"])[-1]
+        return [int(x) for x in last.split()]
 
     @test("the daemon logged no error")
     def _():

@@ -28,10 +28,14 @@
 #define I386_SCHED_GETAFFINITY 242
 /* Tasks whose status is read at most to find one pid of a caller's
  * container: its own threads, then its container cgroup's tasks. Each
- * one read is kept (and checked again at its use), and not read again:
- * a caller asking for pids that are not there over and over costs a read
- * of its cgroup's task list, and of its new tasks' status. */
+ * one read is kept (and checked again at its use), and not read again
+ * for SEEN_S: a caller asking for pids that are not there over and over
+ * costs a read of its cgroup's task list, and of its new tasks' status
+ * (a host tid reused within SEEN_S is found only after it). */
 #define SCAN_MAX 4096
+#define SEEN_S 10
+/* Tids kept as read at most (a node's tasks): past it the table starts over. */
+#define SEEN_MAX 65536
 /* Pids kept at most: past it the table starts over. */
 #define FOUND_MAX 4096
 
@@ -57,7 +61,7 @@ struct affinity {
 	size_t min_len;   /* the smallest length it accepts; 0 unknown */
 	GMutex lock;      /* guards found and seen */
 	GHashTable *found; /* pid ns inode << 32 | pid in it -> host tid (as a pointer) */
-	GHashTable *seen;  /* host tids whose status was read (a set of pointers) */
+	GHashTable *seen;  /* host tid -> monotonic s its status was read, + 1 (as pointers) */
 	gint answered;
 	gint continued[R_ANSWER];
 };
@@ -140,15 +144,18 @@ static void remember_locked(struct affinity *a, const struct pidns *ns, pid_t pi
 	g_hash_table_replace(a->found, g_memdup2(&key, sizeof(key)), GINT_TO_POINTER(h));
 }
 
-/* Whether host tid h's status is to be read (not read before); marked read. */
+/* Whether host tid h's status is to be read (not read in the last
+ * SEEN_S); marked read now. */
 static gboolean first_seen(struct affinity *a, pid_t h)
 {
+	const int now = (int)(g_get_monotonic_time() / G_USEC_PER_SEC) + 1;
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&a->lock);
-	if (g_hash_table_contains(a->seen, GINT_TO_POINTER(h)))
+	int at = GPOINTER_TO_INT(g_hash_table_lookup(a->seen, GINT_TO_POINTER(h)));
+	if (at > 0 && now - at < SEEN_S)
 		return FALSE;
-	if (g_hash_table_size(a->seen) >= FOUND_MAX)
+	if (at == 0 && g_hash_table_size(a->seen) >= SEEN_MAX)
 		g_hash_table_remove_all(a->seen);
-	g_hash_table_add(a->seen, GINT_TO_POINTER(h));
+	g_hash_table_replace(a->seen, GINT_TO_POINTER(h), GINT_TO_POINTER(now));
 	return TRUE;
 }
 

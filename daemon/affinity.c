@@ -224,10 +224,12 @@ static GStrv cgroup_tasks_of(const struct affinity *a, pid_t caller)
 static int translate(struct affinity *a, pid_t caller, int32_t pid, struct pidns *ns, pid_t *ret)
 {
 	pid_t own;
+	if (pid == 0) /* the one most callers ask for: nothing read */
+		return *ret = caller, 0;
 	*ns = (struct pidns){ .ino = pid_ns_of(a->cfg.proc_fd, caller) };
 	if (pid < 0 || ns->ino == 0 || procfile_nspid(a->cfg.proc_fd, caller, &ns->levels, &own) < 0)
 		return -ESRCH;
-	if (pid == 0 || pid == own) {
+	if (pid == own) {
 		*ret = caller;
 		return 0;
 	}

@@ -41,6 +41,7 @@ AFFINITY_PROBE_C = r"""
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void one(const char *name, pid_t pid, size_t len)
@@ -93,10 +94,28 @@ static int loop(void)
 	}
 }
 
+/* sched_getaffinity(0) every 10 ms, each a line "t cpus": t the
+ * CLOCK_MONOTONIC µs just before the call. */
+static int watch(void)
+{
+	for (unsigned long calls = 1;; calls++) {
+		cpu_set_t s;
+		struct timespec t;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long r = syscall(SYS_sched_getaffinity, 0, sizeof(s), &s);
+		printf("%lld %d\n", (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000, r < 0 ? 0 : CPU_COUNT_S((size_t)r, &s));
+		if (calls % 10 == 0)
+			fflush(stdout);
+		usleep(10000);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "loop") == 0)
 		return loop();
+	if (argc > 1 && strcmp(argv[1], "watch") == 0)
+		return watch();
 	one("self", 0, 1024);
 	one("own-tid", gettid(), 1024);
 	one("len8", 0, 8);
@@ -281,6 +300,30 @@ def make_tests(d, lab):
         diag("answers (error, flags): %s" % answers)
         check_equal(answers, {"sched_getaffinity": (0, 1), "i386 sched_getaffinity": (0, 1),
                               "uname": (-errno.ENOSYS, 0)}, "the answers (error, flags)")
+
+    @test("runc update of the container's quota (0.5 to 2 CPUs and back, as docker update --cpus) is followed "
+          "by the next call: the first sched_getaffinity that starts after the update has returned gets 2 CPUs "
+          "(the kernel's mask), then 1")
+    def _():
+        with Container(lab, "exec affinity-probe watch", edit=notify(d)) as c:
+            c.start_detached()
+
+            def seen():
+                with open(os.path.join(c.bundle, "stdout")) as f:
+                    return [[int(x) for x in line.split()] for line in f.read().splitlines() if len(line.split()) == 2]
+
+            def first_after(t):
+                check(cgtest.wait_until(lambda: any(at > t + 100000 for at, _ in seen()), timeout=10),
+                      "no call made 100 ms after the update", seen()[-3:])
+                return next(cpus for at, cpus in seen() if at > t)
+
+            check(cgtest.wait_until(lambda: seen(), timeout=10), "the container made no calls")
+            got = [seen()[0][1]]
+            for quota in (200000, test_containers.QUOTA):
+                cgtest.check_ran(cgtest.run(c.runtime.argv("update", "--cpu-quota", str(quota), c.id)), "runc update")
+                got.append(first_after(time.monotonic_ns() // 1000))
+            diag("CPUs answered: at the start, after 2 CPUs, after 0.5 CPU: %s" % got)
+            check_equal(got, [n, len(state["kernel"]["self"][2]), n], "the CPUs answered")
 
     @test("a container calling sched_getaffinity every 10 ms when its daemon is SIGKILLed and none comes within "
           "--keeper-wait (1 s): no call fails (the keeper lets them through to the kernel: its mask), and the "

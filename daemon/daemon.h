@@ -154,8 +154,9 @@ void sysinfo_listener_resume(struct sysinfo_listener *l);
 struct daemon;
 struct sysinfo_listener *sysinfo_listener_for(struct daemon *d);
 void sysinfo_listener_render_stats(struct sysinfo_listener *l, GString *out);
-/* Stop answering (the fds taken close: their containers' sysinfo(2)
- * fails with ENOSYS from then on) and remove the socket, unless a newer
+/* Stop answering (the fds taken close: their containers' sysinfo(2) and
+ * sched_getaffinity(2) fail with ENOSYS from then on, unless the keeper
+ * holds them) and remove the socket, unless a newer
  * daemon's is there. NULL: nothing. */
 void sysinfo_listener_stop(struct sysinfo_listener *l);
 

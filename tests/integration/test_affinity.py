@@ -249,6 +249,22 @@ def make_tests(d, lab):
         test_containers.check_view_in_place(secs, result)
         check_equal([secs["nproc"].strip(), secs["python"].strip()], [str(n), str(n)], "nproc, python3")
 
+    @test("a static musl program's sysconf(_SC_NPROCESSORS_ONLN) and _CONF (musl counts the affinity mask: "
+          "every Alpine program) say N")
+    def _():
+        if not shutil.which("musl-gcc"):
+            raise cgtest.Skip("needs musl-gcc (Debian: musl-tools) to build a static musl program")
+        src = os.path.join(lab.dir, "musl-sysconf.c")
+        with open(src, "w") as f:
+            f.write(test_containers.SYSCONF_PROBE_C)
+        cgtest.check_ran(cgtest.run(["musl-gcc", "-static", "-O2", "-o",
+                                     os.path.join(lab.template, "bin", "musl-sysconf"), src]), "musl-gcc -static")
+        script = test_containers.VIEW_MARK + "echo @@musl; musl-sysconf"
+        with Container(lab, script, edit=notify(d)) as c:
+            secs, result = c.run_ok("the musl program")
+        test_containers.check_view_in_place(secs, result)
+        check_equal(secs["musl"].split(), [str(n), str(n)], "musl's sysconf ONLN and CONF")
+
     @test("the kernel's mask where it has N CPUs or fewer (a cpuset of one CPU, no quota), and where the "
           "view is not in place (no hook): counted as left to the kernel")
     def _():

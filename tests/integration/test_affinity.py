@@ -37,6 +37,7 @@ AFFINITY_PROBE_C = r"""
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -116,6 +117,11 @@ int main(int argc, char **argv)
 		return loop();
 	if (argc > 1 && strcmp(argv[1], "watch") == 0)
 		return watch();
+	if (argc > 2 && strcmp(argv[1], "pid") == 0) { /* pid N, then pid 0 */
+		one("pid", atoi(argv[2]), 1024);
+		one("self", 0, 1024);
+		return 0;
+	}
 	one("self", 0, 1024);
 	one("own-tid", gettid(), 1024);
 	one("len8", 0, 8);
@@ -279,6 +285,30 @@ def make_tests(d, lab):
         for reason in ("pinned", "not_in_place"):
             key = 'continued_total{reason="%s"}' % reason
             check(after.get(key, 0) > before.get(key, 0), "no call counted as %s" % reason, after)
+
+    @test("two containers sharing one pid namespace (a pod's shareProcessNamespace), each in its own cgroup: "
+          "the second's call for the first's init (pid 1) gets the kernel's answer, counted as outside; its own "
+          "calls N CPUs")
+    def _():
+        with Container(lab, "exec sleep 1000", edit=notify(d)) as first:
+            first.start_detached()
+            init = first.state()["pid"]
+
+            def join(config):
+                for ns in config["linux"]["namespaces"]:
+                    if ns["type"] == "pid":
+                        ns["path"] = "/proc/%d/ns/pid" % init
+            before = stats(d).get('continued_total{reason="outside"}', 0)
+            script = test_containers.VIEW_MARK + "echo @@probe; affinity-probe pid 1"
+            with Container(lab, script, edit=both(notify(d), join)) as second:
+                secs, result = second.run_ok("the probe in the first container's pid namespace")
+            test_containers.check_view_in_place(secs, result)
+            got = cases(secs["probe"])
+            diag("pid 1 of a shared pid namespace, from the second container: %s" % got)
+            check_equal(got["pid"][2], os.sched_getaffinity(init), "the first container's init's mask (the kernel's)")
+            check_equal(len(got["self"][2]), n, "the second container's own mask")
+            after = stats(d).get('continued_total{reason="outside"}', 0)
+            check(after > before, "not counted as outside: %d, then %d" % (before, after))
 
     @test("a daemon with --no-affinity: the kernel's mask, with the view in place")
     def _():

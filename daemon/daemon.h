@@ -37,6 +37,7 @@ struct daemon_config {
 	gboolean swap_view;        /* not --no-swap-view */
 	gboolean loadavg;          /* not --no-loadavg */
 	gboolean io_view;          /* not --no-io-view */
+	gboolean affinity;         /* not --no-affinity: containers' sched_getaffinity(2) answered */
 	gboolean files_only;       /* --files-only: proc/ lists the served files alone */
 	struct memo_config smaps;  /* --smaps-max-age, --refresh-budget, ... */
 	const char *control_socket; /* --control-socket */
@@ -124,7 +125,9 @@ void acceptor_stop(struct acceptor *a);
  * notification of its containers there. A thread answers each
  * sysinfo(2) with the caller's view (its meminfo, uptime and loadavg),
  * written into the caller once the kernel confirms the call still
- * waits; any other call, a 32-bit caller or any failure gets the
+ * waits, and each sched_getaffinity(2) of a caller whose CPU view is in
+ * place as affinity.h says (calls: what it needs; its in_place is the
+ * listener's); any other call, a 32-bit caller or any failure gets the
  * kernel's own answer. keeper: holds a copy of each fd and connection
  * (NULL: none); taken: those of a handover (int), answered from now on
  * (each set to -1). reuse: an answer serves the container's callers of
@@ -132,9 +135,9 @@ void acceptor_stop(struct acceptor *a);
  * on (the container rule gives them the same figures). 0 or -errno
  * (listen_fds are taken whatever comes of it). */
 struct sysinfo_listener;
-struct view;
+struct affinity_config;
 struct keeper;
-int sysinfo_listener_start(const char *base, const int listen_fds[2], struct view *view, int proc_fd,
+int sysinfo_listener_start(const char *base, const int listen_fds[2], const struct affinity_config *calls,
 			   gboolean reuse, struct keeper *keeper, GArray *taken, struct sysinfo_listener **ret);
 /* Its two listening sockets (the keeper holds copies, a handover passes
  * them on), or two -1 for NULL. */
@@ -151,8 +154,9 @@ void sysinfo_listener_resume(struct sysinfo_listener *l);
 struct daemon;
 struct sysinfo_listener *sysinfo_listener_for(struct daemon *d);
 void sysinfo_listener_render_stats(struct sysinfo_listener *l, GString *out);
-/* Stop answering (the fds taken close: their containers' sysinfo(2)
- * fails with ENOSYS from then on) and remove the socket, unless a newer
+/* Stop answering (the fds taken close: their containers' sysinfo(2) and
+ * sched_getaffinity(2) fail with ENOSYS from then on, unless the keeper
+ * holds them) and remove the socket, unless a newer
  * daemon's is there. NULL: nothing. */
 void sysinfo_listener_stop(struct sysinfo_listener *l);
 

@@ -15,7 +15,7 @@
 
 struct found {
 	gint64 at_us; /* monotonic */
-	gboolean in_place;
+	gboolean memory, cpu; /* in place */
 };
 
 struct inplace {
@@ -42,21 +42,37 @@ void inplace_free(struct inplace *p)
 	g_free(p);
 }
 
-/* Read now, from tid's mount table. */
-static gboolean read_in_place(struct inplace *p, pid_t tid)
+static gboolean is_view(const char *fstype)
 {
-	static const char *const paths[] = { "/proc/meminfo", "/proc" };
-	g_autofree char *meminfo = NULL, *proc = NULL;
-	char *types[G_N_ELEMENTS(paths)];
-	if (mountinfo_tops_of(p->proc_fd, tid, paths, G_N_ELEMENTS(paths), types) < 0)
-		return FALSE;
-	meminfo = types[0];
-	proc = types[1];
-	const char *top = meminfo ? meminfo : proc;
-	return top && strcmp(top, "fuse.cgprocfs") == 0;
+	return fstype && strcmp(fstype, "fuse.cgprocfs") == 0;
 }
 
-gboolean inplace_view(struct inplace *p, pid_t tid)
+/* Read now, from tid's mount table (nothing in place if it cannot be read). */
+static struct found read_in_place(struct inplace *p, pid_t tid, gint64 now)
+{
+	static const char *const paths[] = { "/proc/meminfo", "/proc", "/sys/devices/system/cpu" };
+	g_autofree char *meminfo = NULL, *proc = NULL, *cpu = NULL;
+	char *types[G_N_ELEMENTS(paths)];
+	if (mountinfo_tops_of(p->proc_fd, tid, paths, G_N_ELEMENTS(paths), types) < 0)
+		return (struct found){ .at_us = now };
+	meminfo = types[0];
+	proc = types[1];
+	cpu = types[2];
+	return (struct found){ .at_us = now, .memory = is_view(meminfo ? meminfo : proc), .cpu = is_view(cpu) };
+}
+
+static gboolean in_place(const struct found *f, enum inplace_what what)
+{
+	switch (what) {
+	case INPLACE_MEMORY:
+		return f->memory;
+	case INPLACE_CPU:
+		return f->cpu;
+	}
+	return FALSE;
+}
+
+gboolean inplace_view(struct inplace *p, pid_t tid, enum inplace_what what)
 {
 	char path[32];
 	struct stat st;
@@ -67,12 +83,12 @@ gboolean inplace_view(struct inplace *p, pid_t tid)
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&p->lock);
 	const struct found *known = g_hash_table_lookup(p->found, &ns);
 	if (known && now - known->at_us < FOUND_MAX_AGE_US)
-		return known->in_place;
+		return in_place(known, what);
 	/* Read under the lock: the listener is its one user. */
 	struct found *f = g_new(struct found, 1);
-	*f = (struct found){ .at_us = now, .in_place = read_in_place(p, tid) };
+	*f = read_in_place(p, tid, now);
 	if (!known && g_hash_table_size(p->found) >= FOUND_MAX)
 		g_hash_table_remove_all(p->found);
 	g_hash_table_replace(p->found, g_memdup2(&ns, sizeof(ns)), f);
-	return f->in_place;
+	return in_place(f, what);
 }

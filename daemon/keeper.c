@@ -24,6 +24,7 @@
 #include "cleanup.h"
 #include "daemon.h"
 #include "faults.h"
+#include "keeper-held.h"
 #include "log.h"
 
 #include <errno.h>
@@ -49,34 +50,6 @@
 #define REQUEST_TIMEOUT_S 2
 
 /* ------------------------------------------------- the keeper process -- */
-
-/* One session it holds. */
-struct kept {
-	int fuse_fd;
-	int ns_fd;      /* -1 for the host view */
-	unsigned minor; /* the FUSE protocol minor version the kernel spoke to it */
-};
-
-static void kept_free(gpointer p)
-{
-	struct kept *k = p;
-	close(k->fuse_fd);
-	if (k->ns_fd >= 0)
-		close(k->ns_fd);
-	g_free(k);
-}
-
-/* Everything the keeper holds. */
-struct held {
-	GHashTable *sessions; /* id (the host's 0) -> struct kept */
-	int listener;         /* the control socket's listening socket, or -1 */
-	int seccomp_listeners[2]; /* the seccomp listeners', or -1 */
-	GArray *notify;       /* int: containers' seccomp notification fds */
-	int inflight;         /* the daemon's requests in hand (inflight.h), or -1 */
-	const char *path;     /* where new daemons find it, once published */
-	int listen_fd;        /* listening there; -1 before "publish" */
-	ino_t ino;            /* of its socket at path */
-};
 
 /* Listen at path: a socket bound beside it and renamed over it, so that
  * path always names a keeper. 0, or -errno. */
@@ -284,8 +257,10 @@ static int keep(int sock, struct held *h, int wait_s)
 		int timeout = -1;
 		if (!daemon_alive) {
 			gint64 left_ms = (deadline - g_get_monotonic_time()) / 1000;
+			if (left_ms <= 0 && published(h))
+				return keeper_let_calls_through(h); /* nobody came */
 			if (left_ms <= 0 || !published(h))
-				return left_ms <= 0; /* nobody came; or a newer keeper holds the views */
+				return left_ms <= 0; /* a newer keeper holds the views */
 			timeout = (int)MIN(left_ms, ORPHAN_CHECK_MS);
 		}
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)

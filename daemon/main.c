@@ -32,7 +32,7 @@ static gboolean views_served(const char *mountpoint)
 /* What the command line says. */
 struct options {
 	gboolean debug_enabled, version, foreground, replace, no_memory_view, no_swap_view, no_loadavg,
-		no_io_view, keep_views_on_stop, files_only;
+		no_io_view, keep_views_on_stop, files_only, no_affinity;
 	int keeper_wait, reload_pid;
 	char *keeper_cgroup;
 	char *cpu_limit;
@@ -77,6 +77,9 @@ static gboolean parse_options(int *argc, char ***argv, struct options *o, GError
 		  "Serve the host's loadavg to every caller (no per-cgroup sampling)", NULL },
 		{ "no-io-view", 0, 0, G_OPTION_ARG_NONE, &o->no_io_view,
 		  "Serve the host's diskstats and pressure files to every caller", NULL },
+		{ "no-affinity", 0, 0, G_OPTION_ARG_NONE, &o->no_affinity,
+		  "Leave every container's sched_getaffinity(2) to the kernel (the host's mask, not the view's CPUs)",
+		  NULL },
 		{ "files-only", 0, 0, G_OPTION_ARG_NONE, &o->files_only,
 		  "proc/ holds only the served files (cpuinfo, meminfo, ...), no pid directories: LXCFS's layout, "
 		  "for tools that bind every entry of MOUNTPOINT/proc (serve at /var/lib/lxcfs in its place)",
@@ -248,6 +251,7 @@ static int serve(const struct options *o)
 		.swap_view = !o->no_swap_view,
 		.loadavg = !o->no_loadavg,
 		.io_view = !o->no_io_view,
+		.affinity = !o->no_affinity,
 		.files_only = o->files_only,
 		.smaps = {
 			.max_age_us = (gint64)(o->max_age * G_USEC_PER_SEC),

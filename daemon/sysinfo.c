@@ -1,8 +1,9 @@
 /* The seccomp listener (daemon.h): the socket an OCI runtime sends a
  * container's seccomp notification fd to, the one LXC's monitor sends each
  * notification of its containers to (lxc.seccomp.notify.proxy), and the
- * thread that answers each sysinfo(2) with the figures of the caller's
- * view. */
+ * threads that answer each sysinfo(2) with the figures of the caller's
+ * view, and each sched_getaffinity(2) with its CPUs (affinity.c). */
+#include "affinity.h"
 #include "cleanup.h"
 #include "daemon.h"
 #include "inplace.h"
@@ -28,8 +29,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define STATE_MAX (1 << 20) /* the runtime's JSON: a few kB */
-#define FDS_MAX 8           /* fds one message may carry */
 /* How long an answer serves the callers of one container and namespaces:
  * as long as the meminfo text it comes from (fs/files.c); its uptime is
  * moved on by the time since. */
@@ -90,6 +89,7 @@ struct sysinfo_listener {
 	struct view *view;
 	int proc_fd;
 	struct inplace *in_place; /* whose view is in place, per mount namespace */
+	struct affinity *affinity; /* sched_getaffinity's answers */
 	char *paths[2];
 	ino_t path_inos[2]; /* the sockets' at paths: a newer daemon may bind there */
 	GThread *thread;
@@ -129,52 +129,6 @@ static void adopt(struct sysinfo_listener *l, int fd)
 	keeper_keep_notify(l->keeper, fd);
 }
 
-/* Whether conn's peer is root (as for the control socket). */
-static gboolean peer_is_root(int conn)
-{
-	struct ucred peer;
-	socklen_t plen = sizeof(peer);
-	return getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &plen) == 0 && peer.uid == 0;
-}
-
-/* One runtime's connection: its JSON state and fds, read to EOF. */
-static void take_connection(struct sysinfo_listener *l, int conn)
-{
-	if (!peer_is_root(conn))
-		return;
-	/* A second for the whole state, however it trickles in: the listener
-	 * answers every container's sysinfo meanwhile. */
-	const gint64 deadline = g_get_monotonic_time() + G_USEC_PER_SEC;
-	g_autoptr(GString) state = g_string_new(NULL);
-	g_autoptr(GArray) fds = g_array_new(FALSE, FALSE, sizeof(int));
-	for (gint64 left; (left = deadline - g_get_monotonic_time()) > 0;) {
-		struct timeval limit = { .tv_sec = left / G_USEC_PER_SEC, .tv_usec = left % G_USEC_PER_SEC };
-		setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
-		char data[4096];
-		union {
-			struct cmsghdr h;
-			char space[CMSG_SPACE(sizeof(int) * FDS_MAX)];
-		} control;
-		struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
-				      .msg_controllen = sizeof(control) };
-		ssize_t n = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
-		for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-				g_array_append_vals(fds, CMSG_DATA(c), (c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		if (n <= 0 || state->len + (gsize)n > STATE_MAX)
-			break;
-		g_string_append_len(state, data, n);
-	}
-	if (state->len == 0 && fds->len == 0)
-		return; /* a probe: is anyone there (cgprocfs-runtime) */
-	int fd = seccomp_fd_of(state->str, state->len, fds);
-	if (fd >= 0)
-		adopt(l, fd);
-	else
-		g_warning("seccomp listener: a runtime sent no seccompFd: its container's sysinfo stays the host's");
-}
-
 /* The namespaces an answer to tid holds for; FALSE if they cannot be told. */
 static gboolean namespaces_of(int proc_fd, pid_t tid, uint64_t ret[3])
 {
@@ -201,7 +155,7 @@ static int render_answer(struct sysinfo_listener *l, pid_t tid, struct sysinfo *
 	/* A container whose view is not in place keeps the kernel's
 	 * sysinfo(2), which then agrees with the files it reads (busybox free
 	 * takes both). */
-	if (!inplace_view(l->in_place, tid))
+	if (!inplace_view(l->in_place, tid, INPLACE_MEMORY))
 		return -ENOENT;
 	if (sysinfo(&host) < 0)
 		return -errno;
@@ -238,12 +192,6 @@ static int answer_of(struct sysinfo_listener *l, struct notify *n, pid_t tid, st
 	return r;
 }
 
-/* Whether the daemon answers req (else the kernel does). */
-static gboolean answered_here(const struct seccomp_notif *req)
-{
-	return req->data.nr == __NR_sysinfo && req->data.arch == AUDIT_ARCH_X86_64;
-}
-
 /* Whether req is a sysinfo(2) of an x86 ABI (x86-64, x32, i386: 116 there),
  * the one call a profile notifies for the view. */
 static gboolean is_sysinfo(const struct seccomp_notif *req)
@@ -252,6 +200,23 @@ static gboolean is_sysinfo(const struct seccomp_notif *req)
 		return req->data.nr == 116;
 	return req->data.arch == AUDIT_ARCH_X86_64 &&
 	       (req->data.nr & ~(int)__X32_SYSCALL_BIT) == __NR_sysinfo;
+}
+
+/* The calls a profile notifies for the view, by (arch, nr). */
+enum call {
+	CALL_SYSINFO,  /* sysinfo(2) of x86-64: answered here */
+	CALL_AFFINITY, /* sched_getaffinity(2) of an x86 ABI: affinity.c's */
+	CALL_KERNELS,  /* ours, left to the kernel: a 32-bit sysinfo */
+	CALL_OTHER,    /* not ours */
+};
+
+static enum call call_of(const struct seccomp_notif *req)
+{
+	if (req->data.nr == __NR_sysinfo && req->data.arch == AUDIT_ARCH_X86_64)
+		return CALL_SYSINFO;
+	if (affinity_is_call(req))
+		return CALL_AFFINITY;
+	return is_sysinfo(req) ? CALL_KERNELS : CALL_OTHER;
 }
 
 /* An open failed for want of the daemon's fds: EIO, not the kernel's (the host's) figures. */
@@ -304,6 +269,30 @@ static void respond(struct sysinfo_listener *l, const struct seccomp_notif *req,
 	}
 }
 
+/* resp to req, one of ours, on notify_fd: the caller's memory is mem (-1:
+ * it could not be opened, err why). */
+static void answer_call(struct sysinfo_listener *l, struct notify *n, int notify_fd, int mem, int err,
+			const struct seccomp_notif *req, struct seccomp_notif_resp *resp)
+{
+	uint64_t val = 0;
+	int r;
+	switch (call_of(req)) {
+	case CALL_SYSINFO:
+		respond(l, req, mem >= 0 ? answer(l, n, notify_fd, mem, req) : out_of_fds(err) ? -EIO : -err, resp);
+		return;
+	case CALL_AFFINITY:
+		/* Never EIO: the kernel's errors, or its mask, at worst. */
+		r = affinity_answer(l->affinity, notify_fd, mem, req, &val);
+		*resp = (struct seccomp_notif_resp){ .id = req->id, .val = r == 0 ? (int64_t)val : 0,
+						     .flags = r == 0 ? 0 : SECCOMP_USER_NOTIF_FLAG_CONTINUE };
+		return;
+	case CALL_KERNELS:
+	case CALL_OTHER:
+		respond(l, req, -ENOSYS, resp);
+		return;
+	}
+}
+
 /* One notification of n's fd: FALSE if the fd is done (every process of
  * its filter gone). */
 static gboolean handle_notification(struct sysinfo_listener *l, struct notify *n, gsize req_size, gsize resp_size)
@@ -317,16 +306,13 @@ static gboolean handle_notification(struct sysinfo_listener *l, struct notify *n
 		return !(still.revents & (POLLHUP | POLLERR | POLLNVAL));
 	if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
 		return errno == EINTR || errno == ENOENT; /* ENOENT: the caller went */
-	int r = -ENOSYS;
-	if (answered_here(req)) {
-		char path[32];
-		snprintf(path, sizeof(path), "%u/mem", req->pid);
-		int mem = openat(l->proc_fd, path, O_WRONLY | O_CLOEXEC);
-		r = mem >= 0 ? answer(l, n, n->fd, mem, req) : out_of_fds(errno) ? -EIO : -errno;
-		if (mem >= 0)
-			close(mem);
-	}
-	respond(l, req, r, resp);
+	enum call call = call_of(req);
+	char path[32];
+	snprintf(path, sizeof(path), "%u/mem", req->pid);
+	int mem = call == CALL_SYSINFO || call == CALL_AFFINITY ? openat(l->proc_fd, path, O_WRONLY | O_CLOEXEC) : -1;
+	answer_call(l, n, n->fd, mem, errno, req, resp);
+	if (mem >= 0)
+		close(mem);
 	ioctl(n->fd, SECCOMP_IOCTL_NOTIF_SEND, resp); /* ENOENT: the caller went meanwhile */
 	return TRUE;
 }
@@ -363,15 +349,15 @@ static gboolean handle_lxc_request(struct sysinfo_listener *l, struct notify *n,
 			 msg.sizes.seccomp_notif == k->seccomp_notif && msg.sizes.seccomp_notif_resp == k->seccomp_notif_resp &&
 			 msg.sizes.seccomp_data == k->seccomp_data;
 	if (whole) {
-		int r = answered_here(&req) ? answer(l, n, fds[LXC_FD_NOTIFY], fds[LXC_FD_MEM], &req) : -ENOSYS;
 		/* LXC forwards every notification of the container's profile:
-		 * a call the profile notifies that is not sysinfo is another
-		 * supervisor's to allow, not ours. ENOSYS, as the kernel answers
-		 * a filter's notification that no listener takes. */
-		if (r == 0 || is_sysinfo(&req))
-			respond(l, &req, r, &resp);
-		else
+		 * a call the profile notifies that is neither sysinfo nor
+		 * sched_getaffinity is another supervisor's to allow, not ours.
+		 * ENOSYS, as the kernel answers a filter's notification that no
+		 * listener takes. */
+		if (call_of(&req) == CALL_OTHER)
 			resp = (struct seccomp_notif_resp){ .id = req.id, .error = -ENOSYS };
+		else
+			answer_call(l, n, fds[LXC_FD_NOTIFY], fds[LXC_FD_MEM], EBADF, &req, &resp);
 	}
 	struct msghdr out = { .msg_iov = iov, .msg_iovlen = whole ? 3 : 0 };
 	/* Never waiting: a peer that does not read its answers is dropped
@@ -390,12 +376,13 @@ static void accept_on(struct sysinfo_listener *l, int which)
 	int conn = accept4(l->listen_fds[which], NULL, NULL, SOCK_CLOEXEC);
 	if (conn < 0)
 		return;
-	if (which == 1 && peer_is_root(conn)) {
+	if (which == 1 && seccomp_peer_is_root(conn)) {
 		adopt(l, conn); /* its requests come on it */
 		return;
 	}
-	if (which == 0)
-		take_connection(l, conn);
+	int fd = which == 0 ? seccomp_runtime_fd(conn) : -1;
+	if (fd >= 0)
+		adopt(l, fd);
 	close(conn);
 }
 
@@ -470,7 +457,7 @@ static gpointer listener_thread(gpointer data)
 	}
 }
 
-int sysinfo_listener_start(const char *base, const int listen_fds[2], struct view *view, int proc_fd,
+int sysinfo_listener_start(const char *base, const int listen_fds[2], const struct affinity_config *calls,
 			   gboolean reuse, struct keeper *keeper, GArray *taken, struct sysinfo_listener **ret)
 {
 	static const char *const suffixes[] = { ".seccomp", ".lxc" };
@@ -507,9 +494,12 @@ int sysinfo_listener_start(const char *base, const int listen_fds[2], struct vie
 		adopt(l, g_array_index(taken, int, i));
 		g_array_index(taken, int, i) = -1;
 	}
-	l->view = view;
-	l->proc_fd = proc_fd;
-	l->in_place = inplace_new(proc_fd);
+	l->view = calls->view;
+	l->proc_fd = calls->proc_fd;
+	l->in_place = inplace_new(l->proc_fd);
+	struct affinity_config affinity = *calls;
+	affinity.in_place = l->in_place;
+	l->affinity = affinity_new(&affinity);
 	l->thread = g_thread_new("seccomp", listener_thread, l);
 	*ret = l;
 	return 0;
@@ -533,6 +523,7 @@ void sysinfo_listener_render_stats(struct sysinfo_listener *l, GString *out)
 		    "sysinfo(2) calls of containers whose view is in place answered EIO: their figures could not be "
 		    "had (the daemon out of fds, a scope not found), and the kernel's are the host's.",
 		    (uint64_t)g_atomic_int_get(&l->failed));
+	affinity_render_stats(l->affinity, out);
 }
 
 void sysinfo_listener_keep_all(struct sysinfo_listener *l)
@@ -566,11 +557,14 @@ void sysinfo_listener_resume(struct sysinfo_listener *l)
 struct sysinfo_listener *sysinfo_listener_for(struct daemon *d)
 {
 	struct sysinfo_listener *l = NULL;
-	int r = sysinfo_listener_start(d->cfg->control_socket, d->ho.seccomp_listeners, d->view, d->proc_fd,
+	const struct affinity_config calls = { .proc_fd = d->proc_fd, .view = d->view, .scope = d->scope,
+					       .cgroups = &d->cgroups.config, .off = !d->cfg->affinity };
+	int r = sysinfo_listener_start(d->cfg->control_socket, d->ho.seccomp_listeners, &calls,
 				       d->cfg->scope == SCOPE_CONTAINER, d->keeper, d->ho.notify, &l);
 	d->ho.seccomp_listeners[0] = d->ho.seccomp_listeners[1] = -1; /* the listener's, whatever came of it */
 	if (r < 0)
-		g_warning("cannot listen on %s.seccomp and .lxc (%s): containers' sysinfo(2) stays the host's",
+		g_warning("cannot listen on %s.seccomp and .lxc (%s): containers' sysinfo(2) and sched_getaffinity(2) "
+			  "stay the host's",
 			  d->cfg->control_socket, g_strerror(-r));
 	return l;
 }
@@ -595,6 +589,7 @@ void sysinfo_listener_stop(struct sysinfo_listener *l)
 		close(l->listen_fds[i]);
 		g_free(l->paths[i]);
 	}
+	affinity_free(l->affinity);
 	inplace_free(l->in_place);
 	g_free(l);
 }

@@ -90,6 +90,11 @@ int view_pid_ns_fd(const struct view *v)
 	return v->cfg.pid_ns_fd;
 }
 
+int view_cpu_map(struct view *v, pid_t tid, struct cpu_map **ret)
+{
+	return cpuview_map_fresh(v->cfg.cpuview, tid, ret);
+}
+
 pid_t view_ino_process(uint64_t ino)
 {
 	switch (ino_kind(ino)) {

@@ -87,6 +87,10 @@ void view_free(struct view *v);
 /* The pid namespace of its procfs: cfg.pid_ns_fd. */
 int view_pid_ns_fd(const struct view *v);
 
+/* The CPUs thread tid sees, computed now (cpuview_map_fresh): a
+ * reference in *ret, or -errno. */
+int view_cpu_map(struct view *v, pid_t tid, struct cpu_map **ret);
+
 /* The process whose proc/<pid> ino stands for (a pid directory or a file
  * in it), or 0 for any other node. */
 pid_t view_ino_process(uint64_t ino);

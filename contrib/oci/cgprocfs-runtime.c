@@ -2,8 +2,8 @@
  * with the cgprocfs hook added, for Docker and containerd, which read no
  * hooks.d.
  *
- *   cgprocfs-runtime [--cgprocfs-help] [--cgprocfs-always] [--cgprocfs-no-sysinfo] [--cgprocfs-runtime=PATH]
- *                    [--cgprocfs-hook=PATH] [--cgprocfs-mountpoint=PATH]
+ *   cgprocfs-runtime [--cgprocfs-help] [--cgprocfs-always] [--cgprocfs-no-sysinfo] [--cgprocfs-no-affinity]
+ *                    [--cgprocfs-runtime=PATH] [--cgprocfs-hook=PATH] [--cgprocfs-mountpoint=PATH]
  *                    RUNTIME ARGUMENTS...
  *
  * For "create" and "run", it appends the cgprocfs-oci-hook createContainer
@@ -13,9 +13,11 @@
  * every other command, it executes the real runtime with the same
  * arguments (its own options taken out). The real runtime is
  * --cgprocfs-runtime, else $CGPROCFS_RUNTIME, else runc. With the hook, the
- * container's seccomp profile notifies sysinfo(2) to the daemon's listener
- * (seccomp.h), if one listens and the profile plainly allows the call
- * (not with --cgprocfs-no-sysinfo). It never makes a
+ * container's seccomp profile notifies sysinfo(2) and sched_getaffinity(2)
+ * to the daemon's listener (seccomp.h), if one listens and the profile
+ * plainly allows each call (neither with --cgprocfs-no-sysinfo; not
+ * sched_getaffinity with --cgprocfs-no-affinity, or for a container
+ * annotated io.cgprocfs.affinity=false). It never makes a
  * container fail to start: if it cannot add the hook (none that can be
  * run: --cgprocfs-hook, the installed one, or one beside this program),
  * it says why in one line and runs the runtime as if it were not there
@@ -37,12 +39,15 @@
 #include <unistd.h>
 
 #define ANNOTATION "io.cgprocfs.enable"
+/* "false": the container's sched_getaffinity(2) stays the kernel's. */
+#define AFFINITY_ANNOTATION "io.cgprocfs.affinity"
 #define STAGE "createContainer"
 
 struct options {
 	gboolean help;
 	gboolean always;
 	gboolean no_sysinfo;
+	gboolean no_affinity;
 	const char *runtime;
 	const char *hook;
 	const char *mountpoint;
@@ -61,6 +66,8 @@ static int take_options(int argc, char **argv, struct options *o)
 			o->always = TRUE;
 		else if (strcmp(a, "--cgprocfs-no-sysinfo") == 0)
 			o->no_sysinfo = TRUE;
+		else if (strcmp(a, "--cgprocfs-no-affinity") == 0)
+			o->no_affinity = TRUE;
 		else if (g_str_has_prefix(a, "--cgprocfs-runtime="))
 			o->runtime = a + strlen("--cgprocfs-runtime=");
 		else if (g_str_has_prefix(a, "--cgprocfs-hook="))
@@ -211,18 +218,22 @@ static char *listener_of(const char *mountpoint)
 	return there ? g_steal_pointer(&path) : NULL;
 }
 
-/* Have the container's sysinfo(2) answered by the daemon, where its
- * profile allows (seccomp.h): TRUE if config was edited; otherwise one
- * line says why, and sysinfo stays the kernel's. */
-static gboolean notify_sysinfo(const struct options *o, JsonObject *config)
+/* Have the container's sysinfo(2), and its sched_getaffinity(2) unless
+ * affinity is FALSE, answered by the daemon, where its profile allows
+ * (seccomp.h): TRUE if config was edited; one line says why of each call
+ * left the kernel's. */
+static gboolean notify_calls(const struct options *o, JsonObject *config, gboolean affinity)
 {
-	const char *why = NULL;
+	static const char *const names[] = { "sysinfo", "sched_getaffinity" };
+	static const char *const what[] = { "sysinfo(2) (free, uptime)", "sched_getaffinity(2) (nproc)" };
+	const char *why[G_N_ELEMENTS(names)] = { NULL, NULL };
 	g_autofree char *listener = o->no_sysinfo ? NULL : listener_of(o->mountpoint);
-	if (listener && seccomp_notify_sysinfo(config, listener, &why))
-		return TRUE;
-	if (why)
-		oci_say("cgprocfs-runtime", o->id, "%s; the container's sysinfo(2) (free, uptime) is the host's", why);
-	return FALSE;
+	gboolean edited = listener && seccomp_notify_calls(config, listener, names, affinity ? 2 : 1, why);
+	for (guint i = 0; i < G_N_ELEMENTS(names); i++)
+		if (why[i])
+			oci_say("cgprocfs-runtime", o->id, "%s: %s; the container's %s is the host's", names[i], why[i],
+				what[i]);
+	return edited;
 }
 
 /* Add the hook to the bundle's config.json if the container wants it:
@@ -238,10 +249,9 @@ static gboolean add_hook(const struct options *o, const char *bundle, GError **e
 		return g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s is not a JSON object", path), FALSE;
 	JsonObject *c = json_node_get_object(root);
 	JsonNode *annotations = json_object_get_member(c, "annotations");
-	const char *enable = annotations && JSON_NODE_HOLDS_OBJECT(annotations)
-				     ? json_object_get_string_member_with_default(json_node_get_object(annotations),
-										  ANNOTATION, NULL)
-				     : NULL;
+	JsonObject *a = annotations && JSON_NODE_HOLDS_OBJECT(annotations) ? json_node_get_object(annotations) : NULL;
+	const char *enable = a ? json_object_get_string_member_with_default(a, ANNOTATION, NULL) : NULL;
+	const char *affinity = a ? json_object_get_string_member_with_default(a, AFFINITY_ANNOTATION, NULL) : NULL;
 	if (!o->always && g_strcmp0(enable, "true") != 0)
 		return TRUE;
 	g_autofree char *hook = hook_path(o, error);
@@ -252,7 +262,7 @@ static gboolean add_hook(const struct options *o, const char *bundle, GError **e
 	if (r < 0)
 		return g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has hooks this cannot add to", path),
 		       FALSE;
-	if (notify_sysinfo(o, c))
+	if (notify_calls(o, c, !o->no_affinity && g_strcmp0(affinity, "false") != 0))
 		r = 1;
 	g_autofree char *text = r > 0 ? json_to_string(root, TRUE) : NULL;
 	return r == 0 || replace_file(path, text, error);
@@ -267,12 +277,14 @@ int main(int argc, char **argv)
 	argc = take_options(argc, argv, &o);
 	if (o.help) {
 		printf("usage: cgprocfs-runtime [--cgprocfs-help] [--cgprocfs-always] [--cgprocfs-no-sysinfo]\n"
-		       "                        [--cgprocfs-runtime=PATH] [--cgprocfs-hook=PATH]\n"
+		       "                        [--cgprocfs-no-affinity] [--cgprocfs-runtime=PATH] [--cgprocfs-hook=PATH]\n"
 		       "                        [--cgprocfs-mountpoint=PATH] RUNTIME-ARGUMENTS...\n"
 		       "An OCI runtime: the real one (--cgprocfs-runtime, $CGPROCFS_RUNTIME, or runc) with\n"
 		       "the cgprocfs hook added to the bundle of every create and run, for containers\n"
 		       "annotated " ANNOTATION "=true (every one with --cgprocfs-always), and their\n"
-		       "sysinfo(2) answered by the daemon through seccomp (not with --cgprocfs-no-sysinfo).\n"
+		       "sysinfo(2) and sched_getaffinity(2) answered by the daemon through seccomp (neither\n"
+		       "with --cgprocfs-no-sysinfo; not sched_getaffinity with --cgprocfs-no-affinity or\n"
+		       "for a container annotated " AFFINITY_ANNOTATION "=false).\n"
 		       "Any other argument, --help and --version included, goes to the real runtime.\n");
 		return 0;
 	}

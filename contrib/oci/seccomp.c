@@ -2,7 +2,6 @@
 
 #include <string.h>
 
-#define SYSCALL "sysinfo"
 #define ALLOW "SCMP_ACT_ALLOW"
 
 JsonNode *json_member_of_type(JsonObject *o, const char *key, JsonNodeType type)
@@ -27,20 +26,20 @@ static const char *string_member(JsonObject *o, const char *key)
 											 : NULL;
 }
 
-/* The index of SYSCALL in a rule's names, or -1. */
-static int sysinfo_at(JsonObject *rule)
+/* The index of name in a rule's names, or -1. */
+static int call_at(JsonObject *rule, const char *name)
 {
 	JsonNode *names = json_object_get_member(rule, "names");
 	JsonArray *a = names && JSON_NODE_HOLDS_ARRAY(names) ? json_node_get_array(names) : NULL;
 	for (guint i = 0; a && i < json_array_get_length(a); i++) {
 		JsonNode *n = json_array_get_element(a, i);
-		if (JSON_NODE_HOLDS_VALUE(n) && g_strcmp0(json_node_get_string(n), SYSCALL) == 0)
+		if (JSON_NODE_HOLDS_VALUE(n) && g_strcmp0(json_node_get_string(n), name) == 0)
 			return (int)i;
 	}
 	return -1;
 }
 
-/* Whether a rule naming sysinfo plainly allows it: ALLOW, with no
+/* Whether a rule naming a call plainly allows it: ALLOW, with no
  * conditions on its arguments. */
 static gboolean plainly_allows(JsonObject *rule)
 {
@@ -64,52 +63,43 @@ static JsonObject *allow_all(void)
 	return p;
 }
 
-/* Whether profile p lets sysinfo be notified (see seccomp.h); *why if not. */
-static gboolean may_notify(JsonObject *p, JsonArray *rules, const char **why)
+/* Whether profile p's rules (each an object) let name be notified (see
+ * seccomp.h): NULL, or why not. */
+static const char *refusal(JsonObject *p, JsonArray *rules, const char *name)
 {
-	const char *listener = string_member(p, "listenerPath");
-	if (listener && *listener)
-		return *why = "the seccomp profile has a listenerPath already (another agent's): sysinfo(2) is left to it",
-		       FALSE;
 	gboolean allowed = g_strcmp0(string_member(p, "defaultAction"), ALLOW) == 0;
 	for (guint i = 0; i < json_array_get_length(rules); i++) {
-		JsonNode *r = json_array_get_element(rules, i);
-		if (!JSON_NODE_HOLDS_OBJECT(r))
-			return *why = "the seccomp profile is not OCI's", FALSE;
-		if (sysinfo_at(json_node_get_object(r)) < 0)
+		JsonObject *r = json_array_get_object_element(rules, i);
+		if (call_at(r, name) < 0)
 			continue;
-		if (!plainly_allows(json_node_get_object(r)))
-			return *why = "the seccomp profile does not plainly allow sysinfo(2): it stays as it is", FALSE;
+		if (!plainly_allows(r))
+			return "the seccomp profile does not plainly allow it: it stays as it is";
 		allowed = TRUE;
 	}
-	return allowed || (*why = "the seccomp profile does not allow sysinfo(2): it stays as it is", FALSE);
+	return allowed ? NULL : "the seccomp profile does not allow it: it stays as it is";
 }
 
-gboolean seccomp_notify_sysinfo(JsonObject *config, const char *path, const char **why)
+/* Whether the profile may be edited at all; else each why[i] says why not. */
+static gboolean editable(JsonObject *p, JsonArray *rules, guint n, const char **why)
 {
-#ifndef __x86_64__
-	return *why = "sysinfo(2) is answered on x86-64 only", FALSE;
-#endif
-	JsonNode *linux_node = json_member_of_type(config, "linux", JSON_NODE_OBJECT);
-	if (!linux_node)
-		return *why = "config.json's linux is not an object", FALSE;
-	JsonObject *linux_object = json_node_get_object(linux_node);
-	if (!json_object_has_member(linux_object, "seccomp") ||
-	    JSON_NODE_HOLDS_NULL(json_object_get_member(linux_object, "seccomp")))
-		json_object_set_object_member(linux_object, "seccomp", allow_all());
-	JsonNode *profile = json_member_of_type(linux_object, "seccomp", JSON_NODE_OBJECT);
-	JsonNode *list = profile ? json_member_of_type(json_node_get_object(profile), "syscalls", JSON_NODE_ARRAY) : NULL;
-	if (!list)
-		return *why = "the seccomp profile is not OCI's", FALSE;
-	JsonObject *p = json_node_get_object(profile);
-	JsonArray *rules = json_node_get_array(list);
-	if (!may_notify(p, rules, why))
-		return FALSE;
-	/* A later rule for a call that has one is dropped (libseccomp): the
-	 * allowing rules let go of it first. */
+	const char *listener = string_member(p, "listenerPath");
+	const char *no = NULL;
+	if (listener && *listener)
+		no = "the seccomp profile has a listenerPath already (another agent's): it is left to it";
+	for (guint i = 0; !no && i < json_array_get_length(rules); i++)
+		if (!JSON_NODE_HOLDS_OBJECT(json_array_get_element(rules, i)))
+			no = "the seccomp profile is not OCI's";
+	for (guint i = 0; no && i < n; i++)
+		why[i] = no;
+	return !no;
+}
+
+/* Take name out of every rule naming it (a rule left with no name goes). */
+static void let_go(JsonArray *rules, const char *name)
+{
 	for (guint i = json_array_get_length(rules); i-- > 0;) {
 		JsonObject *r = json_array_get_object_element(rules, i);
-		int at = sysinfo_at(r);
+		int at = call_at(r, name);
 		if (at < 0)
 			continue;
 		JsonArray *names = json_object_get_array_member(r, "names");
@@ -117,10 +107,58 @@ gboolean seccomp_notify_sysinfo(JsonObject *config, const char *path, const char
 		if (json_array_get_length(names) == 0)
 			json_array_remove_element(rules, i);
 	}
+}
+
+/* config's seccomp profile (one made that allows everything, if it has
+ * none) and its rules; NULL with *why if they are not OCI's. */
+static JsonObject *profile_of(JsonObject *config, JsonArray **ret_rules, const char **why)
+{
+	JsonNode *linux_node = json_member_of_type(config, "linux", JSON_NODE_OBJECT);
+	if (!linux_node)
+		return *why = "config.json's linux is not an object", NULL;
+	JsonObject *linux_object = json_node_get_object(linux_node);
+	if (!json_object_has_member(linux_object, "seccomp") ||
+	    JSON_NODE_HOLDS_NULL(json_object_get_member(linux_object, "seccomp")))
+		json_object_set_object_member(linux_object, "seccomp", allow_all());
+	JsonNode *profile = json_member_of_type(linux_object, "seccomp", JSON_NODE_OBJECT);
+	JsonNode *list = profile ? json_member_of_type(json_node_get_object(profile), "syscalls", JSON_NODE_ARRAY) : NULL;
+	if (!list)
+		return *why = "the seccomp profile is not OCI's", NULL;
+	*ret_rules = json_node_get_array(list);
+	return json_node_get_object(profile);
+}
+
+gboolean seccomp_notify_calls(JsonObject *config, const char *path, const char *const *names, guint n,
+			      const char **why)
+{
+	for (guint i = 0; i < n; i++)
+		why[i] = NULL;
+#ifndef __x86_64__
+	for (guint i = 0; i < n; i++)
+		why[i] = "answered on x86-64 only";
+	return FALSE;
+#endif
+	JsonArray *rules = NULL;
+	JsonObject *p = profile_of(config, &rules, &why[0]);
+	for (guint i = 1; !p && i < n; i++)
+		why[i] = why[0];
+	if (!p || !editable(p, rules, n, why))
+		return FALSE;
+	JsonArray *notified = json_array_new();
+	for (guint i = 0; i < n; i++)
+		if (!(why[i] = refusal(p, rules, names[i])))
+			json_array_add_string_element(notified, names[i]);
+	if (json_array_get_length(notified) == 0) {
+		json_array_unref(notified);
+		return FALSE;
+	}
+	/* A later rule for a call that has one is dropped (libseccomp): the
+	 * allowing rules let go of it first. */
+	for (guint i = 0; i < n; i++)
+		if (!why[i])
+			let_go(rules, names[i]);
 	JsonObject *notify = json_object_new();
-	JsonArray *names = json_array_new();
-	json_array_add_string_element(names, SYSCALL);
-	json_object_set_array_member(notify, "names", names);
+	json_object_set_array_member(notify, "names", notified);
 	json_object_set_string_member(notify, "action", "SCMP_ACT_NOTIFY");
 	json_array_add_object_element(rules, notify);
 	json_object_set_string_member(p, "listenerPath", path);

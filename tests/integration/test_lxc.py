@@ -450,7 +450,7 @@ def make_tests(d, state):
     def _():
         path = lxcpath()
         with open("/usr/share/lxc/config/common.seccomp") as f:
-            profile = f.read().rstrip("\n") + "\nsysinfo notify\n"
+            profile = f.read().rstrip("\n") + "\nsysinfo notify\nsched_getaffinity notify\n"
         profile_path = os.path.join(path, "cgprocfs.seccomp")
         with open(profile_path, "w") as f:
             f.write(profile)

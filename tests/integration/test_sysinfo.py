@@ -116,6 +116,39 @@ def notify(d, names, limit=True):
     return edit
 
 
+X86_64, I386 = 0xC000003E, 0x40000003  # AUDIT_ARCH_*
+
+
+def lxc_answers(d, calls):
+    """The daemon's answers on its LXC socket (.lxc) to requests as LXC's
+    monitor forwards them, of this process, with /dev/null for its fds:
+    {what: (error, flags)} for calls {what: (nr, arch)}."""
+    path = listener_path(d)[:-len(".seccomp")] + ".lxc"
+    sizes = (ctypes.c_uint16 * 3)()
+    libc = ctypes.CDLL(None, use_errno=True)
+    check_equal(libc.syscall(317, 3, 0, sizes), 0, "seccomp(SECCOMP_GET_NOTIF_SIZES)")  # SYS_seccomp, x86-64
+    notif, resp_size, data = list(sizes)
+    fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(3)]  # the caller's proc, mem, notify fd
+    answers = {}
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.connect(path)
+            for what, (nr, arch) in calls.items():
+                msg = struct.pack("<QiiHHH2xQ", 0, os.getpid(), os.getpid(), notif, resp_size, data, 0)
+                req = struct.pack("<QII", 77, os.getpid(), 0) + struct.pack("<iIQ6Q", nr, arch, 0, *[0] * 6)
+                req = req.ljust(notif, b"\0")
+                resp = struct.pack("<QqiI", 77, 0, 0, 0).ljust(resp_size, b"\0")
+                s.sendmsg([msg + req + resp], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())])
+                answer = s.recv(4096)
+                check_equal(len(answer), 32 + notif + resp_size, "the answer's length (%s)" % what)
+                _id, val, error, flags = struct.unpack_from("<QqiI", answer, 32 + notif)
+                answers[what] = (error, flags)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return answers
+
+
 def stats(d):
     """The listener's counters, by the end of their names."""
     return cgtest.read_stats(d.mnt, prefix="cgprocfs_sysinfo_")
@@ -312,31 +345,7 @@ def make_tests(d, lab):
           "is left to the kernel")
     def _():
         # Security review, issue 54 finding 6c.
-        path = listener_path(d)[:-len(".seccomp")] + ".lxc"
-        sizes = (ctypes.c_uint16 * 3)()
-        libc = ctypes.CDLL(None, use_errno=True)
-        check_equal(libc.syscall(317, 3, 0, sizes), 0, "seccomp(SECCOMP_GET_NOTIF_SIZES)")  # SYS_seccomp, x86-64
-        notif, resp_size, data = list(sizes)
-        fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(3)]  # the caller's proc, mem, notify fd
-        uname_nr, sysinfo_i386_nr, x86_64, i386 = 63, 116, 0xC000003E, 0x40000003
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
-                s.connect(path)
-                answers = {}
-                for what, nr, arch in (("uname", uname_nr, x86_64), ("i386 sysinfo", sysinfo_i386_nr, i386)):
-                    msg = struct.pack("<QiiHHH2xQ", 0, os.getpid(), os.getpid(), notif, resp_size, data, 0)
-                    req = struct.pack("<QII", 77, os.getpid(), 0) + struct.pack("<iIQ6Q", nr, arch, 0, *[0] * 6)
-                    req = req.ljust(notif, b"\0")
-                    resp = struct.pack("<QqiI", 77, 0, 0, 0).ljust(resp_size, b"\0")
-                    s.sendmsg([msg + req + resp], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                                                    array.array("i", fds).tobytes())])
-                    answer = s.recv(4096)
-                    check_equal(len(answer), 32 + notif + resp_size, "the answer's length (%s)" % what)
-                    _id, val, error, flags = struct.unpack_from("<QqiI", answer, 32 + notif)
-                    answers[what] = (error, flags)
-        finally:
-            for fd in fds:
-                os.close(fd)
+        answers = lxc_answers(d, {"uname": (63, X86_64), "i386 sysinfo": (116, I386)})
         diag("answers (error, flags): %s" % answers)
         check_equal(answers["uname"], (-errno.ENOSYS, 0), "uname's answer: not CONTINUE (flags 1), ENOSYS")
         check_equal(answers["i386 sysinfo"], (0, 1), "a sysinfo not answered here: CONTINUE")

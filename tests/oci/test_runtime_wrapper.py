@@ -140,9 +140,11 @@ def main():
     listening.bind(control + ".seccomp")
     listening.listen(64)
     listener = control + ".seccomp"
-    notify_rule = {"names": ["sysinfo"], "action": "SCMP_ACT_NOTIFY"}
+    notify_rule = {"names": ["sysinfo", "sched_getaffinity"], "action": "SCMP_ACT_NOTIFY"}
+    sysinfo_only = {"names": ["sysinfo"], "action": "SCMP_ACT_NOTIFY"}
     docker_like = {"defaultAction": "SCMP_ACT_ERRNO", "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86"],
-                   "syscalls": [{"names": ["read", "sysinfo", "write"], "action": "SCMP_ACT_ALLOW"},
+                   "syscalls": [{"names": ["read", "sysinfo", "sched_getaffinity", "write"],
+                                 "action": "SCMP_ACT_ALLOW"},
                                 {"names": ["sysinfo"], "action": "SCMP_ACT_ALLOW"},
                                 {"names": ["ptrace"], "action": "SCMP_ACT_ALLOW", "args": []}]}
 
@@ -155,21 +157,27 @@ def main():
     hook = os.path.join(tmp, "hook3")
     shutil.copy("/bin/true", hook)
 
-    def seccomp_of(*options, profile=None):
-        path = bundle(tmp, with_profile(profile))
+    def seccomp_of(*options, profile=None, annotations=None):
+        text = with_profile(profile)
+        if annotations:
+            config = json.loads(text)
+            config["annotations"].update(annotations)
+            text = json.dumps(config)
+        path = bundle(tmp, text)
         res, config = run(tmp, WRAPPER, path, "--cgprocfs-hook=" + hook, "--cgprocfs-mountpoint=" + mnt, *options)
         return res, config, config["linux"].get("seccomp") if isinstance(config, dict) else None
 
-    @test("a daemon listening and no profile: one that allows everything and notifies sysinfo to the "
-          "listener, for x86-64, i386 and x32; nothing said")
+    @test("a daemon listening and no profile: one that allows everything and notifies sysinfo and "
+          "sched_getaffinity to the listener, for x86-64, i386 and x32; nothing said")
     def _():
         res, config, got = seccomp_of()
         want = {"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
                 "syscalls": [notify_rule], "listenerPath": listener}
         return got == want and added(config) == [hook] and not res.stderr, (res, got)
 
-    @test("Docker's kind of profile (denied by default, sysinfo among the allowed): sysinfo taken out of the "
-          "allowing rules (one that named it alone goes), one notify rule, the architectures and the rest kept")
+    @test("Docker's kind of profile (denied by default, sysinfo and sched_getaffinity among the allowed): both "
+          "taken out of the allowing rules (one that named sysinfo alone goes), one notify rule for both, the "
+          "architectures and the rest kept")
     def _():
         res, _, got = seccomp_of(profile=docker_like)
         want = json.loads(json.dumps(docker_like))
@@ -178,11 +186,11 @@ def main():
         want["listenerPath"] = listener
         return got == want and not res.stderr, (res, got)
 
-    @test("never more permissive: a profile that denies sysinfo (by default, or by a rule), one that allows "
-          "it on a condition, and one with another listenerPath stay as they were, one line each")
+    @test("never more permissive: a profile that denies both calls (by default), one that allows sysinfo on a "
+          "condition and denies sched_getaffinity, and one with another listenerPath stay as they were, one line "
+          "for each call")
     def _():
         cases = [dict(docker_like, syscalls=[{"names": ["read"], "action": "SCMP_ACT_ALLOW"}]),
-                 {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["sysinfo"], "action": "SCMP_ACT_ERRNO"}]},
                  dict(docker_like, syscalls=[{"names": ["sysinfo"], "action": "SCMP_ACT_ALLOW",
                                               "args": [{"index": 0, "value": 0, "op": "SCMP_CMP_EQ"}]}]),
                  {"defaultAction": "SCMP_ACT_ALLOW", "listenerPath": "/run/other.sock"}]
@@ -190,8 +198,39 @@ def main():
         for profile in cases:
             res, config, got = seccomp_of(profile=profile)
             kept = {k: v for k, v in got.items() if k != "syscalls" or v} == profile
-            results.append((kept, len(res.stderr.splitlines()) == 1, added(config) == [hook], res.stderr))
+            lines = res.stderr.splitlines()
+            named = [l.split(": ")[1] if ": " in l else l for l in lines]
+            results.append((kept, len(lines) == 2, added(config) == [hook], res.stderr, named))
         return all(r[:3] == (True, True, True) for r in results), results
+
+    @test("each call decided alone: a profile that allows everything but denies sysinfo by a rule notifies "
+          "sched_getaffinity only, the denying rule kept, one line naming sysinfo; one that allows sysinfo and "
+          "not sched_getaffinity notifies sysinfo only, one line naming sched_getaffinity")
+    def _():
+        deny = {"names": ["sysinfo"], "action": "SCMP_ACT_ERRNO"}
+        res, _, got = seccomp_of(profile={"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [deny]})
+        want = {"defaultAction": "SCMP_ACT_ALLOW", "listenerPath": listener,
+                "syscalls": [deny, {"names": ["sched_getaffinity"], "action": "SCMP_ACT_NOTIFY"}]}
+        lines = res.stderr.splitlines()
+        first = got == want and len(lines) == 1 and "sysinfo" in lines[0] and "sched_getaffinity" not in lines[0]
+        res2, _, got2 = seccomp_of(profile=dict(docker_like, syscalls=[{"names": ["sysinfo"],
+                                                                        "action": "SCMP_ACT_ALLOW"}]))
+        want2 = dict(docker_like, syscalls=[sysinfo_only], listenerPath=listener)
+        lines2 = res2.stderr.splitlines()
+        second = got2 == want2 and len(lines2) == 1 and "sched_getaffinity" in lines2[0]
+        return first and second, (res, got, res2, got2)
+
+    @test("the annotation io.cgprocfs.affinity=false, and --cgprocfs-no-affinity: sysinfo notified alone, "
+          "sched_getaffinity left in the allowing rule; nothing said, the flag not passed to the runtime")
+    def _():
+        want = json.loads(json.dumps(docker_like))
+        want["syscalls"] = [{"names": ["read", "sched_getaffinity", "write"], "action": "SCMP_ACT_ALLOW"},
+                            {"names": ["ptrace"], "action": "SCMP_ACT_ALLOW", "args": []}, sysinfo_only]
+        want["listenerPath"] = listener
+        res, _, got = seccomp_of(profile=docker_like, annotations={"io.cgprocfs.affinity": "false"})
+        res2, _, got2 = seccomp_of("--cgprocfs-no-affinity", profile=docker_like)
+        ok = got == want and got2 == want and not res.stderr and not res2.stderr and "--cgprocfs" not in res2.stdout
+        return ok, (res, got, res2, got2)
 
     @test("--cgprocfs-no-sysinfo, and no daemon listening: the profile as it was, nothing said, the hook added")
     def _():

@@ -61,7 +61,7 @@ static void let_through(int fd, struct seccomp_notif *req, gsize req_size, struc
 	(void)!ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, resp);
 }
 
-int keeper_let_calls_through(struct held *h)
+int keeper_let_calls_through(struct held *h, const char *why)
 {
 	struct seccomp_notif_sizes sizes = { 0 };
 	drop_all_but_calls(h);
@@ -73,8 +73,8 @@ int keeper_let_calls_through(struct held *h)
 	const gsize resp_size = MAX((gsize)sizes.seccomp_notif_resp, sizeof(struct seccomp_notif_resp));
 	g_autofree struct seccomp_notif *req = g_malloc0(req_size);
 	g_autofree struct seccomp_notif_resp *resp = g_malloc0(resp_size);
-	g_message("no daemon came within --keeper-wait: the views end, and the notified calls of %u containers "
-		  "(sysinfo, sched_getaffinity) get the kernel's answers until they are gone", h->notify->len);
+	g_message("%s: the views end, and the notified calls of %u containers (sysinfo, sched_getaffinity) get "
+		  "the kernel's answers until they are gone", why, h->notify->len);
 	while (h->notify->len > 0) {
 		g_autofree struct pollfd *p = g_new0(struct pollfd, h->notify->len);
 		for (guint i = 0; i < h->notify->len; i++)

@@ -26,12 +26,13 @@ struct held {
 	ino_t ino;            /* of its socket at path */
 };
 
-/* No daemon came within --keeper-wait: the views end (their fds closed:
+/* No daemon came within --keeper-wait, or the daemon stopped without
+ * keeping its views (why, said in one line): the views end (their fds closed:
  * ENOTCONN), as does everything else held, and the keeper is found no
  * more; but it answers each notification of the containers' seccomp fds
  * with SECCOMP_USER_NOTIF_FLAG_CONTINUE (the kernel's own answer) until
  * every process of their filters is gone: closed, they would make each
  * notified call fail with ENOSYS (sched_getaffinity: Python raises, Go and
  * musl count 1 CPU). LXC monitors' connections are closed (LXC answers
- * itself). The exit status: 1 (nobody came). */
-int keeper_let_calls_through(struct held *h);
+ * itself). Returns 1 once they are gone. */
+int keeper_let_calls_through(struct held *h, const char *why);

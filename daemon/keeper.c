@@ -258,7 +258,7 @@ static int keep(int sock, struct held *h, int wait_s)
 		if (!daemon_alive) {
 			gint64 left_ms = (deadline - g_get_monotonic_time()) / 1000;
 			if (left_ms <= 0 && published(h))
-				return keeper_let_calls_through(h); /* nobody came */
+				return keeper_let_calls_through(h, "no daemon came within --keeper-wait");
 			if (left_ms <= 0 || !published(h))
 				return left_ms <= 0; /* a newer keeper holds the views */
 			timeout = (int)MIN(left_ms, ORPHAN_CHECK_MS);
@@ -266,8 +266,11 @@ static int keep(int sock, struct held *h, int wait_s)
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			return 1;
 		if (p[0].revents && !from_daemon(sock, h, &said)) {
-			if (said == CONTROL_QUIT)
+			if (said == CONTROL_QUIT) { /* the views end: the calls go to the kernel, not ENOSYS */
 				unlink_own(h);
+				keeper_let_calls_through(h, "the daemon stopped");
+				return 0;
+			}
 			if (said != CONTROL_END || !published(h) || g_hash_table_size(h->sessions) == 0)
 				return 0;
 			daemon_alive = FALSE; /* it died: wait for a new one */

@@ -371,6 +371,24 @@ def make_tests(d, lab):
             diag("%d calls, %d failed, %d another count" % (n, failed, other))
             check(failed == 0 and other == 0, "%d calls: %d failed, %d said another count" % (n, failed, other))
 
+    @test("a container calling sched_getaffinity every 10 ms while its daemon stops for good (SIGTERM, its views "
+          "not kept): the calls go on and none fails (the keeper lets them through to the kernel; they failed "
+          "ENOSYS before)")
+    def _():
+        with cgtest.Daemon() as own, contextlib.ExitStack() as stack:
+            c = stack.enter_context(Container(lab, "exec spin loop %d" % quota_n, mountpoint=own.mnt,
+                                              edit=notify_both(own)))
+            c.start_detached()
+            check(cgtest.wait_until(lambda: calls(c)[0] >= 100, timeout=10), "the container made no calls")
+            problems = own.stop()
+            check(not problems, "the daemon did not stop cleanly", *problems, own.log())
+            seen = calls(c)[0]
+            check(cgtest.wait_until(lambda: calls(c)[0] >= seen + 200, timeout=30),
+                  "the calls stopped after the daemon did", calls(c), own.log())
+            n, failed, other = calls(c)
+            diag("%d calls, %d failed, %d the kernel's count" % (n, failed, other))
+            check_equal(failed, 0, "calls failed after the daemon stopped")
+
     @test("the daemon logged no error")
     def _():
         check("error" not in d.log(), "the daemon logged an error", d.log())

@@ -13,7 +13,6 @@ import contextlib
 import math
 import os
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -274,40 +273,6 @@ def make_tests(d, lab):
         check_equal(said, {k: 1 for k in said}, "the programs' CPU counts in a one-CPU cpuset")
         check_equal(secs["python"].split(None, 1)[1].strip(), str(one), "the mask told")
         check_equal(secs["online"].strip(), str(one[0]), "the view's online list")
-
-    @test("podman through cgprocfs-runtime (0.5 CPU): the wrapper notifies sched_getaffinity, busybox nproc says "
-          "%d; with the annotation io.cgprocfs.affinity=false it says the kernel's %d" % (quota_n, len(cpus)))
-    def _():
-        wrapper, podman = os.environ.get("CGPROCFS_RUNTIME_WRAPPER"), shutil.which("podman")
-        if not wrapper or not podman:
-            raise cgtest.Failure("needs podman and CGPROCFS_RUNTIME_WRAPPER (run through meson test)")
-        p = test_containers.Podman(lab, podman, runtime=wrapper, runtime_flags=[
-            "cgprocfs-runtime=" + shutil.which("runc"), "cgprocfs-hook=" + test_containers.hook_exe(),
-            "cgprocfs-mountpoint=" + d.mnt])
-        said = cgtest.check_ran(p.run("busybox nproc"), "podman run --runtime cgprocfs-runtime")
-        check_equal(int(said.split()[0]), quota_n, "busybox nproc through the wrapper")
-        said = cgtest.check_ran(p.run("busybox nproc", extra=["--annotation", "io.cgprocfs.affinity=false"]),
-                                "podman run --runtime cgprocfs-runtime, affinity=false")
-        check_equal(int(said.split()[0]), len(cpus), "busybox nproc through the wrapper, affinity=false")
-
-    @test("a running container's quota lowered (runc update, as docker update --cpus does) from %d CPUs to "
-          "0.5: busybox nproc, asked every 0.2 s, follows" % len(cpus))
-    def _():
-        script = "while :; do busybox nproc; sleep 0.2; done"
-        with Container(lab, script, edit=notify_both(d, quota=(100000 * len(cpus), 100000))) as c:
-            c.start_detached()
-            out = os.path.join(c.bundle, "stdout")
-
-            def last():
-                with open(out) as f:
-                    lines = f.read().split()
-                return int(lines[-1]) if lines else None
-            check(cgtest.wait_until(lambda: last() is not None, timeout=10), "the container printed nothing")
-            check_equal(last(), len(cpus), "busybox nproc before the update")
-            cgtest.check_ran(cgtest.run(c.runtime.argv("update", "--cpu-quota", "50000", "--cpu-period", "100000",
-                                                       c.id)), "runc update")
-            check(cgtest.wait_until(lambda: last() == 1, timeout=5), "busybox nproc did not follow the update",
-                  last())
 
     def spin_pair(daemon):
         """Two containers of one CPU (quota) over cpus, each spinning one pinned

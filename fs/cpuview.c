@@ -20,6 +20,9 @@
 
 /* How often the placed containers' cgroups are checked to be there. */
 #define PLACE_SWEEP_US (10 * G_USEC_PER_SEC)
+/* How often, at most, a request writes the placements for the next daemon
+ * (a change is written by the next placement after that, or at a handover). */
+#define PLACE_KEEP_US G_USEC_PER_SEC
 
 /* Shared by the request threads; freed by cpuview_free, by its owner, once
  * no request runs. Maps it handed out live on by their references. */
@@ -37,10 +40,12 @@ struct cpuview {
 	struct cpuplace *place; /* quota-limited containers' CPUs (its own lock) */
 	gint sweeping;          /* atomic: a thread sweeps place; guards swept_us */
 	gint64 swept_us;        /* when place's cgroups were last checked */
-	/* guards kept_generation, and is held while placement_path is
-	 * written: one writer at a time, others leave it to that one. */
+	/* guards kept_generation and kept_us, and is held while
+	 * placement_path is written: one writer at a time, others leave it to
+	 * that one. */
 	GMutex keep_lock;
 	guint64 kept_generation; /* place's generation last written */
+	gint64 kept_us;          /* when it was last written */
 };
 
 /* ---------------------------------------------------------------- maps -- */
@@ -126,31 +131,35 @@ static void read_cores(struct cpuview *cv, const struct cpuset *online)
 }
 
 /* Write the placements for the next daemon, if they changed since last
- * written and no other thread writes them now. */
-static void keep_placements(struct cpuview *cv)
+ * written, no other thread writes them now, and (unless now) they were
+ * last written PLACE_KEEP_US ago or more: a tenant making cgroups in a
+ * loop has the file written once a second, not at each. */
+static void keep_placements(struct cpuview *cv, gboolean now)
 {
 	if (!cv->cfg.placement_path || !g_mutex_trylock(&cv->keep_lock))
 		return;
-	guint64 now = cpuplace_generation(cv->place);
-	if (now != cv->kept_generation) {
+	guint64 generation = cpuplace_generation(cv->place);
+	gint64 at = g_get_monotonic_time();
+	if (generation != cv->kept_generation && (now || at - cv->kept_us >= PLACE_KEEP_US)) {
 		g_autofree char *dump = cpuplace_dump(cv->place);
 		g_autoptr(GError) error = NULL;
 		if (g_file_set_contents_full(cv->cfg.placement_path, dump, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600,
 					     &error))
-			cv->kept_generation = now;
+			cv->kept_generation = generation;
 		else
 			g_debug("cannot keep the CPU placements: %s", error->message);
+		cv->kept_us = at;
 	}
 	g_mutex_unlock(&cv->keep_lock);
 }
 
 void cpuview_keep_placements(struct cpuview *cv)
 {
-	if (!cv->cfg.placement_path)
+	if (!cv || !cv->cfg.placement_path)
 		return;
 	g_mutex_lock(&cv->keep_lock);
 	g_mutex_unlock(&cv->keep_lock); /* a writer now is done */
-	keep_placements(cv);
+	keep_placements(cv, TRUE);
 }
 
 void cpuview_reload_placements(struct cpuview *cv)
@@ -163,7 +172,7 @@ void cpuview_reload_placements(struct cpuview *cv)
 
 void cpuview_unkeep_placements(struct cpuview *cv)
 {
-	if (cv->cfg.placement_path)
+	if (cv && cv->cfg.placement_path)
 		unlink(cv->cfg.placement_path);
 }
 
@@ -212,8 +221,8 @@ static void placed_cpus(struct cpuview *cv, const char *dir, const struct cpuset
 	/* The inode too: a cgroup made again under the name is another
 	 * container, and the sweep tells the old one is gone. */
 	g_autofree char *key = g_strdup_printf("%" PRIu64 " %s", (uint64_t)st.st_ino, dir);
-	if (cpuplace_place(cv->place, key, allowed, n, cpus) == 0)
-		keep_placements(cv);
+	(void)cpuplace_place(cv->place, key, allowed, n, cpus); /* -ENOSPC: the first n */
+	keep_placements(cv, FALSE);
 }
 
 /* ---------------------------------------------------------------- view -- */

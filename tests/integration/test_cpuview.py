@@ -133,6 +133,28 @@ join(sys.argv[2])
 print(json.dumps(res))
 '''
 
+# Pins itself to the CPUs its online file names, says "ready", spins 2 s
+# from a line on stdin, and reports where it ran and its CPU time per
+# second (a figure for the log, not a check: other load moves it).
+PINNER = r'''
+import json, os, sys, time
+text = open("/sys/devices/system/cpu/online").read().strip()
+cpus = []
+for part in text.split(","):
+    first, _, last = part.partition("-")
+    cpus += range(int(first), int(last or first) + 1)
+os.sched_setaffinity(0, cpus)
+print("ready", flush=True)
+sys.stdin.readline()
+t0, c0 = time.monotonic(), time.process_time()
+while time.monotonic() - t0 < 2:
+    pass
+share = (time.process_time() - c0) / (time.monotonic() - t0)
+with open("/proc/self/stat") as f:
+    ran_on = int(f.read().rsplit(")", 1)[1].split()[36])
+print(json.dumps({"online": cpus, "ran_on": ran_on, "share": share}))
+'''
+
 # A caller that stays: prints the online file it sees every 0.1 s.
 WATCHER = r'''
 import sys, time
@@ -827,6 +849,49 @@ def make_tests(d, groups, workdir):
         cpus = two_cpus()
         first, second, again = one_cpu_pair(["--cpu-placement=first"], "first")
         check_equal((first, second, again), (str(cpus[0]),) * 3, "online of the two cgroups (and the first again)")
+
+    def pinned_pair(args, tag):
+        """Two callers of two one-CPU quota cgroups, in a daemon of its own,
+        each pinned (sched_setaffinity) to the CPUs its online file names,
+        spinning together for 2 s: [what each reported]."""
+        root_cpuset, = need("root_cpuset")
+        pair = [groups.make("cpu", tag + x, cpu__cfs_period_us=100000, cpu__cfs_quota_us=100000) for x in "ab"]
+        procs = []
+        try:
+            with cgtest.Daemon(args=args) as d2:
+                for g in pair:
+                    procs.append(subprocess.Popen(caller_argv(d2.mnt, [cgtest.PYTHON, "-c", PINNER], [root_cpuset, g]),
+                                                  env=caller_env(d2.mnt), stdin=subprocess.PIPE,
+                                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                                  start_new_session=True))
+                for p in procs:
+                    check_equal(p.stdout.readline().strip(), "ready", "a pinned caller's first line")
+                for p in procs:
+                    p.stdin.write("\n")
+                    p.stdin.flush()
+                got = [json.loads(p.communicate(timeout=30)[0]) for p in procs]
+        finally:
+            for p in procs:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, 9)
+                p.wait()
+            for g in pair:
+                groups.remove(g)
+        diag("%s: %s" % (" ".join(args) or "default", "; ".join(
+            "shown %s, ran on CPU %d, %.2f CPU-s per s" % (r["online"], r["ran_on"], r["share"]) for r in got)))
+        for r in got:
+            check(len(r["online"]) == 1, "online %r is not one CPU" % r["online"])
+            check_equal(r["ran_on"], r["online"][0], "the CPU a pinned caller ran on (/proc/self/stat field 39)")
+        return [r["online"][0] for r in got]
+
+    @test("two callers of one-CPU quota cgroups pinning themselves to the CPU they are shown run on different "
+          "CPUs; with --cpu-placement=first on the same one")
+    def _():
+        cpus = two_cpus()
+        spread = pinned_pair([], "pinned")
+        check(spread[0] != spread[1], "both pinned to CPU %d" % spread[0])
+        first = pinned_pair(["--cpu-placement=first"], "pinfirst")
+        check_equal(first, [cpus[0]] * 2, "the CPUs both pinned to with --cpu-placement=first")
 
     @test("a quota-limited caller's CPUs not shown look offlined: online 0, no topology/, listed in offline")
     def _():

@@ -108,7 +108,6 @@ static int read_online(struct cpuview *cv, struct cpuset *ret)
 	return r < 0 ? r : cpuset_parse_list(s, ret);
 }
 
-
 /* Each online CPU's core (the lowest of its thread siblings), for the
  * placement's ties; a CPU whose topology cannot be read is its own. */
 static void read_cores(struct cpuview *cv, const struct cpuset *online)
@@ -130,26 +129,31 @@ static void read_cores(struct cpuview *cv, const struct cpuset *online)
 	cpuplace_set_cores(cv->place, core, CPUSET_MAX);
 }
 
-/* Write the placements for the next daemon, if they changed since last
- * written, no other thread writes them now, and (unless now) they were
- * last written PLACE_KEEP_US ago or more: a tenant making cgroups in a
- * loop has the file written once a second, not at each. */
-static void keep_placements(struct cpuview *cv, gboolean now)
+/* Write the placements for the next daemon if they changed since last
+ * written and (unless now) were last written PLACE_KEEP_US ago or more: a
+ * tenant making cgroups in a loop has the file written once a second, not
+ * at each. Under keep_lock. */
+static void keep_placements_locked(struct cpuview *cv, gboolean now)
+{
+	guint64 generation = cpuplace_generation(cv->place);
+	gint64 at = g_get_monotonic_time();
+	if (generation == cv->kept_generation || (!now && at - cv->kept_us < PLACE_KEEP_US))
+		return;
+	g_autofree char *dump = cpuplace_dump(cv->place);
+	g_autoptr(GError) error = NULL;
+	if (g_file_set_contents_full(cv->cfg.placement_path, dump, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, &error))
+		cv->kept_generation = generation;
+	else
+		g_debug("cannot keep the CPU placements: %s", error->message);
+	cv->kept_us = at;
+}
+
+/* ... from a request: unless another thread writes them now. */
+static void keep_placements(struct cpuview *cv)
 {
 	if (!cv->cfg.placement_path || !g_mutex_trylock(&cv->keep_lock))
 		return;
-	guint64 generation = cpuplace_generation(cv->place);
-	gint64 at = g_get_monotonic_time();
-	if (generation != cv->kept_generation && (now || at - cv->kept_us >= PLACE_KEEP_US)) {
-		g_autofree char *dump = cpuplace_dump(cv->place);
-		g_autoptr(GError) error = NULL;
-		if (g_file_set_contents_full(cv->cfg.placement_path, dump, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600,
-					     &error))
-			cv->kept_generation = generation;
-		else
-			g_debug("cannot keep the CPU placements: %s", error->message);
-		cv->kept_us = at;
-	}
+	keep_placements_locked(cv, FALSE);
 	g_mutex_unlock(&cv->keep_lock);
 }
 
@@ -157,9 +161,8 @@ void cpuview_keep_placements(struct cpuview *cv)
 {
 	if (!cv || !cv->cfg.placement_path)
 		return;
-	g_mutex_lock(&cv->keep_lock);
-	g_mutex_unlock(&cv->keep_lock); /* a writer now is done */
-	keep_placements(cv, TRUE);
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cv->keep_lock);
+	keep_placements_locked(cv, TRUE);
 }
 
 void cpuview_reload_placements(struct cpuview *cv)
@@ -222,7 +225,7 @@ static void placed_cpus(struct cpuview *cv, const char *dir, const struct cpuset
 	 * container, and the sweep tells the old one is gone. */
 	g_autofree char *key = g_strdup_printf("%" PRIu64 " %s", (uint64_t)st.st_ino, dir);
 	(void)cpuplace_place(cv->place, key, allowed, n, cpus); /* -ENOSPC: the first n */
-	keep_placements(cv, FALSE);
+	keep_placements(cv);
 }
 
 /* ---------------------------------------------------------------- view -- */

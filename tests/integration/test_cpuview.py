@@ -893,6 +893,33 @@ def make_tests(d, groups, workdir):
         first = pinned_pair(["--cpu-placement=first"], "pinfirst")
         check_equal(first, [cpus[0]] * 2, "the CPUs both pinned to with --cpu-placement=first")
 
+    @test("a placed cgroup removed is let go by the sweep (at most 10 s): the next one placed may take its CPU")
+    def _():
+        cpus = two_cpus()
+        pair = groups.make("cpuset", "sweep", **{"cpuset.cpus": format_cpu_list(cpus[:2])})
+        made = {x: groups.make("cpu", "sweep" + x, cpu__cfs_period_us=100000, cpu__cfs_quota_us=100000)
+                for x in "abcd"}
+        with cgtest.Daemon() as d2:
+            shown = {x: online_in(d2.mnt, [pair, made[x]]) for x in "abc"}
+            placed = cgtest.read_stats(d2.mnt, "cgprocfs_cpu_")
+            diag("a, b, c shown %s; placed %s" % (shown, placed.get("placed")))
+            check(shown["a"] != shown["b"] and shown["c"] == shown["a"],
+                  "a and b not spread, or c not on a's CPU (test setup)", shown)
+            check_equal(placed.get("placed"), 3, "cgprocfs_cpu_placed")
+            problem = groups.remove(made["c"])
+            check(problem is None, "could not remove the cgroup", problem)
+            time.sleep(10.5)
+            # c let go, a's CPU and b's hold one each: d gets the lower, a's;
+            # c kept, a's holds two: d gets b's.
+            got = online_in(d2.mnt, [pair, made["d"]])
+            placed = cgtest.read_stats(d2.mnt, "cgprocfs_cpu_")
+        diag("d shown %s; placed %s" % (got, placed.get("placed")))
+        check_equal(got, shown["a"], "d's CPU, c's let go")
+        check_equal((placed.get("placed"), placed.get("placement_full_total")), (3, 0),
+                    "cgprocfs_cpu_placed and cgprocfs_cpu_placement_full_total (a, b, d)")
+        for g in list(made.values()) + [pair]:
+            groups.remove(g)
+
     @test("a quota-limited caller's CPUs not shown look offlined: online 0, no topology/, listed in offline")
     def _():
         root_cpuset, half = need("root_cpuset", "half")

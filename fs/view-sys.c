@@ -403,8 +403,12 @@ static int vcpu_attr(struct view *v, const struct caller *c, uint64_t ino, struc
 	else if (r == 0 && (r = vcpu_map_path(map, ino, &path)) == 0)
 		r = mirror_attr_at(v, c, ino, path, map, ino_cpu_class(ino) ? SIZE_TEXT : SIZE_NONE, ret);
 	/* Which class's cpu<N> a name is differs per caller: never cached;
-	 * a file's size is asked again as the mirror's are. */
-	*ret_timeout = ino_sub(ino) == 0 || (r == 0 && S_ISREG(ret->st_mode)) ? 0 : TIMEOUT_STABLE;
+	 * a file's size is asked again as the mirror's are; nor, in a node of
+	 * no class (every caller's), what a CPU not shown lacks. */
+	*ret_timeout = ino_sub(ino) == 0 || (r == 0 && S_ISREG(ret->st_mode)) ||
+				       (ino_cpu_class(ino) == 0 && sub_is(ino_sub(ino), offline_hidden))
+			       ? 0
+			       : TIMEOUT_STABLE;
 	return r;
 }
 

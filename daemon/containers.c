@@ -407,6 +407,7 @@ static gboolean handle_handover(struct containers *cs, int conn)
 	keeper_hold(cs->cfg.keeper, TRUE);
 	if (cs->cfg.cputimes)
 		cputimes_hand_over(cs->cfg.cputimes);
+	cpuview_keep_placements(cs->cfg.cpuview);
 	if (control_send_word(conn, CONTROL_OK, &hs.error) == 0)
 		(void)!handover_send_session(conn, session_proto_minor(host), session_fuse_fd(host), -1, &hs.error);
 	g_hash_table_insert(hs.index, session_ops(host), GUINT_TO_POINTER(1));

@@ -33,6 +33,7 @@ struct daemon_config {
 	const char *mountpoint;    /* absolute, canonical */
 	const char *fuse_options;  /* extra -o options for the FUSE mount, or NULL */
 	gboolean cpu_quota;        /* --cpu-limit=cpuset+quota */
+	enum cpuview_placement cpu_placement; /* --cpu-placement */
 	gboolean memory_view;      /* not --no-memory-view */
 	gboolean swap_view;        /* not --no-swap-view */
 	gboolean loadavg;          /* not --no-loadavg */

@@ -175,6 +175,13 @@ static void more_stats(GString *out, void *data)
 	metrics_u64(out, "cgprocfs_caller_restore_failures_total", "counter",
 		    "Times a thread could not take the daemon's credentials back after acting as a caller.",
 		    caller_restore_failures());
+	unsigned placed;
+	guint64 full;
+	cpuview_placement_counts(d->cpuview, &placed, &full);
+	metrics_u64(out, "cgprocfs_cpu_placed", "gauge",
+		    "Containers limited by a CPU quota placed on CPUs of their own (--cpu-placement=spread).", placed);
+	metrics_u64(out, "cgprocfs_cpu_placement_full_total", "counter",
+		    "Containers shown the first CPUs of their cpuset: the placement table was full.", full);
 	struct containers *cs = g_atomic_pointer_get(&d->containers);
 	if (cs)
 		containers_render_stats(cs, out);
@@ -253,12 +260,16 @@ static gboolean make_views(struct daemon *d, GError **error)
 		.rule = d->cfg->scope,
 	};
 	d->scope = scope_new(&pcfg);
+	/* beside the control socket, as the CPU counters' are */
+	d->placement_path = g_strconcat(d->cfg->control_socket, ".placement", NULL);
 	const struct cpuview_config ccfg = {
 		.proc_fd = d->proc_fd,
 		.scope = d->scope,
 		.sys_cpu_fd = d->sys_cpu_fd,
 		.cgroups = d->cgroups.config,
 		.use_quota = d->cfg->cpu_quota,
+		.placement = d->cfg->cpu_placement,
+		.placement_path = d->placement_path,
 		.report = report_bad_cgroup,
 		.report_data = (void *)"CPUs",
 	};
@@ -318,6 +329,8 @@ static gboolean make_host_session(struct daemon *d, GError **error)
 		return FALSE;
 	if (taking_over(cfg) && d->cputimes)
 		cputimes_take_over(d->cputimes);
+	if (taking_over(cfg)) /* what the daemon before placed since this one started */
+		cpuview_reload_placements(d->cpuview);
 	d->host = session_new(d->server, d->view, d->watch, d->proc_fd, opts);
 	if (!d->host)
 		return log_set_message(error, "cannot start the FUSE session (check the -o options)"), FALSE;
@@ -413,6 +426,7 @@ static int exit_leaving_views(struct daemon *d, int sig)
 		g_warning("a request is still being answered: the next daemon has the kernel send it again");
 	if (d->cputimes)
 		cputimes_hand_over(d->cputimes);
+	cpuview_keep_placements(d->cpuview);
 	g_message("%s: leaving the views to the keeper; a cgprocfs started on %s within %d s takes them over, "
 		  "or they end", strsignal(sig), d->cfg->mountpoint, d->cfg->keeper_wait_s);
 	return 0;
@@ -443,6 +457,7 @@ static gboolean stop_serving(struct daemon *d, gboolean *ret_containers_live)
 	/* No daemon goes on from these counters: the views end here. */
 	if (d->cputimes)
 		cputimes_unkeep(d->cputimes);
+	cpuview_unkeep_placements(d->cpuview);
 	if (done)
 		g_thread_join(d->loop_th);
 	else /* binds elsewhere keep the connection up: ENOTCONN once this process is gone */
@@ -479,6 +494,7 @@ static void free_daemon(struct daemon *d, gboolean containers_live)
 	g_free(d->real_path);
 	g_free(d->real_opts);
 	g_free(d->counters_path);
+	g_free(d->placement_path);
 	if (d->proc_fd >= 0)
 		close(d->proc_fd);
 	if (d->sys_cpu_fd >= 0)

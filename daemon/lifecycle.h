@@ -40,6 +40,7 @@ struct daemon {
 	char *real_path; /* <mountpoint>/proc/.real */
 	char *real_opts; /* the restricting options of the daemon's /proc, or NULL */
 	char *counters_path; /* stat's counters, kept for a daemon after this one */
+	char *placement_path; /* the CPU view's placements, likewise */
 	gboolean real_mounted;
 	gint handed_over; /* set once this daemon's sessions are another's */
 };

@@ -36,6 +36,7 @@ struct options {
 	int keeper_wait, reload_pid;
 	char *keeper_cgroup;
 	char *cpu_limit;
+	char *cpu_placement;
 	char *scope;
 	double max_age, max_age_idle, budget_percent;
 	gint max_entries;
@@ -47,6 +48,7 @@ struct options {
 static void options_clear(struct options *o)
 {
 	g_free(o->cpu_limit);
+	g_free(o->cpu_placement);
 	g_free(o->scope);
 	g_free(o->keeper_cgroup);
 	g_free(o->control_socket);
@@ -66,6 +68,9 @@ static gboolean parse_options(int *argc, char ***argv, struct options *o, GError
 		  "Stay in the foreground (always the case; accepted for compatibility)", NULL },
 		{ "cpu-limit", 0, 0, G_OPTION_ARG_STRING, &o->cpu_limit,
 		  "What limits the CPUs a caller sees: cpuset, or cpuset+quota (default)", "cpuset|cpuset+quota" },
+		{ "cpu-placement", 0, 0, G_OPTION_ARG_STRING, &o->cpu_placement,
+		  "Which CPUs of its cpuset a container limited by a CPU quota is shown: the least shared, kept for "
+		  "its life (spread, default), or the first ones (first)", "spread|first" },
 		{ "scope", 0, 0, G_OPTION_ARG_STRING, &o->scope,
 		  "Whose figures a caller sees: its container's cgroup, whichever cgroup below it the caller is in "
 		  "(default), or the caller's own cgroup", "container|caller" },
@@ -132,6 +137,10 @@ static gboolean check_options(const struct options *o, GError **error)
 {
 	if (o->cpu_limit && strcmp(o->cpu_limit, "cpuset") != 0 && strcmp(o->cpu_limit, "cpuset+quota") != 0) {
 		log_set_message(error, "--cpu-limit takes cpuset or cpuset+quota, not '%s'", o->cpu_limit);
+		return FALSE;
+	}
+	if (o->cpu_placement && strcmp(o->cpu_placement, "spread") != 0 && strcmp(o->cpu_placement, "first") != 0) {
+		log_set_message(error, "--cpu-placement takes spread or first, not '%s'", o->cpu_placement);
 		return FALSE;
 	}
 	if (o->scope && strcmp(o->scope, "container") != 0 && strcmp(o->scope, "caller") != 0) {
@@ -246,6 +255,8 @@ static int serve(const struct options *o)
 		.keeper_cgroup = o->keeper_cgroup,
 		.stop_keeps_views = o->keep_views_on_stop,
 		.cpu_quota = !o->cpu_limit || strcmp(o->cpu_limit, "cpuset+quota") == 0,
+		.cpu_placement = o->cpu_placement && strcmp(o->cpu_placement, "first") == 0 ? CPUVIEW_PLACE_FIRST
+											     : CPUVIEW_PLACE_SPREAD,
 		.memory_view = !o->no_memory_view,
 		.scope = o->scope && strcmp(o->scope, "caller") == 0 ? SCOPE_CALLER : SCOPE_CONTAINER,
 		.swap_view = !o->no_swap_view,

@@ -15,6 +15,7 @@ typedef struct {
 struct state {
 	gint64 epoch;
 	unsigned n;
+	unsigned *cpus;                   /* the n lines' CPUs, or NULL: not told */
 	cpu_offsets *off;                 /* n + 1 rows */
 	cpu_ticks *last;                  /* n + 1 rows, or NULL */
 	char group[];
@@ -52,6 +53,7 @@ void cpu_ticks_spread(uint64_t user, uint64_t system, uint64_t elapsed, unsigned
 static void state_free(gpointer p)
 {
 	struct state *s = p;
+	g_free(s->cpus);
 	g_free(s->off);
 	g_free(s->last);
 	g_free(s);
@@ -84,6 +86,12 @@ static void save_line(GString *out, const struct state *s)
 		for (int f = 0; f < CPU_TICKS_FIELDS; f++)
 			g_string_append_printf(out, " %" G_GINT64_FORMAT, s->off[r].f[f]);
 	g_string_append_printf(out, " %s\n", group);
+	if (s->cpus) {
+		g_string_append_c(out, '@');
+		for (unsigned i = 0; i < s->n; i++)
+			g_string_append_printf(out, "%s%u", i ? "," : "", s->cpus[i]);
+		g_string_append_c(out, '\n');
+	}
 	if (!s->last)
 		return;
 	g_string_append_printf(out, "=%u", s->n);
@@ -115,6 +123,25 @@ static gboolean load_last(const char *line, struct state *s)
 		return FALSE;
 	g_free(s->last);
 	s->last = g_steal_pointer(&last);
+	return TRUE;
+}
+
+/* An "@cpu,cpu..." line, for s (the line before's): FALSE if it is not
+ * one of s's n. */
+static gboolean load_cpus(const char *line, struct state *s)
+{
+	g_auto(GStrv) cpus = g_strsplit(line + 1, ",", -1);
+	if (!s || g_strv_length(cpus) != s->n)
+		return FALSE;
+	g_autofree unsigned *got = g_new(unsigned, s->n);
+	for (unsigned i = 0; i < s->n; i++) {
+		guint64 cpu;
+		if (!g_ascii_string_to_unsigned(cpus[i], 10, 0, G_MAXUINT, &cpu, NULL))
+			return FALSE;
+		got[i] = (unsigned)cpu;
+	}
+	g_free(s->cpus);
+	s->cpus = g_steal_pointer(&got);
 	return TRUE;
 }
 
@@ -172,6 +199,8 @@ static void merge(struct cpu_counters *c, struct state *s)
 			}
 		if (!had->last && s->last)
 			had->last = g_steal_pointer(&s->last);
+		if (!had->cpus && s->cpus)
+			had->cpus = g_steal_pointer(&s->cpus);
 	}
 	state_free(s);
 }
@@ -237,8 +266,8 @@ static void load_file(struct cpu_counters *c, const char *file)
 	unsigned bad = 0;
 	struct state *s = NULL;
 	for (char **l = lines; *l; l++) {
-		if (**l == '=') {
-			bad += !load_last(*l, s);
+		if (**l == '=' || **l == '@') {
+			bad += !(**l == '=' ? load_last(*l, s) : load_cpus(*l, s));
 			continue;
 		}
 		if (s)
@@ -320,43 +349,74 @@ static int64_t moved(uint64_t v, int64_t off)
 	return MAX(out, 0);
 }
 
-/* s's rows now given for n: those both have go on from what s->n's
- * would be now (rows, given n's spread), the others start at theirs. */
-static void change_n(struct state *s, uint64_t user, uint64_t system, uint64_t elapsed, unsigned n,
-		     const cpu_ticks *rows)
+/* The row of s that the new rows' row r (of n, lines of cpus) goes on
+ * from: the line of the same CPU (the one at the same place where the CPUs
+ * were not told), or -1 (a new line: it starts at its spread). */
+static int old_row(const struct state *s, const unsigned *cpus, unsigned r)
+{
+	if (r == 0)
+		return 0; /* the cpu line */
+	if (!s->cpus || !cpus)
+		return r <= s->n ? (int)r : -1;
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->cpus[i] == cpus[r - 1])
+			return (int)i + 1;
+	return -1;
+}
+
+/* Are the lines of s those of n, cpus? CPUs not told on either side: the
+ * count alone. */
+static gboolean same_lines(const struct state *s, unsigned n, const unsigned *cpus)
+{
+	return s->n == n && (!s->cpus || !cpus || memcmp(s->cpus, cpus, n * sizeof(cpus[0])) == 0);
+}
+
+/* s's rows now given for n lines of cpus: those of a CPU s had go on from
+ * what s's would be now (rows, given n's spread), the others start at
+ * theirs. */
+static void change_lines(struct state *s, uint64_t user, uint64_t system, uint64_t elapsed, unsigned n,
+			 const unsigned *cpus, const cpu_ticks *rows)
 {
 	g_autofree cpu_ticks *was = g_new(cpu_ticks, s->n + 1);
 	cpu_ticks_spread(user, system, elapsed, s->n, was);
 	cpu_offsets *off = g_new0(cpu_offsets, n + 1);
-	for (unsigned r = 0; r <= MIN(n, s->n); r++)
-		for (int f = 0; f < CPU_TICKS_FIELDS; f++) {
+	for (unsigned r = 0; r <= n; r++) {
+		int o = old_row(s, cpus, r);
+		for (int f = 0; o >= 0 && f < CPU_TICKS_FIELDS; f++) {
 			/* from no less than was last given (held, or kept by the
 			 * daemon before) */
-			int64_t from = moved(was[r].f[f], s->off[r].f[f]);
+			int64_t from = moved(was[o].f[f], s->off[o].f[f]);
 			if (s->last)
-				from = MAX(from, (int64_t)MIN(s->last[r].f[f], (uint64_t)G_MAXINT64));
+				from = MAX(from, (int64_t)MIN(s->last[o].f[f], (uint64_t)G_MAXINT64));
 			off[r].f[f] = from - (int64_t)rows[r].f[f];
 		}
+	}
 	g_free(s->off);
 	s->off = off;
 	g_clear_pointer(&s->last, g_free);
 	s->n = n;
+	g_free(s->cpus);
+	s->cpus = cpus ? g_memdup2(cpus, n * sizeof(cpus[0])) : NULL;
 }
 
 void cpu_counters_follow(struct cpu_counters *c, const char *group, gint64 epoch, uint64_t user, uint64_t system,
-			 uint64_t elapsed, unsigned n, cpu_ticks *rows)
+			 uint64_t elapsed, unsigned n, const unsigned *cpus, cpu_ticks *rows)
 {
 	cpu_ticks_spread(user, system, elapsed, n, rows);
 	g_autofree char *key = key_of(group, epoch);
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&c->lock);
 	struct state *s = g_hash_table_lookup(c->states, key);
-	gboolean n_changed = s && s->n != n;
+	gboolean n_changed = s && !same_lines(s, n, cpus);
 	if (!s) {
 		s = state_new(group, epoch, n);
+		s->cpus = cpus ? g_memdup2(cpus, n * sizeof(cpus[0])) : NULL;
 		keep(c, s);
 		c->dirty = TRUE;
 	} else if (n_changed) {
-		change_n(s, user, system, elapsed, n, rows);
+		change_lines(s, user, system, elapsed, n, cpus, rows);
+	} else if (!s->cpus && cpus) { /* kept by a daemon that did not tell them */
+		s->cpus = g_memdup2(cpus, n * sizeof(cpus[0]));
+		c->dirty = TRUE;
 	}
 	for (unsigned r = 0; r <= n; r++)
 		for (int f = 0; f < CPU_TICKS_FIELDS; f++) {

@@ -38,12 +38,14 @@ void cpu_counters_unkeep(struct cpu_counters *c);
 /* The counters of group (with epoch: a cgroup made again under its name
  * starts over) for a reader of n CPUs, given its totals: the spread
  * (cpu_ticks_spread) moved by the group's offsets so that no counter is
- * ever below what an earlier call gave. When n changes, the lines both n
- * have go on from where the old n's spread has them now (the time since
- * the last call counts at the old n), a new line starts at its spread.
- * rows: n + 1. */
+ * ever below what an earlier call gave. cpus: the CPU each line is (host
+ * numbers, as /proc/stat names them), or NULL. When the lines change (n,
+ * or their CPUs), the cpu line and the line of each CPU both have go on
+ * from where the old spread has them now (the time since the last call
+ * counts at the old lines; without cpus, lines at the same place), a new
+ * line starts at its spread. rows: n + 1. */
 void cpu_counters_follow(struct cpu_counters *c, const char *group, gint64 epoch, uint64_t user, uint64_t system,
-			 uint64_t elapsed, unsigned n, cpu_ticks *rows);
+			 uint64_t elapsed, unsigned n, const unsigned *cpus, cpu_ticks *rows);
 
 /* Write what changed since the file was last written, if anything: a
  * new count of CPUs is written at once, the rest (a new group, offsets

@@ -15,6 +15,12 @@ void cpuset_add(struct cpuset *s, unsigned cpu)
 		s->bits[cpu / 64] |= UINT64_C(1) << (cpu % 64);
 }
 
+void cpuset_remove(struct cpuset *s, unsigned cpu)
+{
+	if (cpu < CPUSET_MAX)
+		s->bits[cpu / 64] &= ~(UINT64_C(1) << (cpu % 64));
+}
+
 gboolean cpuset_has(const struct cpuset *s, unsigned cpu)
 {
 	return cpu < CPUSET_MAX && (s->bits[cpu / 64] >> (cpu % 64)) & 1;

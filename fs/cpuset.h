@@ -24,6 +24,7 @@ char *cpuset_format_mask(const struct cpuset *s, unsigned nwords);
 
 void cpuset_clear(struct cpuset *s);
 void cpuset_add(struct cpuset *s, unsigned cpu);
+void cpuset_remove(struct cpuset *s, unsigned cpu);
 gboolean cpuset_has(const struct cpuset *s, unsigned cpu);
 unsigned cpuset_count(const struct cpuset *s);
 void cpuset_intersect(struct cpuset *s, const struct cpuset *with);

@@ -320,7 +320,7 @@ static GString *own_stat(struct cputimes *t, const struct cputime_key *key, cons
 	g_autofree cpu_ticks *rows = g_new(cpu_ticks, n + 1);
 	cpu_counters_follow(t->counters, key->group, key->epoch_us, used.user_ns / ns_per_tick,
 			    used.system_ns / ns_per_tick, elapsed_us > 0 ? (uint64_t)elapsed_us * 1000 / ns_per_tick : 0,
-			    n, rows);
+			    n, key->map->host, rows);
 	if (cpuview_render_stat_usage(view->str, n, rows, &own) < 0)
 		return g_steal_pointer(&view);
 	/* the cgroup's threads, as the load sampler last counted them */

@@ -2,6 +2,7 @@
 
 #include "classes.h"
 #include "classhash.h"
+#include "cpuplace.h"
 #include "ino.h"
 #include "procfile.h"
 #include "reports.h"
@@ -9,9 +10,19 @@
 #include "tidcache.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* How often the placed containers' cgroups are checked to be there. */
+#define PLACE_SWEEP_US (10 * G_USEC_PER_SEC)
+/* How often, at most, a request writes the placements for the next daemon
+ * (a change is written by the next placement after that, or at a handover). */
+#define PLACE_KEEP_US G_USEC_PER_SEC
 
 /* Shared by the request threads; freed by cpuview_free, by its owner, once
  * no request runs. Maps it handed out live on by their references. */
@@ -26,14 +37,23 @@ struct cpuview {
 	 * kernel may keep pages of an inode of it. At most
 	 * CPUVIEW_SHORTS_MAX: past it a new class has none. */
 	GHashTable *shorts;
+	struct cpuplace *place; /* quota-limited containers' CPUs (its own lock) */
+	gint sweeping;          /* atomic: a thread sweeps place; guards swept_us */
+	gint64 swept_us;        /* when place's cgroups were last checked */
+	/* guards kept_generation and kept_us, and is held while
+	 * placement_path is written: one writer at a time, others leave it to
+	 * that one. */
+	GMutex keep_lock;
+	guint64 kept_generation; /* place's generation last written */
+	gint64 kept_us;          /* when it was last written */
 };
 
 /* ---------------------------------------------------------------- maps -- */
 
 static uint64_t map_class(const struct cpu_map *m);
 
-struct cpu_map *cpu_map_new(const struct cpuset *online, const struct cgroup_limits *limits,
-			    gboolean use_quota)
+unsigned cpu_map_allowed(const struct cpuset *online, const struct cgroup_limits *limits, gboolean use_quota,
+			 struct cpuset *ret)
 {
 	struct cpuset visible = *online;
 
@@ -44,12 +64,28 @@ struct cpu_map *cpu_map_new(const struct cpuset *online, const struct cgroup_lim
 	unsigned n = cpuset_count(&visible);
 	if (use_quota && limits && limits->has_quota)
 		n = MIN(n, cgroup_quota_cpus(limits->quota_us, limits->period_us));
-	n = MAX(n, 1);
-	struct cpu_map *m = g_atomic_rc_box_alloc0(sizeof(*m) + n * sizeof(m->host[0]));
-	m->count = cpuset_members(&visible, m->host, n);
-	m->is_host = cpuset_equal(&visible, online) && m->count == cpuset_count(online);
+	*ret = visible;
+	return MAX(n, 1);
+}
+
+struct cpu_map *cpu_map_of(const struct cpuset *online, const unsigned *cpus, unsigned n)
+{
+	struct cpu_map *m = g_atomic_rc_box_alloc0(sizeof(*m) + MAX(n, 1) * sizeof(m->host[0]));
+	memcpy(m->host, cpus, n * sizeof(m->host[0]));
+	m->count = n;
+	m->is_host = n == cpuset_count(online);
 	m->class_id = map_class(m);
 	return m;
+}
+
+struct cpu_map *cpu_map_new(const struct cpuset *online, const struct cgroup_limits *limits,
+			    gboolean use_quota)
+{
+	struct cpuset allowed;
+	unsigned n = cpu_map_allowed(online, limits, use_quota, &allowed);
+	g_autofree unsigned *cpus = g_new(unsigned, n);
+	n = cpuset_members(&allowed, cpus, n);
+	return cpu_map_of(online, cpus, n);
 }
 
 struct cpu_map *cpu_map_ref(struct cpu_map *m)
@@ -63,9 +99,141 @@ void cpu_map_unref(struct cpu_map *m)
 		g_atomic_rc_box_release(m);
 }
 
+/* ----------------------------------------------------------- placement -- */
+
+static int read_online(struct cpuview *cv, struct cpuset *ret)
+{
+	g_autofree char *s = NULL;
+	int r = procfile_read_text_at(cv->cfg.sys_cpu_fd, "online", &s);
+	return r < 0 ? r : cpuset_parse_list(s, ret);
+}
+
+/* Each online CPU's core (the lowest of its thread siblings), for the
+ * placement's ties; a CPU whose topology cannot be read is its own. */
+static void read_cores(struct cpuview *cv, const struct cpuset *online)
+{
+	g_autofree unsigned *core = g_new(unsigned, CPUSET_MAX);
+	for (unsigned c = 0; c < CPUSET_MAX; c++) {
+		core[c] = c;
+		if (!cpuset_has(online, c))
+			continue;
+		char path[64];
+		g_autofree char *text = NULL;
+		struct cpuset siblings;
+		unsigned first;
+		snprintf(path, sizeof(path), "cpu%u/topology/thread_siblings_list", c);
+		if (procfile_read_text_at(cv->cfg.sys_cpu_fd, path, &text) == 0 &&
+		    cpuset_parse_list(text, &siblings) == 0 && cpuset_members(&siblings, &first, 1) == 1)
+			core[c] = first;
+	}
+	cpuplace_set_cores(cv->place, core, CPUSET_MAX);
+}
+
+/* Write the placements for the next daemon if they changed since last
+ * written and (unless now) were last written PLACE_KEEP_US ago or more: a
+ * tenant making cgroups in a loop has the file written once a second, not
+ * at each. Under keep_lock. */
+static void keep_placements_locked(struct cpuview *cv, gboolean now)
+{
+	guint64 generation = cpuplace_generation(cv->place);
+	gint64 at = g_get_monotonic_time();
+	if (generation == cv->kept_generation || (!now && at - cv->kept_us < PLACE_KEEP_US))
+		return;
+	g_autofree char *dump = cpuplace_dump(cv->place);
+	g_autoptr(GError) error = NULL;
+	if (g_file_set_contents_full(cv->cfg.placement_path, dump, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, &error))
+		cv->kept_generation = generation;
+	else
+		g_debug("cannot keep the CPU placements: %s", error->message);
+	cv->kept_us = at;
+}
+
+/* ... from a request: unless another thread writes them now. */
+static void keep_placements(struct cpuview *cv)
+{
+	if (!cv->cfg.placement_path || !g_mutex_trylock(&cv->keep_lock))
+		return;
+	keep_placements_locked(cv, FALSE);
+	g_mutex_unlock(&cv->keep_lock);
+}
+
+void cpuview_keep_placements(struct cpuview *cv)
+{
+	if (!cv || !cv->cfg.placement_path)
+		return;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&cv->keep_lock);
+	keep_placements_locked(cv, TRUE);
+}
+
+void cpuview_reload_placements(struct cpuview *cv)
+{
+	g_autofree char *text = NULL;
+	if (cv->cfg.placement_path && g_file_get_contents(cv->cfg.placement_path, &text, NULL, NULL) &&
+	    cpuplace_load(cv->place, text) > 0)
+		g_debug("%s: lines not understood, their containers are placed anew", cv->cfg.placement_path);
+}
+
+void cpuview_unkeep_placements(struct cpuview *cv)
+{
+	if (cv && cv->cfg.placement_path)
+		unlink(cv->cfg.placement_path);
+}
+
+void cpuview_placement_counts(struct cpuview *cv, unsigned *ret_placed, guint64 *ret_full)
+{
+	cpuplace_counts(cv->place, ret_placed, ret_full);
+}
+
+/* A placement key's cgroup ("<inode> <dir>") is still there. */
+static gboolean key_alive(struct cpuview *cv, const char *key)
+{
+	struct stat st;
+	char *dir;
+	guint64 ino = g_ascii_strtoull(key, &dir, 10);
+	return *dir == ' ' && fstatat(cv->cfg.cgroups.cpu.root_fd, dir + 1, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       (guint64)st.st_ino == ino;
+}
+
+/* Let go of the containers whose cgroups are gone, at most once per
+ * PLACE_SWEEP_US, by one thread, outside the table's lock. */
+static void sweep_placements(struct cpuview *cv)
+{
+	if (!g_atomic_int_compare_and_exchange(&cv->sweeping, 0, 1))
+		return; /* another thread checks them */
+	if (g_get_monotonic_time() - cv->swept_us >= PLACE_SWEEP_US) {
+		g_auto(GStrv) keys = cpuplace_keys(cv->place);
+		for (char **k = keys; *k; k++)
+			if (!key_alive(cv, *k))
+				cpuplace_release(cv->place, *k);
+		cv->swept_us = g_get_monotonic_time();
+	}
+	g_atomic_int_set(&cv->sweeping, 0);
+}
+
+/* The n CPUs of allowed placed for the container whose cpu cgroup is dir
+ * (cgroup_relative_dir's) into cpus; the first n if it cannot be told. */
+static void placed_cpus(struct cpuview *cv, const char *dir, const struct cpuset *allowed, unsigned n,
+			unsigned *cpus)
+{
+	struct stat st;
+	if (fstatat(cv->cfg.cgroups.cpu.root_fd, dir, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		cpuset_members(allowed, cpus, n); /* gone: nothing to keep */
+		return;
+	}
+	sweep_placements(cv);
+	/* The inode too: a cgroup made again under the name is another
+	 * container, and the sweep tells the old one is gone. */
+	g_autofree char *key = g_strdup_printf("%" PRIu64 " %s", (uint64_t)st.st_ino, dir);
+	(void)cpuplace_place(cv->place, key, allowed, n, cpus); /* -ENOSPC: the first n */
+	keep_placements(cv);
+}
+
+/* ---------------------------------------------------------------- view -- */
+
 int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret)
 {
 	struct cpuview *cv = g_new0(struct cpuview, 1);
+	struct cpuset online;
 
 	cv->cfg = *cfg;
 	tidcache_init(&cv->maps, (gpointer(*)(gpointer))cpu_map_ref, (GDestroyNotify)cpu_map_unref);
@@ -73,6 +241,13 @@ int cpuview_new(const struct cpuview_config *cfg, struct cpuview **ret)
 	cv->classes = classes_new((classes_ref_fn)cpu_map_ref, (GDestroyNotify)cpu_map_unref);
 	g_rw_lock_init(&cv->shorts_lock);
 	cv->shorts = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	cv->place = cpuplace_new(CPUPLACE_MAX_ENTRIES);
+	g_mutex_init(&cv->keep_lock);
+	cv->swept_us = g_get_monotonic_time();
+	if (read_online(cv, &online) == 0)
+		read_cores(cv, &online);
+	cpuview_reload_placements(cv);
+	cv->kept_generation = cpuplace_generation(cv->place);
 	*ret = cv;
 	return 0;
 }
@@ -86,21 +261,16 @@ void cpuview_free(struct cpuview *cv)
 	classes_free(cv->classes);
 	g_hash_table_unref(cv->shorts);
 	g_rw_lock_clear(&cv->shorts_lock);
+	cpuplace_free(cv->place);
+	g_mutex_clear(&cv->keep_lock);
 	g_free(cv);
 }
 
-
-static int read_online(struct cpuview *cv, struct cpuset *ret)
-{
-	g_autofree char *s = NULL;
-	int r = procfile_read_text_at(cv->cfg.sys_cpu_fd, "online", &s);
-	return r < 0 ? r : cpuset_parse_list(s, ret);
-}
-
-/* The caller's limits: 1 and *ret; 0 (after reporting what was wrong)
+/* The caller's limits: 1 and *ret, with *ret_dir its cpu cgroup
+ * (cgroup_relative_dir's, or NULL); 0 (after reporting what was wrong)
  * when its cgroup files cannot be used, or it gets the host's; -EIO when
  * its scope cannot be found (its files are an error, not the host's). */
-static int caller_limits(struct cpuview *cv, pid_t tid, struct cgroup_limits *ret)
+static int caller_limits(struct cpuview *cv, pid_t tid, struct cgroup_limits *ret, char **ret_dir)
 {
 	char path[32];
 	struct scope_found found;
@@ -115,16 +285,19 @@ static int caller_limits(struct cpuview *cv, pid_t tid, struct cgroup_limits *re
 	r = found.host ? -ENOENT : cgroup_read_limits(&cv->cfg.cgroups, &found.paths, ret, &culprit);
 	if (r == -EINVAL)
 		reports_once(&cv->reports, culprit ? culprit : path, EINVAL);
+	if (r == 0 && found.paths.cpu)
+		*ret_dir = cgroup_relative_dir(&cv->cfg.cgroups.cpu, found.paths.cpu);
 	scope_found_clear(&found);
 	return r == 0;
 }
 
 static int compute_map(struct cpuview *cv, pid_t tid, struct cpu_map **ret)
 {
-	struct cpuset online;
+	struct cpuset online, allowed;
 	struct cgroup_limits limits;
+	g_autofree char *dir = NULL;
 
-	int limited = caller_limits(cv, tid, &limits);
+	int limited = caller_limits(cv, tid, &limits, &dir);
 	if (limited < 0)
 		return limited;
 	if (read_online(cv, &online) < 0) {
@@ -132,7 +305,13 @@ static int compute_map(struct cpuview *cv, pid_t tid, struct cpu_map **ret)
 		cpuset_clear(&online);
 		cpuset_add(&online, 0);
 	}
-	*ret = cpu_map_new(&online, limited ? &limits : NULL, cv->cfg.use_quota);
+	unsigned n = cpu_map_allowed(&online, limited ? &limits : NULL, cv->cfg.use_quota, &allowed);
+	g_autofree unsigned *cpus = g_new(unsigned, n);
+	if (dir && n < cpuset_count(&allowed) && cv->cfg.placement == CPUVIEW_PLACE_SPREAD)
+		placed_cpus(cv, dir, &allowed, n, cpus);
+	else
+		n = cpuset_members(&allowed, cpus, n);
+	*ret = cpu_map_of(&online, cpus, n);
 	return 0;
 }
 
@@ -222,323 +401,4 @@ static uint64_t map_class(const struct cpu_map *m)
 	/* What the map shows: the host's files, or these CPUs. */
 	const unsigned head[2] = { m->is_host, m->count };
 	return classhash("cpus:", head, sizeof(head), m->host, m->is_host ? 0 : m->count * sizeof(m->host[0]));
-}
-
-/* ----------------------------------------------------------- renderers -- */
-
-int cpu_map_view_cpu(const struct cpu_map *m, unsigned host_cpu)
-{
-	unsigned lo = 0, hi = m->count; /* host[] ascends (cpuset_members) */
-	while (lo < hi) {
-		unsigned mid = lo + (hi - lo) / 2;
-		if (m->host[mid] == host_cpu)
-			return (int)mid;
-		if (m->host[mid] < host_cpu)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
-}
-
-/* "key<tabs>: value": is the key (blanks around it aside) key? Then also
- * where the value starts. */
-static gboolean field_is(const char *line, const char *key, const char **ret_value)
-{
-	const char *colon = strchr(line, ':');
-	if (!colon)
-		return FALSE;
-	const char *start = line, *end = colon;
-	while (start < end && g_ascii_isspace(*start))
-		start++;
-	while (end > start && g_ascii_isspace(end[-1]))
-		end--;
-	size_t len = strlen(key);
-	if ((size_t)(end - start) != len || memcmp(start, key, len) != 0)
-		return FALSE;
-	*ret_value = colon[1] == ' ' ? colon + 2 : colon + 1;
-	return TRUE;
-}
-
-static const char *block_field(char **lines, const char *key)
-{
-	const char *value;
-	for (char **l = lines; *l; l++)
-		if (field_is(*l, key, &value))
-			return value;
-	return NULL;
-}
-
-struct cpuinfo_block {
-	char **lines;
-	const char *package; /* "physical id", NULL where the shape has none */
-	const char *core;    /* "core id" */
-};
-
-/* The CPUs shown of one package, and their distinct cores. */
-struct package_count {
-	unsigned siblings;
-	GHashTable *cores; /* core id strings */
-};
-
-static void package_count_free(gpointer p)
-{
-	struct package_count *c = p;
-	g_hash_table_unref(c->cores);
-	g_free(c);
-}
-
-static const char *package_key(const struct cpuinfo_block *b)
-{
-	return b->package ? b->package : "";
-}
-
-/* Counted once per render: a CPU's siblings and cores are those of its
- * package among the CPUs shown. NULL if a shown CPU has no block. */
-static GHashTable *count_packages(const struct cpuinfo_block *by_view, unsigned count)
-{
-	GHashTable *packages = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, package_count_free);
-	for (unsigned v = 0; v < count; v++) {
-		if (!by_view[v].lines) {
-			g_hash_table_unref(packages);
-			return NULL;
-		}
-		struct package_count *c = g_hash_table_lookup(packages, package_key(&by_view[v]));
-		if (!c) {
-			c = g_new0(struct package_count, 1);
-			c->cores = g_hash_table_new(g_str_hash, g_str_equal);
-			g_hash_table_insert(packages, (gpointer)package_key(&by_view[v]), c);
-		}
-		c->siblings++;
-		if (by_view[v].core)
-			g_hash_table_add(c->cores, (gpointer)by_view[v].core);
-	}
-	return packages;
-}
-
-int cpuview_render_cpuinfo(const char *host, const struct cpu_map *m, GString **ret)
-{
-	if (m->is_host) {
-		*ret = g_string_new(host);
-		return 0;
-	}
-	g_auto(GStrv) blocks = g_strsplit(host, "\n\n", -1);
-	guint nblocks = g_strv_length(blocks);
-	g_autofree struct cpuinfo_block *by_view = g_new0(struct cpuinfo_block, m->count);
-	g_autoptr(GPtrArray) to_free = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
-	g_autoptr(GString) tail = g_string_new(NULL); /* blocks that are no CPU's */
-
-	for (guint b = 0; b < nblocks; b++) {
-		if (blocks[b][0] == '\0')
-			continue;
-		char **lines = g_strsplit(blocks[b], "\n", -1);
-		g_ptr_array_add(to_free, lines);
-		const char *proc = block_field(lines, "processor");
-		guint64 cpu;
-		if (!proc || !g_ascii_string_to_unsigned(proc, 10, 0, CPUSET_MAX - 1, &cpu, NULL)) {
-			g_string_append_printf(tail, "%s\n\n", blocks[b]);
-			continue;
-		}
-		int v = cpu_map_view_cpu(m, (unsigned)cpu);
-		if (v >= 0)
-			by_view[v] = (struct cpuinfo_block){ lines, block_field(lines, "physical id"),
-							     block_field(lines, "core id") };
-	}
-	g_autoptr(GHashTable) packages = count_packages(by_view, m->count);
-	if (!packages)
-		return -EINVAL; /* a shown CPU without a block */
-	g_autoptr(GString) out = g_string_new(NULL);
-	for (unsigned v = 0; v < m->count; v++) {
-		const struct package_count *c = g_hash_table_lookup(packages, package_key(&by_view[v]));
-		for (char **l = by_view[v].lines; *l; l++) {
-			const char *value;
-			unsigned number;
-			if (field_is(*l, "processor", &value))
-				number = v;
-			else if (field_is(*l, "siblings", &value))
-				number = c->siblings;
-			else if (field_is(*l, "cpu cores", &value))
-				number = MAX(g_hash_table_size(c->cores), 1);
-			else {
-				g_string_append(out, *l);
-				g_string_append_c(out, '\n');
-				continue;
-			}
-			g_string_append_printf(out, "%.*s%u\n", (int)(value - *l), *l, number);
-		}
-		g_string_append_c(out, '\n');
-	}
-	g_string_append_len(out, tail->str, (gssize)tail->len);
-	*ret = g_steal_pointer(&out);
-	return 0;
-}
-
-/* "cpuN" at the start of a /proc/stat line: N, else -1 (-2 for "cpu "). */
-static int stat_cpu_number(const char *line, const char **ret_rest)
-{
-	if (strncmp(line, "cpu", 3) != 0)
-		return -1;
-	if (line[3] == ' ') {
-		*ret_rest = line + 3;
-		return -2;
-	}
-	char *end;
-	if (!g_ascii_isdigit(line[3]))
-		return -1;
-	unsigned long n = strtoul(line + 3, &end, 10);
-	if (*end != ' ' || n >= CPUSET_MAX)
-		return -1;
-	*ret_rest = end;
-	return (int)n;
-}
-
-int cpuview_render_stat(const char *host, const struct cpu_map *m, GString **ret)
-{
-	if (m->is_host) {
-		*ret = g_string_new(host);
-		return 0;
-	}
-	g_auto(GStrv) lines = g_strsplit(host, "\n", -1);
-	g_autofree const char **shown = g_new0(const char *, m->count); /* fields of view CPU i */
-	guint64 sum[16] = { 0 };
-	guint nfields = 0;
-
-	for (char **l = lines; *l; l++) {
-		const char *rest;
-		int cpu = stat_cpu_number(*l, &rest);
-		int v = cpu >= 0 ? cpu_map_view_cpu(m, (unsigned)cpu) : -1;
-		if (v >= 0)
-			shown[v] = rest;
-	}
-	for (unsigned v = 0; v < m->count; v++) {
-		if (!shown[v])
-			return -EINVAL;
-		g_autofree char *fields = g_strstrip(g_strdup(shown[v]));
-		g_auto(GStrv) f = g_strsplit(fields, " ", -1);
-		guint n = g_strv_length(f);
-		if (n == 0 || n > G_N_ELEMENTS(sum) || (nfields && n != nfields))
-			return -EINVAL;
-		nfields = n;
-		for (guint i = 0; i < n; i++) {
-			guint64 x;
-			if (!g_ascii_string_to_unsigned(f[i], 10, 0, G_MAXUINT64, &x, NULL))
-				return -EINVAL;
-			sum[i] += x;
-		}
-	}
-	g_autoptr(GString) out = g_string_new(NULL);
-	gboolean cpus_written = FALSE;
-	for (char **l = lines; *l; l++) {
-		const char *rest;
-		int cpu = stat_cpu_number(*l, &rest);
-		if (cpu == -2) {
-			g_string_append(out, "cpu ");
-			for (guint i = 0; i < nfields; i++)
-				g_string_append_printf(out, " %" G_GUINT64_FORMAT, sum[i]);
-		} else if (cpu >= 0) {
-			if (cpus_written)
-				continue;
-			for (unsigned v = 0; v < m->count; v++)
-				g_string_append_printf(out, "cpu%u%s%s", v, shown[v], v + 1 < m->count ? "\n" : "");
-			cpus_written = TRUE;
-		} else {
-			g_string_append(out, *l);
-		}
-		if (l[1])
-			g_string_append_c(out, '\n');
-	}
-	*ret = g_steal_pointer(&out);
-	return 0;
-}
-
-/* The fields of a cpu line: user nice system idle, the rest 0. */
-static void append_cpu_fields(GString *out, guint nfields, const cpu_ticks *row)
-{
-	const uint64_t head[] = { row->f[CPU_TICKS_USER], 0, row->f[CPU_TICKS_SYSTEM], row->f[CPU_TICKS_IDLE] };
-	for (guint i = 0; i < nfields; i++)
-		g_string_append_printf(out, " %" G_GUINT64_FORMAT, i < G_N_ELEMENTS(head) ? head[i] : 0);
-}
-
-int cpuview_render_stat_usage(const char *stat, unsigned n, const cpu_ticks *rows, GString **ret)
-{
-	g_auto(GStrv) lines = g_strsplit(stat, "\n", -1);
-	guint nfields = 0;
-	unsigned seen = 0;
-	for (char **l = lines; *l; l++) {
-		const char *rest;
-		int cpu = stat_cpu_number(*l, &rest);
-		if (cpu == -2) {
-			g_autofree char *fields = g_strstrip(g_strdup(rest));
-			g_auto(GStrv) f = g_strsplit(fields, " ", -1);
-			nfields = g_strv_length(f);
-		} else if (cpu >= 0 && (unsigned)cpu != seen++) {
-			return -EINVAL;
-		}
-	}
-	if (n == 0 || seen != n || nfields < 4)
-		return -EINVAL;
-	g_autoptr(GString) out = g_string_new(NULL);
-	for (char **l = lines; *l; l++) {
-		const char *rest;
-		int cpu = stat_cpu_number(*l, &rest);
-		if (cpu == -2) {
-			g_string_append(out, "cpu ");
-			append_cpu_fields(out, nfields, &rows[0]);
-		} else if (cpu >= 0) {
-			g_string_append_printf(out, "cpu%d", cpu);
-			append_cpu_fields(out, nfields, &rows[1 + cpu]);
-		} else {
-			g_string_append(out, *l);
-		}
-		if (l[1])
-			g_string_append_c(out, '\n');
-	}
-	*ret = g_steal_pointer(&out);
-	return 0;
-}
-
-GString *cpuview_render_range(const struct cpu_map *m)
-{
-	GString *out = g_string_new("0");
-	if (m->count > 1)
-		g_string_append_printf(out, "-%u", m->count - 1);
-	g_string_append_c(out, '\n');
-	return out;
-}
-
-static int host_set(const char *host, gboolean mask, struct cpuset *ret)
-{
-	return mask ? cpuset_parse_mask(host, ret) : cpuset_parse_list(host, ret);
-}
-
-static int render_set(const char *host, const struct cpu_map *m, gboolean mask, GString **ret)
-{
-	struct cpuset in, out;
-	if (m->is_host) {
-		*ret = g_string_new(host);
-		return 0;
-	}
-	if (host_set(host, mask, &in) < 0)
-		return -EINVAL;
-	cpuset_clear(&out);
-	for (unsigned v = 0; v < m->count; v++)
-		if (cpuset_has(&in, m->host[v]))
-			cpuset_add(&out, v);
-	unsigned words = 1;
-	for (const char *p = host; *p; p++)
-		words += *p == ',';
-	g_autofree char *text = mask ? cpuset_format_mask(&out, words) : cpuset_format_list(&out);
-	*ret = g_string_new(text);
-	g_string_append_c(*ret, '\n');
-	return 0;
-}
-
-int cpuview_render_list(const char *host, const struct cpu_map *m, GString **ret)
-{
-	return render_set(host, m, FALSE, ret);
-}
-
-int cpuview_render_mask(const char *host, const struct cpu_map *m, GString **ret)
-{
-	return render_set(host, m, TRUE, ret);
 }

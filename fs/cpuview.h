@@ -1,9 +1,13 @@
-/* The CPU view: which host CPUs a caller sees, numbered 0..N-1 the same way
- * in every file, and the renderers that rewrite host text for it.
+/* The CPU view: which host CPUs a caller sees, with their host numbers in
+ * every file, and the renderers that rewrite host text for it.
  *
- * N = min(|effective cpuset ∩ online|, ceil(min quota/period over the
- * cgroup and its ancestors)), at least 1; the visible CPUs are the first N
- * of the cpuset. A caller with no limit sees the host's files unchanged. */
+ * C = effective cpuset ∩ online; N = min(|C|, ceil(min quota/period over
+ * the cgroup and its ancestors)), at least 1. The CPUs shown, V, are C
+ * when N = |C|; under a quota (N < |C|) the N CPUs of C placed for the
+ * caller's container (fs/cpuplace.h: spread over the machine, kept for
+ * its life), or the first N with CPUVIEW_PLACE_FIRST. A present CPU
+ * outside V looks offline. A caller with no limit sees the host's files
+ * unchanged. */
 #pragma once
 
 #include "cgroup.h"
@@ -16,12 +20,19 @@
  * without a lock; reference counted (atomic): freed by the last unref. */
 struct cpu_map {
 	gboolean is_host; /* no limit: serve the host's text as it is */
-	unsigned count;   /* CPUs shown */
+	unsigned count;   /* CPUs shown: N */
 	uint64_t class_id; /* cpu_map_class's, computed once */
-	unsigned host[];  /* view CPU i stands for host CPU host[i] */
+	unsigned host[];  /* the CPUs shown (V), host numbers, ascending */
 };
 
-/* The map for an online set and a cgroup's limits (NULL: none). */
+/* The CPUs a caller with limits (NULL: none) may be shown, C, in *ret,
+ * and how many it is shown: N. */
+unsigned cpu_map_allowed(const struct cpuset *online, const struct cgroup_limits *limits, gboolean use_quota,
+			 struct cpuset *ret);
+/* The map showing the n CPUs cpus (ascending, online) of online. */
+struct cpu_map *cpu_map_of(const struct cpuset *online, const unsigned *cpus, unsigned n);
+/* The map for an online set and a cgroup's limits (NULL: none), showing
+ * the first N CPUs of C. */
 struct cpu_map *cpu_map_new(const struct cpuset *online, const struct cgroup_limits *limits,
 			    gboolean use_quota);
 struct cpu_map *cpu_map_ref(struct cpu_map *m);
@@ -31,8 +42,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(cpu_map, cpu_map_unref)
 /* The content class of files rendered for m (fs/ino.h, served layout): a
  * 52-bit hash of what m shows, never 0, the same in every process. */
 uint64_t cpu_map_class(const struct cpu_map *m);
-/* The view number of a host CPU, or -1 if it is not shown. */
+/* Where host_cpu is in m->host[], or -1 if it is not shown. */
 int cpu_map_view_cpu(const struct cpu_map *m, unsigned host_cpu);
+
+/* Which N CPUs of C a caller limited by a quota is shown. */
+enum cpuview_placement {
+	CPUVIEW_PLACE_SPREAD, /* fs/cpuplace.h: spread, sticky per container */
+	CPUVIEW_PLACE_FIRST,  /* the first N of C (--cpu-placement=first) */
+};
 
 /* Called once per cgroup whose files could not be used (the caller then
  * gets the host's view): data, the file, and the errno. */
@@ -44,6 +61,10 @@ struct cpuview_config {
 	int sys_cpu_fd; /* the host's /sys/devices/system/cpu */
 	struct cgroup_config cgroups;
 	gboolean use_quota; /* --cpu-limit=cpuset+quota (else cpuset only) */
+	enum cpuview_placement placement; /* --cpu-placement */
+	/* Where the placements are kept for the next daemon (written when
+	 * they change, read at cpuview_new), or NULL. */
+	const char *placement_path;
 	cpuview_report_fn report;
 	void *report_data;
 };
@@ -64,6 +85,18 @@ int cpuview_map_for(struct cpuview *cv, pid_t tid, struct cpu_map **ret);
 int cpuview_map_fresh(struct cpuview *cv, pid_t tid, struct cpu_map **ret);
 /* A caller moved: no thread answers from the maps it kept before. */
 void cpuview_forget_cached(struct cpuview *cv);
+/* Write the placements' file now if they changed since it was written
+ * (a daemon handing over: it is written at each change too, unless
+ * another thread was writing it then). */
+void cpuview_keep_placements(struct cpuview *cv);
+/* Read the placements' file again (a daemon that took over, once the one
+ * before stopped placing), adding what it has. */
+void cpuview_reload_placements(struct cpuview *cv);
+/* Remove the placements' file: no daemon goes on from them. */
+void cpuview_unkeep_placements(struct cpuview *cv);
+/* Containers placed, and placements refused for a full table. */
+void cpuview_placement_counts(struct cpuview *cv, unsigned *ret_placed, guint64 *ret_full);
+
 /* The map of a class some caller of cv had (cpuview_map_for), or NULL. */
 struct cpu_map *cpuview_map_of_class(struct cpuview *cv, uint64_t class_id);
 
@@ -82,12 +115,16 @@ struct cpu_map *cpuview_map_of_short(struct cpuview *cv, uint32_t short_class);
 int cpuview_render_cpuinfo(const char *host, const struct cpu_map *m, GString **ret);
 int cpuview_render_stat(const char *host, const struct cpu_map *m, GString **ret);
 /* A caller's own CPU time in stat, a /proc/stat of its view with n cpuN
- * lines (cpuview_render_stat's): rows[0] (fs/cpucounters.h) on the cpu
- * line, rows[1 + i] on cpuI's, as user, system and idle, the other fields
- * 0; other lines as they are. 0 or -EINVAL. */
+ * lines in ascending order (cpuview_render_stat's, host numbers):
+ * rows[0] (fs/cpucounters.h) on the cpu line, rows[1 + i] on the i-th
+ * cpuN line, as user, system and idle, the other fields 0; other lines as
+ * they are. 0 or -EINVAL. */
 int cpuview_render_stat_usage(const char *stat, unsigned n, const cpu_ticks *rows, GString **ret);
-/* online, possible, present: "0-(N-1)\n" */
-GString *cpuview_render_range(const struct cpu_map *m);
-/* A CPU list or mask of host numbers, in view numbers. */
+/* online: the list of the CPUs shown, "1\n", "4-7\n". */
+GString *cpuview_render_online(const struct cpu_map *m);
+/* offline: the host's offline ∪ (present \ shown), from the host's
+ * present and offline texts. 0 or -EINVAL. */
+int cpuview_render_offline(const char *present, const char *offline, const struct cpu_map *m, GString **ret);
+/* A CPU list or mask of host numbers, restricted to the CPUs shown. */
 int cpuview_render_list(const char *host, const struct cpu_map *m, GString **ret);
 int cpuview_render_mask(const char *host, const struct cpu_map *m, GString **ret);

@@ -31,7 +31,6 @@ typedef int (*render_fn)(struct view *v, gconstpointer decides, const char *name
 
 static int render_cpuinfo(struct view *v, gconstpointer map, const char *name, GBytes **ret);
 static int render_stat(struct view *v, gconstpointer key, const char *name, GBytes **ret);
-static int render_cpu_set(struct view *v, gconstpointer map, const char *name, GBytes **ret);
 static int render_memory(struct view *v, gconstpointer group, const char *name, GBytes **ret);
 static int render_uptime(struct view *v, gconstpointer key, const char *name, GBytes **ret);
 static int render_loadavg(struct view *v, gconstpointer key, const char *name, GBytes **ret);
@@ -72,10 +71,10 @@ static const struct row_def {
 	[ROW_SYS_DEVICES] = { "devices", ROW_SYS, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
 	[ROW_SYS_SYSTEM] = { "system", ROW_SYS_DEVICES, NODE_STATIC_DIR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
 	[ROW_SYS_CPU] = { "cpu", ROW_SYS_SYSTEM, NODE_SYS_MIRROR, FALSE, NULL, SERVED_PER_OPEN, CLASS_NONE },
-	[ROW_CPU_ONLINE] = { "online", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS, CLASS_CPU },
-	[ROW_CPU_POSSIBLE] = { "possible", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS, CLASS_CPU },
-	[ROW_CPU_PRESENT] = { "present", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS, CLASS_CPU },
-	[ROW_CPU_OFFLINE] = { "offline", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, render_cpu_set, SERVED_SHARED_PER_CLASS, CLASS_CPU },
+	[ROW_CPU_ONLINE] = { "online", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, sys_render_cpu_set, SERVED_SHARED_PER_CLASS, CLASS_CPU },
+	[ROW_CPU_POSSIBLE] = { "possible", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, sys_render_cpu_set, SERVED_SHARED_PER_CLASS, CLASS_CPU },
+	[ROW_CPU_PRESENT] = { "present", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, sys_render_cpu_set, SERVED_SHARED_PER_CLASS, CLASS_CPU },
+	[ROW_CPU_OFFLINE] = { "offline", ROW_SYS_CPU, NODE_HOST_FILE, FALSE, sys_render_cpu_set, SERVED_SHARED_PER_CLASS, CLASS_CPU },
 	/* Read by free, top and psutil for levels, not rates: kept up to a
 	 * second like cpuinfo. vmstat's counters give rates (vmstat 1). */
 	[ROW_PROC_MEMINFO] = { "meminfo", ROW_PROC, NODE_HOST_FILE, FALSE, render_memory, SERVED_SHARED_PER_CLASS,
@@ -534,18 +533,6 @@ static int render_cpuinfo(struct view *v, gconstpointer map, const char *name, G
 static int render_stat(struct view *v, gconstpointer key, const char *name, GBytes **ret)
 {
 	return cputimes_render_stat(v->cfg.cputimes, key, ret);
-}
-
-/* online, possible, present: the caller's CPUs are 0..N-1; offline (possible
- * but not online, which the view makes the same): none. */
-static int render_cpu_set(struct view *v, gconstpointer cpus, const char *name, GBytes **ret)
-{
-	const struct cpu_map *map = cpus;
-	if (map->is_host)
-		return procfile_read_at(v->cfg.sys_cpu_fd, name, ret);
-	*ret = strcmp(name, "offline") == 0 ? g_bytes_new_static("\n", 1)
-					    : g_string_free_to_bytes(cpuview_render_range(map));
-	return 0;
 }
 
 /* meminfo, swaps, vmstat: the caller's memory cgroup's. */

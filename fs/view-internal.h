@@ -162,6 +162,9 @@ int files_class_text(struct view *v, const struct caller *c, uint64_t ino, GByte
  * is not of the expected shape: never a blank file. */
 typedef int (*rewrite_fn)(const char *host, const struct cpu_map *m, GString **ret);
 int files_rewrite_for(const struct cpu_map *map, GBytes *host, rewrite_fn rewrite, GBytes **ret);
+/* online, offline, possible, present of sys/devices/system/cpu for the
+ * CPUs of cpus (a struct cpu_map): a row's renderer (view-sys.c). */
+int sys_render_cpu_set(struct view *v, gconstpointer cpus, const char *name, GBytes **ret);
 
 /* view-proc.c: proc/ and the pid directories. */
 extern const struct kind_ops proc_top_link_ops, proc_pid_dir_ops, proc_pid_link_ops,

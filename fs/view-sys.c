@@ -1,7 +1,8 @@
 /* sys/devices/system/cpu: a read-only mirror of the host's directory, in
- * which cpu<N> is the caller's CPU N (a vcpu node) and the files that name
- * CPUs are rewritten in the caller's numbers. online, possible, present and
- * offline are rows of the static table (files.c). */
+ * which cpu<N> is host CPU N as the caller sees it (a vcpu node): a CPU
+ * it is shown with the files that name CPUs restricted to those it is
+ * shown, the others as offlined CPUs (online "0", no topology). online,
+ * possible, present and offline are rows of the static table (files.c). */
 #include "view-internal.h"
 
 #include "caller.h"
@@ -49,19 +50,65 @@ static gboolean parse_cpu_dir(const char *name, unsigned *ret)
 	return TRUE;
 }
 
-/* The host file behind a vcpu node, for a caller with map: "cpu<H>[/<path>]". */
+/* What a present CPU the caller is not shown lacks, as an offlined CPU of
+ * a real machine does: the kernel removes these at hot-unplug
+ * (drivers/base/topology.c, cacheinfo). */
+static const char *const offline_hidden[] = { "topology", "cache", NULL };
+
+/* Is cpu one the caller with map is shown? */
+static gboolean vcpu_shown(const struct cpu_map *map, unsigned cpu)
+{
+	return map->is_host || cpu_map_view_cpu(map, cpu) >= 0;
+}
+
+/* The first component of a vcpu node's path below its cpu<N>. */
+static gboolean sub_is(uint64_t sub, const char *const *names)
+{
+	const char *path = sub ? names_lookup(sub) : NULL;
+	if (!path)
+		return FALSE;
+	size_t len = strcspn(path, "/");
+	for (const char *const *n = names; *n; n++)
+		if (strlen(*n) == len && strncmp(path, *n, len) == 0)
+			return TRUE;
+	return FALSE;
+}
+
+/* Is the node the "online" file of a CPU the caller is not shown (its
+ * text "0", whether the host has the file or not: CPU 0 may have none)? */
+static gboolean vcpu_offline_online(const struct cpu_map *map, uint64_t ino)
+{
+	const char *path = ino_sub(ino) ? names_lookup(ino_sub(ino)) : NULL;
+	return !vcpu_shown(map, ino_cpu(ino)) && path && strcmp(path, "online") == 0;
+}
+
+static const char OFFLINE_ONLINE[] = "0\n";
+
+/* Attributes of such a file: sysfs's, its times the CPU directory's. */
+static int offline_online_attr(struct view *v, uint64_t ino, struct stat *ret)
+{
+	struct stat dir;
+	char path[32];
+	snprintf(path, sizeof(path), "cpu%u", ino_cpu(ino));
+	if (fstatat(v->cfg.sys_cpu_fd, path, &dir, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	view_attr_fill(v, ret, ino, S_IFREG | 0644, ino_cpu_class(ino) ? (off_t)strlen(OFFLINE_ONLINE) : 0);
+	ret->st_mtim = dir.st_mtim;
+	ret->st_ctim = dir.st_ctim;
+	return 0;
+}
+
+/* The host file behind a vcpu node, for a caller with map: "cpu<N>[/<path>]"
+ * (host numbers: the node's); -ENOENT for what a CPU the caller is not
+ * shown lacks. */
 static int vcpu_map_path(const struct cpu_map *map, uint64_t ino, char **ret)
 {
-	unsigned cpu = ino_cpu(ino), host;
+	unsigned cpu = ino_cpu(ino);
 	uint64_t sub = ino_sub(ino);
 
-	if (map->is_host)
-		host = cpu; /* every host CPU directory, online or not */
-	else if (cpu < map->count)
-		host = map->host[cpu];
-	else
+	if (!vcpu_shown(map, cpu) && sub_is(sub, offline_hidden))
 		return -ENOENT;
-	*ret = sub ? g_strdup_printf("cpu%u/%s", host, names_lookup(sub)) : g_strdup_printf("cpu%u", host);
+	*ret = sub ? g_strdup_printf("cpu%u/%s", cpu, names_lookup(sub)) : g_strdup_printf("cpu%u", cpu);
 	return 0;
 }
 
@@ -158,6 +205,31 @@ static int sys_text(struct view *v, const struct caller *c, const char *path, co
 		return 0;
 	}
 	return files_rewrite_for(map, content, rewrite, ret);
+}
+
+/* online: the caller's CPUs (host numbers); offline: the host's offline
+ * and its present CPUs the caller is not shown (they look offlined);
+ * possible, present: the host's. */
+int sys_render_cpu_set(struct view *v, gconstpointer cpus, const char *name, GBytes **ret)
+{
+	const struct cpu_map *map = cpus;
+	if (map->is_host || strcmp(name, "possible") == 0 || strcmp(name, "present") == 0)
+		return procfile_read_at(v->cfg.sys_cpu_fd, name, ret);
+	if (strcmp(name, "online") == 0) {
+		*ret = g_string_free_to_bytes(cpuview_render_online(map));
+		return 0;
+	}
+	g_autofree char *present = NULL, *offline = NULL;
+	GString *text = NULL;
+	int r = procfile_read_text_at(v->cfg.sys_cpu_fd, "present", &present);
+	if (r == 0)
+		r = procfile_read_text_at(v->cfg.sys_cpu_fd, "offline", &offline);
+	if (r == 0)
+		r = cpuview_render_offline(present, offline, map, &text);
+	if (r < 0)
+		return r == -EINVAL ? -EIO : r;
+	*ret = g_string_free_to_bytes(text);
+	return 0;
 }
 
 /* How a regular file of the mirror is sized. */
@@ -263,10 +335,8 @@ static void list_mirror_entry(const struct dirent *de, void *data)
 		if (files_find_row(l->v, ROW_SYS_CPU, de->d_name) != ROW_NONE)
 			return;
 		if (parse_cpu_dir(de->d_name, &cpu)) {
-			/* the host's CPU directories for a caller with no limit;
-			 * the caller's own are listed after */
-			if (l->map->is_host)
-				view_dirent_add(l->entries, de->d_name, vcpu_dir_ino(l->v, l->map, cpu), S_IFDIR);
+			/* every host CPU directory: those not shown look offline */
+			view_dirent_add(l->entries, de->d_name, vcpu_dir_ino(l->v, l->map, cpu), S_IFDIR);
 			return;
 		}
 	}
@@ -284,15 +354,7 @@ static int list_cpu_dir(struct view *v, const struct caller *c, struct sys_listi
 	if (r < 0)
 		return r;
 	l->map = map;
-	r = dirwalk(v->cfg.sys_cpu_fd, ".", list_mirror_entry, l);
-	if (!map->is_host) {
-		for (unsigned cpu = 0; cpu < map->count; cpu++) {
-			char name[16];
-			snprintf(name, sizeof(name), "cpu%u", cpu);
-			view_dirent_add(l->entries, name, vcpu_dir_ino(v, map, cpu), S_IFDIR);
-		}
-	}
-	return r;
+	return dirwalk(v->cfg.sys_cpu_fd, ".", list_mirror_entry, l);
 }
 
 static int mirror_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray *entries)
@@ -336,29 +398,38 @@ static int vcpu_attr(struct view *v, const struct caller *c, uint64_t ino, struc
 	g_autoptr(cpu_map) map = NULL;
 	g_autofree char *path = NULL;
 	int r = vcpu_map(v, c, ino, TRUE, &map);
-	if (r == 0)
-		r = vcpu_map_path(map, ino, &path);
-	if (r == 0)
+	if (r == 0 && vcpu_offline_online(map, ino))
+		r = offline_online_attr(v, ino, ret);
+	else if (r == 0 && (r = vcpu_map_path(map, ino, &path)) == 0)
 		r = mirror_attr_at(v, c, ino, path, map, ino_cpu_class(ino) ? SIZE_TEXT : SIZE_NONE, ret);
 	/* Which class's cpu<N> a name is differs per caller: never cached;
-	 * a file's size is asked again as the mirror's are. */
-	*ret_timeout = ino_sub(ino) == 0 || (r == 0 && S_ISREG(ret->st_mode)) ? 0 : TIMEOUT_STABLE;
+	 * a file's size is asked again as the mirror's are; nor, in a node of
+	 * no class (every caller's), what a CPU not shown lacks. */
+	*ret_timeout = ino_sub(ino) == 0 || (r == 0 && S_ISREG(ret->st_mode)) ||
+				       (ino_cpu_class(ino) == 0 && sub_is(ino_sub(ino), offline_hidden))
+			       ? 0
+			       : TIMEOUT_STABLE;
 	return r;
 }
 
 static int vcpu_lookup(struct view *v, const struct caller *c, uint64_t parent, const char *name,
 		       struct view_entry *ret)
 {
+	g_autoptr(cpu_map) map = NULL;
 	g_autofree char *dir = NULL;
 	struct stat st;
-	int r = vcpu_host_path(v, c, parent, &dir);
+	int r = vcpu_map(v, c, parent, TRUE, &map);
 	if (r < 0)
 		return r;
-	g_autofree char *host = g_build_filename(dir, name, NULL);
-	if (fstatat(v->cfg.sys_cpu_fd, host, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
 	g_autofree char *path = child_path(ino_sub(parent), name);
-	ret->ino = ino_cpu_make(NODE_SYS_VCPU, ino_cpu(parent), ino_cpu_class(parent), names_intern(path));
+	uint64_t ino = ino_cpu_make(NODE_SYS_VCPU, ino_cpu(parent), ino_cpu_class(parent), names_intern(path));
+	if (!vcpu_offline_online(map, ino)) {
+		if ((r = vcpu_map_path(map, ino, &dir)) < 0)
+			return r;
+		if (fstatat(v->cfg.sys_cpu_fd, dir, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+	}
+	ret->ino = ino;
 	return 0;
 }
 
@@ -366,19 +437,30 @@ static void list_vcpu_entry(const struct dirent *de, void *data)
 {
 	struct sys_listing *l = data;
 	g_autofree char *path = child_path(ino_sub(l->parent), de->d_name);
-	view_dirent_add(l->entries, de->d_name,
-			ino_cpu_make(NODE_SYS_VCPU, ino_cpu(l->parent), ino_cpu_class(l->parent), names_intern(path)),
-			dtype_to_mode(de->d_type));
+	uint64_t ino = ino_cpu_make(NODE_SYS_VCPU, ino_cpu(l->parent), ino_cpu_class(l->parent), names_intern(path));
+	char *unused = NULL;
+	if (vcpu_offline_online(l->map, ino) || vcpu_map_path(l->map, ino, &unused) < 0)
+		return; /* listed after, or not there for the caller */
+	g_free(unused);
+	view_dirent_add(l->entries, de->d_name, ino, dtype_to_mode(de->d_type));
 }
 
 static int vcpu_readdir(struct view *v, const struct caller *c, uint64_t ino, GArray *entries)
 {
-	struct sys_listing l = { v, entries, ino, NULL };
+	g_autoptr(cpu_map) map = NULL;
 	g_autofree char *host = NULL;
-	int r = vcpu_host_path(v, c, ino, &host);
+	int r = vcpu_map(v, c, ino, TRUE, &map);
+	if (r == 0)
+		r = vcpu_map_path(map, ino, &host);
 	if (r < 0)
 		return r;
-	return dirwalk(v->cfg.sys_cpu_fd, host, list_vcpu_entry, &l);
+	struct sys_listing l = { v, entries, ino, map };
+	r = dirwalk(v->cfg.sys_cpu_fd, host, list_vcpu_entry, &l);
+	if (r == 0 && ino_sub(ino) == 0 && !vcpu_shown(map, ino_cpu(ino)))
+		view_dirent_add(entries, "online",
+				ino_cpu_make(NODE_SYS_VCPU, ino_cpu(ino), ino_cpu_class(ino), names_intern("online")),
+				S_IFREG);
+	return r;
 }
 
 static int vcpu_readlink(struct view *v, const struct caller *c, uint64_t ino, char **ret_target)
@@ -394,12 +476,15 @@ static int vcpu_open(struct view *v, const struct caller *c, uint64_t ino, GByte
 	g_autoptr(cpu_map) map = NULL;
 	g_autofree char *path = NULL;
 	int r = vcpu_map(v, c, ino, FALSE, &map);
-	if (r == 0)
-		r = vcpu_map_path(map, ino, &path);
 	if (r < 0)
 		return r;
 	*ret_version = ino_cpu_class(ino) ? VIEW_FRESH : 0;
-	return sys_text(v, c, path, map, ret);
+	if (vcpu_offline_online(map, ino)) {
+		*ret = g_bytes_new_static(OFFLINE_ONLINE, strlen(OFFLINE_ONLINE));
+		return 0;
+	}
+	r = vcpu_map_path(map, ino, &path);
+	return r < 0 ? r : sys_text(v, c, path, map, ret);
 }
 
 const struct kind_ops sys_vcpu_ops = {

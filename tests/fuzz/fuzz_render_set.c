@@ -30,7 +30,7 @@ static void render(const char *host, const struct cpu_map *m, gboolean mask)
 	cpuset_clear(&want);
 	for (unsigned v = 0; v < m->count; v++)
 		if (cpuset_has(&in, m->host[v]))
-			cpuset_add(&want, v);
+			cpuset_add(&want, m->host[v]);
 	FUZZ_CHECK(cpuset_equal(&got, &want));
 	g_string_free(out, TRUE);
 }

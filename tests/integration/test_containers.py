@@ -35,6 +35,7 @@ import cgtest  # noqa: E402
 from cgtest import check, check_equal, describe, diag  # noqa: E402
 import test_ioview  # noqa: E402
 import test_memview  # noqa: E402
+from test_cpuview import parse_cpu_list  # noqa: E402
 import test_served  # noqa: E402
 import test_timeview  # noqa: E402
 from test_psutil_suite import MODULES as PSUTIL_MODULES, SuiteRun, view_only  # noqa: E402
@@ -150,12 +151,18 @@ echo @@cpus; echo $cpus
 """
 
 # What psutil's suite is expected to fail in a container with the view, and
-# not without it, and why: the view shows 1 CPU (quota 1/2), while the
-# affinity mask (nproc) and /proc/<pid>/stat's "processor" field keep the
-# two host CPUs (see the README).
+# not without it, and why: the view shows 1 CPU (quota 1/2), the other
+# looks offlined, as on a machine with an offlined CPU, while
+# /proc/<pid>/stat's "processor" field is the CPU the process last ran on
+# (see the README).
 PSUTIL_VIEW_ONLY = {
-    "psutil.tests.test_linux.TestSystemCPUCountLogical.test_against_nproc": "nproc follows the affinity mask",
-    "psutil.tests.test_process.TestProcess.test_cpu_num": "the processor field keeps host numbering",
+    "psutil.tests.test_linux.TestSystemCPUCountLogical.test_against_nproc":
+        "nproc --all counts the configured CPUs (cpuN directories, the host's), psutil the online ones",
+    "psutil.tests.test_linux.TestSystemCPUCountLogical.test_against_sysdev_cpu_num":
+        "counts the cpuN directories, the offlined-looking CPUs' too",
+    "psutil.tests.test_process.TestProcess.test_cpu_num":
+        "cpu_num() is where the process last ran (the kernel's, a host number), which under a quota may be a "
+        "CPU the view does not show: not in range(cpu_count())",
     # compares /proc/loadavg (the container's) with getloadavg() (glibc
     # 2.36 asks sysinfo(): the host's); fails when the two differ by > 1
     "psutil.tests.test_linux.TestLoadAvg.test_getloadavg": "getloadavg() asks sysinfo(), the file is the container's",
@@ -210,9 +217,12 @@ echo "write /proc/sys/kernel/hostname rc=$?"
 echo "write /proc/sysrq-trigger rc=$?"
 """
 
-SENDFILE_PROBE = VIEW_MARK + r"""
+# The first CPU the view shows (host number): its directory has a topology.
+FIRST_SHOWN = 'c=$(head -c 100 /sys/devices/system/cpu/online | cut -d, -f1 | cut -d- -f1)\n'
+
+SENDFILE_PROBE = VIEW_MARK + FIRST_SHOWN + r"""
 for f in /proc/cpuinfo /proc/stat /sys/devices/system/cpu/online /proc/meminfo /proc/swaps /proc/vmstat \
-         /proc/uptime /proc/loadavg /sys/devices/system/cpu/cpu0/topology/core_siblings_list \
+         /proc/uptime /proc/loadavg /sys/devices/system/cpu/cpu$c/topology/core_siblings_list \
          /sys/devices/system/cpu/kernel_max /proc/.real/cpuinfo; do
     echo "@@cat $f"; cat $f | wc -c
     echo "@@head $f"; head -c 10000000 $f | wc -c
@@ -221,10 +231,10 @@ done
 
 # Four readers in the container, 5 s, each alternating busybox cat
 # (sendfile) and head (read()) of three served files; one line per pass.
-MIXED_PROBE = VIEW_MARK + r"""
+MIXED_PROBE = VIEW_MARK + FIRST_SHOWN + r"""
 pass_of() {
     echo "R $($1 /proc/cpuinfo | grep -c ^processor) $($1 /sys/devices/system/cpu/online)" \
-         "$($1 /sys/devices/system/cpu/cpu0/topology/core_siblings_list)"
+         "$($1 /sys/devices/system/cpu/cpu$c/topology/core_siblings_list)"
 }
 reader() {
     end=$(( $(date +%s) + 5 ))
@@ -799,9 +809,24 @@ def log_counts(log):
     return serving, ended
 
 
+def shown_cpus(online, n, where):
+    """The CPUs online (a CPU list) names, checked to be n of the
+    container's: which ones, under a quota, the daemon's placement chose."""
+    shown = sorted(parse_cpu_list(online))
+    check(len(shown) == n and set(shown) <= set(container_cpus()), "%s: online %r is not %d of the container's "
+          "CPUs %s" % (where, online, n, format_cpu_list(container_cpus())))
+    return shown
+
+
+def host_cpu_dirs():
+    return sorted(e for e in os.listdir("/sys/devices/system/cpu") if re.match(r"cpu\d+$", e))
+
+
 def check_cpu_sections(secs, result, n, where):
-    """cpuinfo, stat, online, cpuN dirs and glibc's sysconf all say n."""
-    online = format_cpu_list(range(n))
+    """cpuinfo, stat, online and glibc's _SC_NPROCESSORS_ONLN say n: the
+    CPUs online lists, by their host numbers; the cpuN directories and
+    _SC_NPROCESSORS_CONF are the host's (the others look offlined)."""
+    shown = shown_cpus(section(secs, "online", result), n, where)
     got = {
         "grep -c ^processor /proc/cpuinfo": section(secs, "processors", result).strip(),
         "cpuN lines of /proc/stat": [l.split()[0] for l in section(secs, "stat", result).splitlines()
@@ -811,13 +836,13 @@ def check_cpu_sections(secs, result, n, where):
     }
     want = {
         "grep -c ^processor /proc/cpuinfo": str(n),
-        "cpuN lines of /proc/stat": ["cpu%d" % i for i in range(n)],
-        "/sys/devices/system/cpu/online": online + "\n",
-        "sysconf(_SC_NPROCESSORS_ONLN), (_CONF)": [str(n), str(n)],
+        "cpuN lines of /proc/stat": ["cpu%d" % c for c in shown],
+        "/sys/devices/system/cpu/online": format_cpu_list(shown) + "\n",
+        "sysconf(_SC_NPROCESSORS_ONLN), (_CONF)": [str(n), str(len(host_cpu_dirs()))],
     }
     if "cpudirs" in secs:
-        got["cpuN entries of /sys/devices/system/cpu"] = secs["cpudirs"].split()
-        want["cpuN entries of /sys/devices/system/cpu"] = ["cpu%d" % i for i in range(n)]
+        got["cpuN entries of /sys/devices/system/cpu"] = sorted(secs["cpudirs"].split())
+        want["cpuN entries of /sys/devices/system/cpu"] = host_cpu_dirs()
     wrong = ["%s = %r, expected %r" % (k, got[k], want[k]) for k in want if got[k] != want[k]]
     check(not wrong, "CPU counts in %s" % where, *wrong)
 
@@ -1026,9 +1051,9 @@ def make_tests(d, lab):
         check_view_in_place(secs, result)
         passes = [line.split(None, 1)[1] for line in section(secs, "passes", result).splitlines()
                   if line.startswith("R ")]
-        online = "0" if n == 1 else "0-%d" % (n - 1)
-        # cpu0's core siblings are known here only for one CPU: itself.
-        want = [str(n), online] + (["0"] if n == 1 else [])
+        online = format_cpu_list(shown_cpus(passes[0].split()[1], n, "the first pass") if passes else [])
+        # the first CPU's core siblings are known here only for one CPU: itself.
+        want = [str(n), online] + ([online] if n == 1 else [])
         wrong = collections.Counter(p for p in passes if p.split()[:len(want)] != want)
         diag("%d passes in the container (cat and head), want %r" % (len(passes), want))
         check(passes and not wrong, "readers in the container got another text", dict(wrong))
@@ -1257,7 +1282,6 @@ def make_tests(d, lab):
                               % (host_total >> 20))
         for w in want.values():
             w["memtotal"] = "%d kB" % (min(host_total, w["memory"]) >> 10)
-            w["online"] = format_cpu_list(range(w["cpus"])) + "\n"
 
         def limits(name, pid_ns=None):
             def edit(config):
@@ -1269,13 +1293,14 @@ def make_tests(d, lab):
             return edit
 
         def figures(w):
-            return {"processors": str(w["cpus"]), "MemTotal": w["memtotal"], "online": w["online"]}
+            return {"processors": str(w["cpus"]), "MemTotal": w["memtotal"], "CPUs online": w["cpus"]}
 
         def check_own(name, who, secs, details):
             view = section(secs, "view").split()
+            online = sorted(parse_cpu_list(section(secs, "online")))
             got = {"processors": view[0] if view else None,
                    "MemTotal": " ".join(section(secs, "memtotal").split()[1:]),
-                   "online": section(secs, "online")}
+                   "CPUs online": len(online) if set(online) <= set(container_cpus()) else online}
             other = [w for k, w in want.items() if k != name][0]
             check(got == figures(want[name]), "%s of the %s container does not see its own memory and CPUs"
                   % (who, name), "got:      %r" % got, "expected: %r" % figures(want[name]),
@@ -1320,7 +1345,7 @@ def make_tests(d, lab):
                     result = c.exec("sh", "-c", SHARED_PID_PROBE)
                     secs = sections(cgtest.check_ran(result, "runc exec of the probe in the %s container" % name))
                     check_own(name, "a process runc exec'd", secs, describe(result))
-                diag("each saw its own: %s" % {k: (w["memtotal"], w["online"].strip()) for k, w in want.items()})
+                diag("each saw its own: %s" % {k: (w["memtotal"], w["cpus"]) for k, w in want.items()})
 
     # 9. ---------------------------------------------------------------
 

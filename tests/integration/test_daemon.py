@@ -886,6 +886,34 @@ def make_tests():
         finally:
             box.remove()
 
+    @test("two cgroups under a 1-CPU quota are shown different CPUs, each keeps its own across a --replace and "
+          "a SIGKILL of the daemon (the placements are kept beside the control socket)")
+    def _():
+        host = cgtest.read_all("/sys/devices/system/cpu/online").decode()
+        if host == "0\n":
+            raise cgtest.Skip("this machine has 1 CPU: a 1-CPU quota shows no change")
+        groups = {x: ContainerCgroup("cgprocfs-test-place-%s-%d" % (x, os.getpid())) for x in "ab"}
+        try:
+            for g in groups.values():
+                g.cpu_quota(1)
+            with Daemon() as d:
+                def online(x):
+                    res = cgtest.run(groups[x].prefix() + ["cat", os.path.join(d.cpu, "online")])
+                    return cgtest.check_ran(res, "cat online in cgroup %s" % x)
+                placed = {x: online(x) for x in "ab"}
+                cgtest.diag("placed: %r; the host's online %r" % (placed, host))
+                check(placed["a"] != placed["b"], "both cgroups were shown %r" % placed["a"])
+                # b asks first: a daemon that forgot would give it the
+                # least used CPU, a's.
+                d.take_over()
+                check_equal(online("b"), placed["b"], "b's CPU after a --replace")
+                d.crash_and_restart()
+                check_equal(online("b"), placed["b"], "b's CPU after a SIGKILL and a new daemon")
+                check_equal(online("a"), placed["a"], "a's CPU after both")
+        finally:
+            for g in groups.values():
+                g.remove()
+
     @test("cpu/online opened by two processes under a 1-CPU quota, the daemon SIGKILLed, one of them moved out "
           "of the quota, a new daemon that has met no caller of the quota's class, the pages dropped: the moved "
           "one's read from the start is ESTALE (the new daemon cannot render the class it opened, and its own "
@@ -902,10 +930,13 @@ def make_tests():
             quota.cpu_quota(1)
             with Daemon() as d:
                 online = os.path.join(d.cpu, "online")
+                opened = []
                 for _ in range(2):
                     readers.append(subprocess.Popen(quota.prefix() + [cgtest.PYTHON, "-c", HELD_READ, online],
                                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
-                    check_equal(json.loads(readers[-1].stdout.readline()), "0\n", "cpu/online at its open")
+                    opened.append(json.loads(readers[-1].stdout.readline()))
+                check(len(opened[0].split(",")) == 1 and "-" not in opened[0] and opened[1] == opened[0]
+                      and opened[0] != host, "cpu/online at their opens: %r (one CPU each, the same)" % opened)
                 moved, other = readers
 
                 def move():
@@ -918,7 +949,7 @@ def make_tests():
                     f.write("1")
                 check_equal(json.loads(moved.communicate("\n", timeout=30)[0]), "error: Stale file handle",
                             "cpu/online read again from the start by the moved one")
-                check_equal(json.loads(other.communicate("\n", timeout=30)[0]), "0\n",
+                check_equal(json.loads(other.communicate("\n", timeout=30)[0]), opened[1],
                             "cpu/online read again from the start by the one left under the quota")
         finally:
             for r in readers:

@@ -18,15 +18,27 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
 from cgtest import check, check_equal  # noqa: E402
-from test_cpuview import parse_cpu_list, read_text, write  # noqa: E402
+from test_cpuview import format_cpu_list, parse_cpu_list, read_text, write  # noqa: E402
 
 CPUSET = "/sys/fs/cgroup/cpuset"
 TOP = "cgprocfs-served-%d" % os.getpid()
-# core_siblings_list: a virtual CPU's file, "0" with one CPU, "0-1" with two.
-VCPU_LIST = "sys/devices/system/cpu/cpu0/topology/core_siblings_list"
 # kernel_max: a file of the mirror, the host's text for every caller.
 MIRROR = "sys/devices/system/cpu/kernel_max"
-FILES = ("proc/cpuinfo", "proc/stat", "sys/devices/system/cpu/online", VCPU_LIST, MIRROR)
+
+
+def last_cpu():
+    return max(parse_cpu_list(read_text(os.path.join(CPUSET, "cpuset.effective_cpus"))))
+
+
+def vcpu_list():
+    """core_siblings_list of the root cpuset's last CPU (the "one" cpuset's):
+    a file of a CPU's directory, its host list restricted to the CPUs shown
+    (that CPU alone, or the host's list)."""
+    return "sys/devices/system/cpu/cpu%d/topology/core_siblings_list" % last_cpu()
+
+
+def files():
+    return ("proc/cpuinfo", "proc/stat", "sys/devices/system/cpu/online", vcpu_list(), MIRROR)
 
 # Reads every file every way and prints what it got, in JSON: for each file
 # and way, the text (cpuinfo without its MHz lines, stat as its line keys:
@@ -197,13 +209,15 @@ print(reads, bad, empty, first_bad + (", a right one's inode %s" % right_ino if 
 """
 
 
-def expected(name, n):
-    """What MIXED_READER must see of name with n CPUs."""
+def expected(name, cpus):
+    """What MIXED_READER must see of name when shown the CPUs cpus."""
     if name.endswith(("cpuinfo", "stat")):
-        return str(n)
+        return str(len(cpus))
     if name == MIRROR:
         return read_text("/" + MIRROR)
-    return "0\n" if n == 1 else "0-%d\n" % (n - 1)
+    if name.endswith("_list"):
+        return format_cpu_list(parse_cpu_list(read_text("/" + name)) & set(cpus)) + "\n"
+    return format_cpu_list(cpus) + "\n"
 
 
 def check_ways(where, name, r):
@@ -235,7 +249,7 @@ class Cpusets:
             self.made.append(path)
             write(os.path.join(path, "cpuset.cpus"), ",".join(map(str, cpus)))
             write(os.path.join(path, "cpuset.mems"), mems)
-            self.groups[name] = (path, len(cpus))
+            self.groups[name] = (path, cpus)
         self.host_count = len(parse_cpu_list(read_text("/sys/devices/system/cpu/online")))
 
     def remove(self):
@@ -264,7 +278,7 @@ def make_tests(d):
         return dict(os.environ, MNT=d.mnt)
 
     def read_ways(group, root, setup):
-        res = cgtest.run(in_cgroup(group, [cgtest.PYTHON, "-c", READ_WAYS, root] + list(FILES), setup), env=env())
+        res = cgtest.run(in_cgroup(group, [cgtest.PYTHON, "-c", READ_WAYS, root] + list(files()), setup), env=env())
         out = cgtest.check_ran(res, "the reader")
         return json.loads(out)
 
@@ -273,7 +287,8 @@ def make_tests(d):
     def _():
         cs = Cpusets()
         try:
-            group, n = cs.groups["one"]
+            group, cpus = cs.groups["one"]
+            n = len(cpus)
             for where, root, setup in (("the view bound over /proc", "/", BIND_PROC),
                                        ("MNT from the host", d.mnt, "")):
                 got = read_ways(group, root, setup)
@@ -286,10 +301,10 @@ def make_tests(d):
                     check_equal(r["cmp"], 0, "%s, %s: cmp -s against its own text" % (where, name))
                 check_equal(got["proc/cpuinfo"]["processors"], n, "%s: processors in cpuinfo" % where)
                 check_equal(got["proc/stat"]["cpu_lines"], n + 1, "%s: cpu lines in stat" % where)
-                check_equal(got["sys/devices/system/cpu/online"]["ways"]["read 1"], "0\n" if n == 1 else "0-%d\n" % (n - 1),
-                            "%s: online" % where)
-                check_equal(got[VCPU_LIST]["ways"]["read 1"], "0\n" if n == 1 else "0-%d\n" % (n - 1),
-                            "%s: cpu0's core siblings" % where)
+                online = "sys/devices/system/cpu/online"
+                check_equal(got[online]["ways"]["read 1"], expected(online, cpus), "%s: online" % where)
+                check_equal(got[vcpu_list()]["ways"]["read 1"], expected(vcpu_list(), cpus),
+                            "%s: its CPU's core siblings" % where)
         finally:
             cs.remove()
 
@@ -350,11 +365,11 @@ def make_tests(d):
             setups = (("MNT", None, ""), ("bound over /proc", "/", BIND_PROC), ("file-level binds", "/", BIND_FILES))
             for where, root, setup in setups:
                 for name in ("one", "all"):
-                    group, n = cs.groups[name]
-                    for f in FILES:
+                    group, cpus = cs.groups[name]
+                    for f in files():
                         path = os.path.join(root if root else d.mnt, f)
                         procs.append((where, name, f, subprocess.Popen(
-                            in_cgroup(group, [cgtest.PYTHON, "-c", MIXED_READER, path, expected(f, n), "5"], setup),
+                            in_cgroup(group, [cgtest.PYTHON, "-c", MIXED_READER, path, expected(f, cpus), "5"], setup),
                             env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
             wrong, total = [], 0
             for where, name, f, p in procs:
@@ -383,7 +398,8 @@ def make_tests(d):
         probe = ('echo bound; while read what; do grep -c ^processor /proc/cpuinfo; '
                  'busybox cat /proc/cpuinfo | grep -c ^processor; grep -c "^cpu[0-9]" /proc/stat; '
                  'cat /sys/devices/system/cpu/online; echo end; done')
-        group, n = cs.groups["all"]
+        group, all_cpus = cs.groups["all"]
+        n = len(all_cpus)
         cpus = read_text(os.path.join(group, "cpuset.cpus")).strip()
         p = subprocess.Popen(in_cgroup(group, ["unshare", "--pid", "--fork", "sh", "-c", BIND_FILES + probe]),
                              env=env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -404,11 +420,11 @@ def make_tests(d):
                 return out.decode().split()[:-1]
 
             write(os.path.join(group, "cpuset.cpus"), str(max(parse_cpu_list(cpus))))
-            check_equal(probe_once(), ["1", "1", "1", "0"], "cpuinfo read, cpuinfo by sendfile, stat's CPUs, "
-                        "online with one CPU")
+            check_equal(probe_once(), ["1", "1", "1", str(max(parse_cpu_list(cpus)))],
+                        "cpuinfo read, cpuinfo by sendfile, stat's CPUs, online with one CPU")
             write(os.path.join(group, "cpuset.cpus"), cpus)
             every = str(n)
-            check_equal(probe_once(), [every, every, every, "0-%d" % (n - 1)],
+            check_equal(probe_once(), [every, every, every, format_cpu_list(all_cpus)],
                         "the same with every CPU again")
         finally:
             p.kill()

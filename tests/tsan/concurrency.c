@@ -4,6 +4,7 @@
  * (contrib/scripts/tsan.sh). Exits 0, or aborts on a wrong result; TSan
  * reports races on its own (exit status 66). */
 #include "classes.h"
+#include "cpuplace.h"
 #include "memo.h"
 #include "pidwatch.h"
 #include "tidcache.h"
@@ -276,6 +277,65 @@ static void classes_and_tidcache(void)
 	classes_free(classes);
 }
 
+/* ------------------------------------------------------- cpuplace -- */
+
+static gint placing; /* atomic: threads still placing */
+
+/* Containers placed, resized, moved to another cpuset and let go, from
+ * several threads at once. */
+static gpointer place_many(gpointer data)
+{
+	struct cpuplace *p = data;
+	struct cpuset eight, four;
+	g_assert(cpuset_parse_list("0-7", &eight) == 0 && cpuset_parse_list("2-5", &four) == 0);
+	for (unsigned i = 0; i < 20000; i++) {
+		char key[16];
+		unsigned cpus[4];
+		g_snprintf(key, sizeof(key), "k%u", (i * 7919u + GPOINTER_TO_UINT(g_thread_self())) % 300u);
+		unsigned n = 1 + i % 3;
+		const struct cpuset *allowed = i % 5 ? &eight : &four;
+		int r = cpuplace_place(p, key, allowed, n, cpus);
+		g_assert(r == 0 || r == -ENOSPC);
+		for (unsigned k = 0; k < n; k++)
+			g_assert(cpuset_has(allowed, cpus[k]) && (k == 0 || cpus[k - 1] < cpus[k]));
+		if (i % 7 == 0)
+			cpuplace_release(p, key);
+	}
+	g_atomic_int_add(&placing, -1);
+	return NULL;
+}
+
+/* What the daemon's sweep and its file do meanwhile. */
+static gpointer dump_and_sweep(gpointer data)
+{
+	struct cpuplace *p = data;
+	while (g_atomic_int_get(&placing) > 0) {
+		g_free(cpuplace_dump(p));
+		g_auto(GStrv) keys = cpuplace_keys(p);
+		if (keys[0])
+			cpuplace_release(p, keys[0]);
+	}
+	return NULL;
+}
+
+static void cpuplace_from_many_threads(void)
+{
+	struct cpuplace *p = cpuplace_new(256);
+	GThread *threads[5];
+	g_atomic_int_set(&placing, 4);
+	for (size_t i = 0; i < 4; i++)
+		threads[i] = g_thread_new("place", place_many, p);
+	threads[4] = g_thread_new("sweep", dump_and_sweep, p);
+	for (size_t i = 0; i < G_N_ELEMENTS(threads); i++)
+		g_thread_join(threads[i]);
+	g_auto(GStrv) keys = cpuplace_keys(p);
+	for (char **k = keys; *k; k++)
+		cpuplace_release(p, *k);
+	for (unsigned cpu = 0; cpu < 8; cpu++)
+		g_assert(cpuplace_uses(p, cpu) == 0); /* every hold let go */
+	cpuplace_free(p);
+}
+
 int main(void)
 {
 	const struct {
@@ -287,6 +347,7 @@ int main(void)
 		{ "pidwatch: forgetting while adopting", pidwatch_forget_while_adopting },
 		{ "pidwatch: forgetting during a report", pidwatch_forget_during_a_report },
 		{ "classes and tidcache: puts, gets and forgets from many threads", classes_and_tidcache },
+		{ "cpuplace: placements, releases, dumps and sweeps from many threads", cpuplace_from_many_threads },
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(scenarios); i++) {
 		gint64 start = g_get_monotonic_time();

@@ -18,7 +18,7 @@ struct reader {
 static void read_at(struct reader *r, unsigned n, uint64_t user, uint64_t system, uint64_t elapsed)
 {
 	cr_assert_leq(n, 8);
-	cpu_counters_follow(r->c, "/ctr", 100, user, system, elapsed, n, r->rows);
+	cpu_counters_follow(r->c, "/ctr", 100, user, system, elapsed, n, NULL, r->rows);
 	r->n = n;
 }
 
@@ -113,8 +113,8 @@ Test(cpucounters, a_cgroup_made_again_starts_over)
 {
 	struct cpu_counters *c = cpu_counters_new(NULL);
 	cpu_ticks a[3], b[2];
-	cpu_counters_follow(c, "/ctr", 100, 100, 0, 1000, 2, a);
-	cpu_counters_follow(c, "/ctr", 200, 10, 0, 50, 1, b);
+	cpu_counters_follow(c, "/ctr", 100, 100, 0, 1000, 2, NULL, a);
+	cpu_counters_follow(c, "/ctr", 200, 10, 0, 50, 1, NULL, b);
 	cr_assert_eq(b[0].f[CPU_TICKS_USER], 10);
 	cr_assert_eq(b[0].f[CPU_TICKS_IDLE], 40);
 	cpu_counters_free(c);
@@ -190,7 +190,7 @@ Test(cpucounters, lines_of_the_file_not_understood_are_skipped)
 				      -1, NULL));
 	struct cpu_counters *c = cpu_counters_new(path);
 	cpu_ticks rows[2];
-	cpu_counters_follow(c, "/ctr", 100, 0, 0, 10, 1, rows);
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 10, 1, NULL, rows);
 	cr_assert_eq(rows[0].f[CPU_TICKS_IDLE], 510, "the line understood is used");
 	cpu_counters_free(c);
 	remove_temp(path);
@@ -206,9 +206,9 @@ Test(cpucounters, groups_gone_are_forgotten)
 	g_autofree char *path = temp_path();
 	struct cpu_counters *c = cpu_counters_new(path);
 	cpu_ticks rows[3];
-	cpu_counters_follow(c, "/ctr", 100, 0, 0, 10, 1, rows);
-	cpu_counters_follow(c, "/other group", 100, 0, 0, 10, 1, rows);
-	cpu_counters_follow(c, "/other group", 100, 0, 0, 10, 2, rows);
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 10, 1, NULL, rows);
+	cpu_counters_follow(c, "/other group", 100, 0, 0, 10, 1, NULL, rows);
+	cpu_counters_follow(c, "/other group", 100, 0, 0, 10, 2, NULL, rows);
 	cpu_counters_sweep(c, gone_if_ctr, NULL);
 	g_autofree char *text = NULL;
 	cr_assert(g_file_get_contents(path, &text, NULL, NULL));
@@ -223,13 +223,13 @@ Test(cpucounters, a_new_group_is_kept_by_the_flush_a_new_n_at_once)
 	g_autofree char *path = temp_path();
 	struct cpu_counters *c = cpu_counters_new(path);
 	cpu_ticks rows[3];
-	cpu_counters_follow(c, "/ctr", 100, 0, 0, 10, 1, rows);
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 10, 1, NULL, rows);
 	cr_assert_not(g_file_test(path, G_FILE_TEST_EXISTS), "written on a reader's request");
 	cpu_counters_flush(c);
 	g_autofree char *flushed = NULL;
 	cr_assert(g_file_get_contents(path, &flushed, NULL, NULL));
 	cr_assert(g_str_has_prefix(flushed, "100 1 "), "%s", flushed);
-	cpu_counters_follow(c, "/ctr", 100, 0, 0, 20, 2, rows);
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 20, 2, NULL, rows);
 	g_autofree char *now = NULL;
 	cr_assert(g_file_get_contents(path, &now, NULL, NULL));
 	cr_assert(g_str_has_prefix(now, "100 2 "), "a new n is written before the reader gets it: %s", now);
@@ -280,8 +280,8 @@ Test(cpucounters, the_log_is_emptied_once_the_file_is_written_and_its_older_n_gi
 	g_autofree char *log = log_of(path);
 	struct cpu_counters *c = cpu_counters_new(path);
 	cpu_ticks rows[3];
-	cpu_counters_follow(c, "/ctr", 100, 0, 0, 10, 1, rows);
-	cpu_counters_follow(c, "/ctr", 100, 0, 0, 20, 1, rows);
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 10, 1, NULL, rows);
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 20, 1, NULL, rows);
 	g_autofree char *logged = NULL;
 	cr_assert(g_file_get_contents(log, &logged, NULL, NULL));
 	cr_assert(g_str_has_prefix(logged, "100 1 ") && strstr(logged, "\n=1 0 0 20 0 0 20\n"), "%s", logged);
@@ -291,11 +291,11 @@ Test(cpucounters, the_log_is_emptied_once_the_file_is_written_and_its_older_n_gi
 	cr_assert_str_empty(emptied);
 	/* A kill between the file's write and the log's emptying: the log's
 	 * lines are older. Its n (1) is not the file's (2): dropped. */
-	cpu_counters_follow(c, "/ctr", 100, 0, 0, 30, 2, rows);
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 30, 2, NULL, rows);
 	cpu_counters_free(c);
 	cr_assert(g_file_set_contents(log, logged, -1, NULL));
 	c = cpu_counters_new(path);
-	cpu_counters_follow(c, "/ctr", 100, 0, 0, 40, 2, rows);
+	cpu_counters_follow(c, "/ctr", 100, 0, 0, 40, 2, NULL, rows);
 	/* from the file's offsets: 30 given at 30 for both CPUs, 20 more */
 	cr_assert_eq(rows[0].f[CPU_TICKS_IDLE], 50, "cpu idle %lu", (unsigned long)rows[0].f[CPU_TICKS_IDLE]);
 	cpu_counters_free(c);
@@ -311,7 +311,7 @@ Test(cpucounters, a_log_past_a_mebibyte_has_the_file_written_and_the_log_emptied
 	GStatBuf st = { 0 };
 	off_t largest = 0;
 	for (uint64_t t = 1; t <= 50000; t++) { /* about 2 MiB logged, no flush: a busy group, --no-loadavg */
-		cpu_counters_follow(c, "/ctr", 100, t, 0, 2 * t, 1, rows);
+		cpu_counters_follow(c, "/ctr", 100, t, 0, 2 * t, 1, NULL, rows);
 		cr_assert_eq(g_stat(log, &st), 0);
 		largest = MAX(largest, st.st_size);
 	}
@@ -319,4 +319,34 @@ Test(cpucounters, a_log_past_a_mebibyte_has_the_file_written_and_the_log_emptied
 	cr_assert(g_file_test(path, G_FILE_TEST_EXISTS), "the file was never written");
 	cpu_counters_free(c);
 	remove_temp(path);
+}
+
+/* The lines are host CPUs (cpuN of /proc/stat): when the CPUs change, a
+ * CPU's line goes on from its own, wherever it stands now. */
+Test(cpucounters, a_cpus_line_goes_on_from_its_own_when_the_cpus_change)
+{
+	g_autofree char *dir = g_dir_make_tmp("cpucounters-XXXXXX", NULL);
+	g_autofree char *path = g_build_filename(dir, "counters", NULL);
+	struct cpu_counters *c = cpu_counters_new(path);
+	cpu_ticks one[2], two[3];
+	const unsigned cpu1[] = { 1 }, both[] = { 0, 1 };
+	cpu_counters_follow(c, "/ctr", 100, 500, 0, 1000, 1, cpu1, one);
+	cr_assert_eq(one[1].f[CPU_TICKS_USER], 500, "cpu1 alone has it all");
+	cpu_counters_follow(c, "/ctr", 100, 500, 0, 1000, 2, both, two);
+	cr_assert_geq(two[2].f[CPU_TICKS_USER], 500, "cpu1's line, second now, went back to %lu",
+		      (unsigned long)two[2].f[CPU_TICKS_USER]);
+	cr_assert_geq(two[0].f[CPU_TICKS_USER], 500, "the cpu line");
+	cr_assert_eq(two[1].f[CPU_TICKS_USER], 250, "cpu0, new, at its spread");
+	/* and so for a daemon after this one */
+	cpu_counters_follow(c, "/ctr", 100, 600, 0, 1100, 1, cpu1, one);
+	uint64_t cpu1_user = one[1].f[CPU_TICKS_USER];
+	cpu_counters_flush(c);
+	cpu_counters_free(c);
+	c = cpu_counters_new(path);
+	cpu_counters_follow(c, "/ctr", 100, 600, 0, 1100, 2, both, two);
+	cr_assert_geq(two[2].f[CPU_TICKS_USER], cpu1_user, "cpu1's line after a restart went back to %lu from %lu",
+		      (unsigned long)two[2].f[CPU_TICKS_USER], (unsigned long)cpu1_user);
+	cpu_counters_unkeep(c);
+	cpu_counters_free(c);
+	g_rmdir(dir);
 }

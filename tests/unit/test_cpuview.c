@@ -80,7 +80,7 @@ Test(cpuview, a_quota_without_cpuset_limits_the_first_cpus)
 	cr_assert(ignored->is_host, "--cpu-limit=cpuset ignores the quota");
 }
 
-Test(cpuview, intel_cpuinfo_is_renumbered_and_recounted)
+Test(cpuview, intel_cpuinfo_keeps_host_numbers_and_is_recounted)
 {
 	g_autofree char *host = fixture("intel-4cpu");
 	g_autoptr(cpu_map) m = map_of("0-3", "1,3", 0, 0);
@@ -92,7 +92,7 @@ Test(cpuview, intel_cpuinfo_is_renumbered_and_recounted)
 	g_autofree char *cores = values(text, "cpu cores");
 	g_autofree char *core_ids = values(text, "core id");
 	g_autofree char *apic = values(text, "apicid");
-	cr_assert_str_eq(procs, "0,1");
+	cr_assert_str_eq(procs, "1,3", "host numbers");
 	cr_assert_str_eq(siblings, "2,2");
 	cr_assert_str_eq(core_ids, "1,1", "host core ids kept, as sysfs topology shows them");
 	cr_assert_str_eq(cores, "1,1", "two threads of one core");
@@ -118,8 +118,8 @@ Test(cpuview, amd_cpuinfo_keeps_every_other_line)
 	GString *out = NULL;
 	cr_assert_eq(cpuview_render_cpuinfo(host, m, &out), 0);
 	g_autofree char *text = g_string_free(out, FALSE);
-	/* The second block of the host, processor renumbered, siblings and
-	 * cpu cores recounted, everything else as it was. */
+	/* The second block of the host, siblings and cpu cores recounted,
+	 * everything else as it was. */
 	g_auto(GStrv) blocks = g_strsplit(host, "\n\n", -1);
 	g_auto(GStrv) want = g_strsplit(blocks[1], "\n", -1);
 	g_auto(GStrv) got = g_strsplit(text, "\n", -1);
@@ -130,10 +130,10 @@ Test(cpuview, amd_cpuinfo_keeps_every_other_line)
 		cr_assert_str_eq(got[i], want[i]);
 	}
 	g_autofree char *procs = values(text, "processor");
-	cr_assert_str_eq(procs, "0");
+	cr_assert_str_eq(procs, "1", "the host's number");
 }
 
-Test(cpuview, arm64_cpuinfo_is_renumbered)
+Test(cpuview, arm64_cpuinfo_keeps_host_numbers)
 {
 	g_autofree char *host = fixture("arm64-4cpu");
 	g_autoptr(cpu_map) m = map_of("0-3", "2-3", 0, 0);
@@ -142,7 +142,7 @@ Test(cpuview, arm64_cpuinfo_is_renumbered)
 	g_autofree char *text = g_string_free(out, FALSE);
 	g_autofree char *procs = values(text, "processor");
 	g_autofree char *bogo = values(text, "BogoMIPS");
-	cr_assert_str_eq(procs, "0,1");
+	cr_assert_str_eq(procs, "2,3");
 	cr_assert_str_eq(bogo, "50.00,50.00");
 	cr_assert_null(strstr(text, "siblings"));
 }
@@ -169,7 +169,7 @@ Test(cpuview, cpuinfo_without_a_block_for_a_shown_cpu_is_einval)
 	cr_assert_null(out);
 }
 
-Test(cpuview, stat_sums_and_renumbers_the_shown_cpus)
+Test(cpuview, stat_sums_the_shown_cpus_and_keeps_their_numbers)
 {
 	g_autofree char *host = fixture("stat-4cpu");
 	g_autoptr(cpu_map) m = map_of("0-3", "1,3", 0, 0);
@@ -178,8 +178,8 @@ Test(cpuview, stat_sums_and_renumbers_the_shown_cpus)
 	g_autofree char *text = g_string_free(out, FALSE);
 	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
 	cr_assert_str_eq(lines[0], "cpu  198 18 98 1998 2 0 4 0 0 0");
-	cr_assert_str_eq(lines[1], "cpu0 101 11 51 1001 1 0 2 0 0 0");
-	cr_assert_str_eq(lines[2], "cpu1 97 7 47 997 1 0 2 0 0 0");
+	cr_assert_str_eq(lines[1], "cpu1 101 11 51 1001 1 0 2 0 0 0");
+	cr_assert_str_eq(lines[2], "cpu3 97 7 47 997 1 0 2 0 0 0");
 	cr_assert_str_eq(lines[3], "intr 12345 0 0");
 	cr_assert(g_str_has_suffix(text, "softirq 555 0 1 2\n"), "other lines as they were");
 }
@@ -226,29 +226,74 @@ Test(cpuview, stat_usage_idle_is_never_negative_and_odd_shapes_are_einval)
 	out = NULL;
 	cr_assert_eq(stat_usage(view, 2, 1, 1, 1, &out), -EINVAL, "one cpu line for two CPUs");
 	cr_assert_eq(stat_usage("cpu  1 1\ncpu0 1 1\n", 1, 1, 1, 1, &out), -EINVAL, "too few fields");
-	cr_assert_eq(stat_usage("cpu  1 1 1 1\ncpu1 1 1 1 1\n", 1, 1, 1, 1, &out), -EINVAL,
-		     "cpu lines not numbered from 0");
+	cr_assert_eq(stat_usage("cpu  1 1 1 1\ncpu3 1 1 1 1\ncpu1 1 1 1 1\n", 2, 1, 1, 1, &out), -EINVAL,
+		     "cpu lines not in ascending order");
 	cr_assert_null(out);
 }
 
-Test(cpuview, ranges_lists_and_masks)
+Test(cpuview, stat_usage_puts_the_ith_row_on_the_ith_cpu_line_whatever_its_number)
+{
+	const char *view = "cpu  9 9 9 9\ncpu1 1 1 1 1\ncpu3 1 1 1 1\nintr 5\n";
+	GString *out = NULL;
+	cr_assert_eq(stat_usage(view, 2, 3, 0, 10, &out), 0);
+	g_autofree char *text = g_string_free(out, FALSE);
+	cr_assert_str_eq(text, "cpu  3 0 0 17\ncpu1 2 0 0 8\ncpu3 1 0 0 9\nintr 5\n");
+}
+
+Test(cpuview, online_lists_and_masks_keep_host_numbers)
 {
 	g_autoptr(cpu_map) one = map_of("0-7", "5", 0, 0);
 	g_autoptr(cpu_map) three = map_of("0-7", "2,4,6", 0, 0);
-	GString *s = cpuview_render_range(one);
-	cr_assert_str_eq(s->str, "0\n");
+	g_autoptr(cpu_map) run = map_of("0-7", "4-7", 0, 0);
+	GString *s = cpuview_render_online(one);
+	cr_assert_str_eq(s->str, "5\n");
 	g_string_free(s, TRUE);
-	s = cpuview_render_range(three);
-	cr_assert_str_eq(s->str, "0-2\n");
+	s = cpuview_render_online(three);
+	cr_assert_str_eq(s->str, "2,4,6\n");
+	g_string_free(s, TRUE);
+	s = cpuview_render_online(run);
+	cr_assert_str_eq(s->str, "4-7\n");
 	g_string_free(s, TRUE);
 
 	cr_assert_eq(cpuview_render_list("4-7\n", three, &s), 0);
-	cr_assert_str_eq(s->str, "1-2\n", "host 4 and 6 are view 1 and 2");
+	cr_assert_str_eq(s->str, "4,6\n", "restricted to the CPUs shown");
 	g_string_free(s, TRUE);
 	cr_assert_eq(cpuview_render_mask("00000000,000000f0\n", three, &s), 0);
-	cr_assert_str_eq(s->str, "00000000,00000006\n", "same width as the host's");
+	cr_assert_str_eq(s->str, "00000000,00000050\n", "same width as the host's");
 	g_string_free(s, TRUE);
 	cr_assert_eq(cpuview_render_list("garbage", three, &s), -EINVAL);
+}
+
+Test(cpuview, offline_is_the_hosts_and_the_present_cpus_not_shown)
+{
+	g_autoptr(cpu_map) three = map_of("0-7", "2,4,6", 0, 0);
+	GString *s = NULL;
+	cr_assert_eq(cpuview_render_offline("0-7\n", "\n", three, &s), 0);
+	cr_assert_str_eq(s->str, "0-1,3,5,7\n");
+	g_string_free(s, TRUE);
+	cr_assert_eq(cpuview_render_offline("0-7\n", "8-15\n", three, &s), 0);
+	cr_assert_str_eq(s->str, "0-1,3,5,7-15\n", "possible but not present CPUs stay offline");
+	g_string_free(s, TRUE);
+	s = NULL;
+	cr_assert_eq(cpuview_render_offline("0-7\n", "x", three, &s), -EINVAL);
+	cr_assert_null(s);
+}
+
+Test(cpuview, a_map_of_placed_cpus_shows_them)
+{
+	struct cpuset on;
+	cr_assert_eq(cpuset_parse_list("0-3", &on), 0);
+	const unsigned cpus[] = { 1, 3 };
+	g_autoptr(cpu_map) m = cpu_map_of(&on, cpus, 2);
+	cr_assert_eq(m->count, 2);
+	cr_assert(m->host[0] == 1 && m->host[1] == 3);
+	cr_assert_not(m->is_host);
+	g_autoptr(cpu_map) first = map_of("0-3", "0-3", 200000, 100000);
+	cr_assert(first->host[0] == 0 && first->host[1] == 1, "cpu_map_new: the first N");
+	cr_assert_neq(cpu_map_class(m), cpu_map_class(first), "the class tells the CPUs apart");
+	const unsigned all[] = { 0, 1, 2, 3 };
+	g_autoptr(cpu_map) host = cpu_map_of(&on, all, 4);
+	cr_assert(host->is_host);
 }
 
 /* The content class of a map: what decides the text of the CPU files, and

@@ -242,8 +242,7 @@ def make_tests(d, lab):
             secs, result = c.run_ok("the CPU counts")
         test_containers.check_view_in_place(secs, result)
         said = counts(secs)
-        diag("quota container: %s; online %s; python %s; %s" % (said, secs["online"].strip(), secs["python"].strip(),
-                                                                 secs["status"].strip()))
+        diag("quota container, what each printed:\n" + "\n".join("%s: %s" % (k, v.strip()) for k, v in secs.items()))
         check_equal(said, {k: quota_n for k in said}, "the programs' CPU counts")
         told = sorted(int(x) for x in secs["python"].split("[", 1)[1].rstrip("]\n ").split(","))
         online = test_cpuview.parse_cpu_list(secs["online"].strip())
@@ -270,6 +269,8 @@ def make_tests(d, lab):
         with Container(lab, test_containers.VIEW_MARK + COUNTS, edit=notify_both(d, quota=False, cpus=one)) as c:
             secs, result = c.run_ok("the CPU counts")
         said = counts(secs)
+        diag("one-CPU cpuset container, what each printed:\n" + "\n".join("%s: %s" % (k, v.strip())
+                                                                             for k, v in secs.items()))
         check_equal(said, {k: 1 for k in said}, "the programs' CPU counts in a one-CPU cpuset")
         check_equal(secs["python"].split(None, 1)[1].strip(), str(one), "the mask told")
         check_equal(secs["online"].strip(), str(one[0]), "the view's online list")

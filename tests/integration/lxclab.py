@@ -10,6 +10,7 @@ import re
 import time
 
 import cgtest
+import test_cpuview
 from cgtest import check, describe
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -230,8 +231,13 @@ def host_threads():
         return int(f.read().split()[3].split("/")[1])
 
 
-def online_list(n):
-    return "0" if n == 1 else "0-%d" % (n - 1)
+def check_online(text, n, what):
+    """text, a CPU list the view shows, names n of the host's online CPUs
+    (by their host numbers: which ones is the daemon's placement)."""
+    with open("/sys/devices/system/cpu/online") as f:
+        host = test_cpuview.parse_cpu_list(f.read())
+    shown = test_cpuview.parse_cpu_list(text or "")
+    check(len(shown) == n and shown <= host, "%s: %r is not %d of the host's online CPUs %s" % (what, text, n, host))
 
 
 # ------------------------------------------------------ what readers print --

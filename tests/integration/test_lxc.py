@@ -58,7 +58,7 @@ import cgtest  # noqa: E402
 import debian  # noqa: E402
 from lxclab import (PROBE, Container, SubCgroup, busy_percent, cgroup_dirs, fields_of, find_marked,  # noqa: E402
                     hierarchies, host_meminfo_kb, host_processors, host_threads, kb, limits_config, load_of,
-                    memory_cgroup, online_list, parse_free, pure_v2, snippet_config, systemd_cgroup, uptime_seconds)
+                    memory_cgroup, check_online, parse_free, pure_v2, snippet_config, systemd_cgroup, uptime_seconds)
 from cgtest import check, check_cpu_share, check_equal, describe  # noqa: E402
 
 LXC_TOOLS = ("lxc-create", "lxc-start", "lxc-attach", "lxc-info", "lxc-wait", "lxc-stop", "lxc-destroy")
@@ -127,16 +127,16 @@ def check_reader(what, out, age, view_cpus, host_cpus, host_threads_now):
           % (what, threads, host_threads_now), out["loadavg"])
     # CPUs: one, every way that reads the files.
     lscpu = dict((k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in out["lscpu"].splitlines()))
-    check_equal(lscpu.get("CPU(s)"), str(view_cpus), "%s: lscpu CPU(s)" % what)
-    check_equal(lscpu.get("On-line CPU(s) list"), online_list(view_cpus), "%s: lscpu On-line CPU(s) list" % what)
-    check_equal(out["getconf"].split(), [str(view_cpus)] * 2, "%s: getconf _NPROCESSORS_ONLN, _CONF" % what)
+    # The CPUs shown keep their host numbers; the others look offlined, so
+    # the configured count (lscpu's CPU(s), _CONF, nproc --all) is the
+    # host's (README "The CPU view").
+    check_equal(lscpu.get("CPU(s)"), str(host_cpus), "%s: lscpu CPU(s)" % what)
+    check_online(lscpu.get("On-line CPU(s) list"), view_cpus, "%s: lscpu On-line CPU(s) list" % what)
+    check_equal(out["getconf"].split(), [str(view_cpus), str(host_cpus)], "%s: getconf _NPROCESSORS_ONLN, _CONF"
+                % what)
     check_equal((out["cpu_count"], out["psutil_cpu_count"]), (view_cpus, view_cpus),
                 "%s: os.cpu_count(), psutil.cpu_count()" % what)
-    # gnulib's nproc --all never says fewer than the affinity mask (plain
-    # nproc) when the files say 1 or 2 CPUs (README "The CPU view").
-    affinity = int(out["nproc"])
-    expected_all = max(view_cpus, affinity) if view_cpus <= 2 else view_cpus
-    check_equal(int(out["nproc_all"]), expected_all, "%s: nproc --all (nproc: %d)" % (what, affinity))
+    check_equal(int(out["nproc_all"]), host_cpus, "%s: nproc --all (nproc: %s)" % (what, out["nproc"]))
     # CPU time: the hog's share of the container's CPU.
     stat, clk = out["stat"], out["clk_tck"]
     busy, ticks = busy_percent(stat["before"], stat["after"])
@@ -208,7 +208,7 @@ def make_tests(d, state):
         check_equal(c.hook_output(), [], "what the hook said in LXC's log")
 
     @test("busybox: MemTotal 256 MiB (and busybox free's available, its total is sysinfo's), one processor in "
-          "cpuinfo, stat and the CPU directory (nproc --all), CPU 0 online, /proc/uptime the container's")
+          "cpuinfo, stat and online (the CPU directories, nproc --all, the host's), /proc/uptime the container's")
     def _():
         c = container("busybox")
         res = c.attach(["sh", "-c", BB_PROBE])
@@ -219,9 +219,10 @@ def make_tests(d, state):
               "MemFree or MemAvailable above the limit", res[1])
         free = f.get("freemem", "").split()
         check(len(free) == 6 and int(free[5]) <= BB_LIMIT // 1024, "busybox free's available column", res[1])
-        for key in ("processors", "statcpus", "nprocall"):
+        for key in ("processors", "statcpus"):
             check_equal(f.get(key), "1", key)
-        check_equal(f.get("online"), "0", "/sys/devices/system/cpu/online")
+        check_equal(f.get("nprocall"), str(host_processors()), "nproc --all (the CPU directories: offlined ones too)")
+        check_online(f.get("online"), 1, "/sys/devices/system/cpu/online")
         up = float(f["uptime"].split()[0])
         check(0 <= up <= c.age() + 2, "/proc/uptime says %.1f s, the container is %.1f s old" % (up, c.age()))
         threads = int(f["loadavg"].split()[3].split("/")[1])
@@ -295,8 +296,9 @@ def make_tests(d, state):
               % (before["MemAvailable"] - after["MemAvailable"], hold_kb), out_after)
         check(after["MemTotal"] - after["MemAvailable"] >= hold_kb, "used (MemTotal - MemAvailable) below the held",
               after)
-        for key in ("processors", "statcpus", "nprocall"):
+        for key in ("processors", "statcpus"):
             check_equal(f_after.get(key), "1", "%s in a sub-cgroup" % key)
+        check_equal(f_after.get("nprocall"), str(host_processors()), "nproc --all in a sub-cgroup")
         check_equal(f_tight.get("MemTotal"), "%d kB" % (BB_LIMIT // 1024), "MemTotal in the tighter cgroup")
 
     @test("a Debian 12 container with systemd as init (debootstrap rootfs, 512 MiB, one CPU, the snippet) "
@@ -441,7 +443,8 @@ def make_tests(d, state):
         check_equal(bound, VIEW_BINDS, "the container's fuse.cgprocfs mounts (LXCFS's hook)")
         f = fields_of(res[1])
         check_equal(f.get("MemTotal"), "%d kB" % (BB_LIMIT >> 10), "MemTotal")
-        check_equal((f.get("processors"), f.get("online")), ("1", "0"), "processors in cpuinfo, CPUs online")
+        check_equal(f.get("processors"), "1", "processors in cpuinfo")
+        check_online(f.get("online"), 1, "CPUs online")
         check_equal(f.get("init"), "init", "/proc/1/comm in the container (its busybox init)")
 
     @test("LXC's seccomp proxy: a busybox container whose profile is Debian's with 'sysinfo notify' and whose "

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Files in a CPU's directory that name CPUs, translated to view numbers. */
+/* Files in a CPU's directory that name CPUs, cut to the CPUs shown. */
 static const char *const cpu_mask_files[] = {
 	"core_cpus", "thread_siblings", "core_siblings", "package_cpus", "die_cpus",
 	"cluster_cpus", "book_siblings", "drawer_siblings", "shared_cpu_map", NULL,

@@ -150,6 +150,33 @@ def make_tests(state):
         check(continued >= len(SYSINFO), "%d sched_getaffinity calls came to the listener from the %d containers "
               "notified" % (continued, len(SYSINFO)), stats)
 
+    @test("rootless podman (a user's: its user namespace from /etc/subuid, its cgroup delegated by the user's "
+          "systemd manager, cpu too), --memory 256m --cpus 0.5: the view's files bound -v (LXCFS's way) show "
+          "256 MiB in meminfo and procps free and the container's uptime; the hooks.d file's hook, run as the "
+          "user, cannot reach the daemon's root-only socket: the container starts with the kernel's /proc and "
+          "the hook says so in the journal")
+    def _():
+        setup = observed("rootless_setup")
+        check_equal(setup["rc"], 0, "the rootless user's setup: %s" % setup["out"])
+        check("cpu" in setup["out"].split() and "memory" in setup["out"].split(),
+              "the user's manager is not delegated cpu and memory", setup["out"])
+        o = observed("podman_rootless_binds")
+        what = "rootless podman with -v binds (exit %s): %s" % (o["rc"], o["out"][-2500:])
+        check_equal(o["rc"], 0, "exit status of " + what)
+        secs = sections(o["out"])
+        check_equal(secs.get("meminfo", "").split(), ["MemTotal:", str(MEM_KB), "kB"], "MemTotal in " + what)
+        free = mem_row(secs.get("free", ""))
+        check(free and free[0] == MEM_KB, "procps free's total in " + what)
+        up = float(secs.get("proc_uptime", "0").split()[0] or 0)
+        check(0 < up < 60, "the uptime of the rootless container is %.1f s" % up)
+        o = observed("podman_rootless_hooks_d")
+        check_equal(o["rc"], 0, "exit status of rootless podman with the hooks.d hook: %s" % o["out"][-2500:])
+        check(sections(o["out"]).get("meminfo", "").split()[1:2] != [str(MEM_KB)],
+              "the hook's rootless container shows the view (the hook was expected to be refused)", o["out"])
+        said = observed("rootless_hook_said")
+        check("Permission denied; the container keeps the real /proc" in said,
+              "the hook did not say why in the journal", said, state["obs"].get("journal_hook"))
+
     @test("the LXC busybox container runs in its cgroup under lxc.payload.bb (LXC on a systemd host)")
     def _():
         o = observed("lxc_cgroup")

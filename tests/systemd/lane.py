@@ -42,7 +42,8 @@ IMAGE_SIZE = "6G"
 # programs the scripts read with.
 PACKAGES = ["docker.io", "containerd", "runc", "crun", "podman", "lxc", "lxc-templates", "busybox-static",
             "fuse3", "libfuse3-3", "libglib2.0-0", "libjson-glib-1.0-0", "python3", "python3-psutil", "procps",
-            "util-linux", "kmod", "iproute2", "curl", "python3-grpcio", "python3-protobuf", "python3-yaml", "uidmap"]
+            "util-linux", "kmod", "iproute2", "curl", "python3-grpcio", "python3-protobuf", "python3-yaml", "uidmap",
+            "dbus-user-session"]
 
 # Run once the guest is up (multi-user.target): the script from the share,
 # its output and status back there, the journal, then power off.

@@ -164,6 +164,36 @@ def podman():
     record("podman_hooks_d", run + "--annotation io.cgprocfs.enable=true --rootfs /root/pm sh -c '%s'" % PROBE)
 
 
+ROOTLESS_UID = 1500
+AS_ROOTLESS = ("runuser -u rl -- env XDG_RUNTIME_DIR=/run/user/%d DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/%d/bus "
+               "HOME=/home/rl " % (ROOTLESS_UID, ROOTLESS_UID))
+
+
+def podman_rootless():
+    """podman as a user (rootless: a user namespace from /etc/subuid's
+    ranges, the user's systemd manager delegating its cgroup, cpu too), its
+    containers limited to 256 MiB and half a CPU: the view's files bound
+    -v (LXCFS's way), and the hooks.d file, whose hook runs in the user's
+    namespace."""
+    sh("id rl >/dev/null 2>&1 || useradd -m -u %d rl" % ROOTLESS_UID)
+    write("/etc/systemd/system/user@.service.d/delegate.conf", "[Service]\nDelegate=cpu cpuset io memory pids\n")
+    record("rootless_setup", "systemctl daemon-reload && loginctl enable-linger rl && "
+           "until [ -S /run/user/%d/bus ]; do sleep 0.2; done; grep rl /etc/subuid; "
+           "cat /sys/fs/cgroup/user.slice/user-%d.slice/user@%d.service/cgroup.controllers"
+           % ((ROOTLESS_UID,) * 3), 60)
+    rootfs("/home/rl/rootfs")
+    sh("chown -R rl: /home/rl/rootfs")
+    run = AS_ROOTLESS + ("podman run --rm --network none --memory 256m --memory-swap 256m --cpus 0.5 "
+                         "-v /usr:/usr:ro ")
+    binds = " ".join("-v %s/proc/%s:/proc/%s:ro" % (VIEW, f, f) for f in ("meminfo", "uptime", "loadavg", "stat",
+                                                                         "cpuinfo"))
+    record("podman_rootless_binds", run + binds + " --rootfs /home/rl/rootfs sh -c '%s'" % PROBE)
+    record("podman_rootless_hooks_d", run + "--annotation io.cgprocfs.enable=true --rootfs /home/rl/rootfs "
+           "sh -c '%s'" % PROBE)
+    obs["rootless_hook_said"] = sh("journalctl -b --no-pager -o cat -t cgprocfs-oci-hook | grep -F 'Permission denied'"
+                                   )["out"]
+
+
 def lxc():
     """A busybox container whose configuration, like the one lxc-create's
     busybox template writes, includes no common.conf: the shipped file is
@@ -494,7 +524,7 @@ def main():
     sh("rm -f /var/lib/man-db/auto-update")  # no man-db trigger: dpkg -i took 30-60 s on the lane
     docker_setup()
     install()
-    parts = [docker, oci, podman, lxc, lxc_system, cri]
+    parts = [docker, oci, podman, podman_rootless, lxc, lxc_system, cri]
     # A developer's shortcut: only the parts named (cri needs docker's image).
     if sys.argv[1:]:
         parts = [p for p in parts + [operator] if p.__name__ in sys.argv[1:]]

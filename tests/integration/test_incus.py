@@ -26,9 +26,13 @@ limits.memory=256MiB and limits.cpu.allowance=50ms/100ms:
     security.syscalls.intercept.sysinfo=true Incus's own seccomp listener
     answers it (the container restarted), with the container's memory and
     uptime but the host's load averages; without it, the kernel (the host's);
-  - nproc asks sched_getaffinity(2): Incus's listener does not answer it,
-    and it holds the container's one LXC notify proxy, so the daemon's
-    cannot: the kernel's mask (the cpuset's CPUs);
+  - nproc asks sched_getaffinity(2): Incus's listener does not answer it:
+    the kernel's mask (the cpuset's CPUs);
+  - the daemon's listener in Incus's place (LXC gives a container one notify
+    proxy): security.syscalls.deny notifying sysinfo and sched_getaffinity
+    (Incus appends it to the profile as it is) and raw.lxc naming the
+    daemon's LXC proxy; busybox free, uptime (its load too) and nproc are
+    then the view's;
   - limits.cpu=1 (a cpuset) and limits.memory=128MiB set on the running
     container are followed;
   - a reader in the container reads on with no failed read through a
@@ -273,6 +277,17 @@ class LxcfsDaemon(cgtest.Daemon):
               % keeper, self.log())
 
 
+# What the closing notes show, each command after its prompt.
+SHOW = ("free", "busybox free", "nproc", "busybox nproc", "uptime", "busybox uptime", "head -3 /proc/meminfo",
+        "ls -ln /proc | head -3")
+
+
+def show(incus, what):
+    script = "; ".join("echo '$ %s'; %s" % (cmd, cmd.replace("free", "/usr/bin/free", 1) if cmd == "free" else
+                                             "/usr/bin/" + cmd if cmd in ("nproc", "uptime") else cmd) for cmd in SHOW)
+    cgtest.diag("%s:\n%s" % (what, incus.exec(script)))
+
+
 def probe(incus):
     fields = fields_of(incus.exec(PROBE))
     cgtest.diag("\n".join("%s: %s" % kv for kv in sorted(fields.items())))
@@ -366,8 +381,7 @@ def make_tests(state):
         check(uptime_seconds(f["procpsuptime"]) <= age + 60, "procps uptime: %s" % f["procpsuptime"])
         check(load_of(f["procpsuptime"]) in (f["loadavg"].split()[:3], f["loadavg2"].split()[:3]),
               "procps uptime's load is not /proc/loadavg's", f)
-        cgtest.diag("busybox free and uptime, sysinfo(2) not intercepted (the kernel's: the host's): %s; %s"
-                    % (f.get("bbfree"), f.get("bbuptime")))
+        show(i, "sysinfo(2) not intercepted (the kernel's: the host's figures)")
 
     @test("nproc (coreutils and busybox: sched_getaffinity) says the kernel's mask, the container's cpuset "
           "(Incus's seccomp listener does not answer it and holds LXC's one notify proxy), where cpuinfo says 1")
@@ -391,6 +405,7 @@ def make_tests(state):
         check_equal(f.get("MemTotal"), "%d kB" % (LIMIT >> 10), "MemTotal after the restart")
         check_equal(f.get("bbfree", "").split()[:1], [str(LIMIT >> 10)], "busybox free's total")
         check(uptime_seconds(f["bbuptime"]) <= age + 60, "busybox uptime: %s" % f["bbuptime"])
+        show(i, "sysinfo(2) answered by Incus (security.syscalls.intercept.sysinfo=true)")
         cgtest.diag("load averages: Incus's sysinfo answer (busybox uptime) %s, the view's /proc/loadavg %s, "
                     "the host's %s" % (", ".join(load_of(f["bbuptime"])), " ".join(f["loadavg"].split()[:3]),
                                        " ".join(open("/proc/loadavg").read().split()[:3])))
@@ -414,6 +429,7 @@ def make_tests(state):
         check(load_of(f["bbuptime"]) in (f["loadavg"].split()[:3], f["loadavg2"].split()[:3]),
               "busybox uptime's load is not /proc/loadavg's", f)
         check_equal((f.get("nproc"), f.get("bbnproc")), ("1", "1"), "nproc, busybox nproc")
+        show(i, "sysinfo(2) and sched_getaffinity(2) answered by the daemon (its LXC proxy)")
 
     @test("limits.cpu=1 set on the running container (a cpuset of one CPU): cpuinfo, online and nproc say "
           "that CPU")

@@ -277,14 +277,15 @@ class LxcfsDaemon(cgtest.Daemon):
               % keeper, self.log())
 
 
-# What the closing notes show, each command after its prompt.
+# What the closing notes show, each command after its prompt (the host's
+# tools by their paths: HOST_TOOLS).
 SHOW = ("free", "busybox free", "nproc", "busybox nproc", "uptime", "busybox uptime", "head -3 /proc/meminfo",
         "ls -ln /proc | head -3")
 
 
 def show(incus, what):
-    script = "; ".join("echo '$ %s'; %s" % (cmd, cmd.replace("free", "/usr/bin/free", 1) if cmd == "free" else
-                                             "/usr/bin/" + cmd if cmd in ("nproc", "uptime") else cmd) for cmd in SHOW)
+    run = {os.path.basename(tool): tool for tool in HOST_TOOLS}
+    script = "; ".join("echo '$ %s'; %s" % (cmd, run.get(cmd, cmd)) for cmd in SHOW)
     cgtest.diag("%s:\n%s" % (what, incus.exec(script)))
 
 

@@ -22,9 +22,19 @@ cgprocfs_deb_deps=(debhelper dpkg-dev systemd)
 cgprocfs_test_deps=(python3 python3-psutil python3-yaml procps util-linux lxcfs runc crun podman busybox-static
 	debootstrap lxc lxc-templates musl-tools golang-go nodejs hwloc-nox
 	user-mode-linux groff-base "${cgprocfs_deb_deps[@]}")
+# Incus for its test (LXCFS's largest user; incus-base: containers only, no QEMU): Debian 12 has it in
+# bookworm-backports only, asked for by name so that nothing else comes from
+# there (cgprocfs_install adds that source where the machine has none).
+cgprocfs_test_deps+=(incus-base/bookworm-backports)
 # Docker and containerd for the runtime wrapper's tests, unless a Docker is
 # installed already (docker-ce's packages conflict with Debian's).
 command -v dockerd >/dev/null || cgprocfs_test_deps+=(docker.io containerd)
+
+# The bookworm-backports source, once: kept if any apt source names it.
+cgprocfs_backports() {
+	grep -qrs --include='*.list' --include='*.sources' --include=sources.list '^[^#]*bookworm-backports' /etc/apt/ ||
+		echo 'deb http://deb.debian.org/debian bookworm-backports main' >/etc/apt/sources.list.d/bookworm-backports.list
+}
 
 cgprocfs_install() {
 	if [ "$(id -u)" -ne 0 ]; then
@@ -32,6 +42,7 @@ cgprocfs_install() {
 		exit 1
 	fi
 	export DEBIAN_FRONTEND=noninteractive
+	case " $* " in *"/bookworm-backports "*) cgprocfs_backports ;; esac
 	apt-get update -q
 	apt-get install -y -q --no-install-recommends "$@"
 	# lxcfs's package starts its own service at /var/lib/lxcfs; the

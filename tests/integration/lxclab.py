@@ -7,6 +7,7 @@ readers of what the probes print (free, uptime, top, /proc/stat)."""
 import contextlib
 import os
 import re
+import shutil
 import time
 
 import cgtest
@@ -352,11 +353,60 @@ def memory_cgroup(out):
 
 # -------------------------------------------------- unprivileged containers --
 
-# Root's unprivileged containers: the container's 0 is the host's 100000.
-# Root writes the maps itself where newuidmap is not installed (where it
-# is, LXC wants root's ranges in /etc/subuid and /etc/subgid too).
-USERNS_BASE = 100000
-IDMAP = ["lxc.idmap = u 0 %d 65536" % USERNS_BASE, "lxc.idmap = g 0 %d 65536" % USERNS_BASE]
+# Root's unprivileged containers: the container's 0 is a host uid of
+# root's ranges. Root writes the maps itself where newuidmap is not
+# installed; where it is (Debian's uidmap), LXC and lxc-usernsexec map
+# only ranges /etc/subuid and /etc/subgid give root.
+USERNS_SIZE = 65536
+SUBID_FILES = ("/etc/subuid", "/etc/subgid")
+
+
+def root_ranges(path):
+    """[(start, count)] of root's lines in path (an /etc/subuid)."""
+    ranges = []
+    with contextlib.suppress(FileNotFoundError), open(path) as f:
+        for line in f:
+            fields = line.strip().split(":")
+            if len(fields) == 3 and fields[0] == "root" and fields[1].isdigit() and fields[2].isdigit():
+                ranges.append((int(fields[1]), int(fields[2])))
+    return ranges
+
+
+def userns_base(state):
+    """The host uid (and gid) of root in root's unprivileged containers:
+    the start of a range of 65536 that both files give root, or 100000.
+    With newuidmap installed and no such range, the line root:100000:65536
+    is added to both files (state["subid_lines"]: remove_subid_lines takes
+    them out again)."""
+    both = set(root_ranges(SUBID_FILES[0])) & set(root_ranges(SUBID_FILES[1]))
+    fit = sorted(start for start, count in both if count >= USERNS_SIZE)
+    if fit:
+        return fit[0]
+    if shutil.which("newuidmap"):
+        line = "root:100000:%d\n" % USERNS_SIZE
+        for path in SUBID_FILES:
+            with open(path, "a") as f:
+                f.write(line)
+            state.setdefault("subid_lines", []).append((path, line))
+    return 100000
+
+
+def remove_subid_lines(state):
+    """Take the lines userns_base added out of their files, nothing else."""
+    for path, line in state.pop("subid_lines", []):
+        with contextlib.suppress(FileNotFoundError):
+            with open(path) as f:
+                lines = f.readlines()
+            if line in lines:
+                lines.remove(line)
+                with open(path + ".cgprocfs-tmp", "w") as f:
+                    f.writelines(lines)
+                os.chmod(path + ".cgprocfs-tmp", 0o644)
+                os.replace(path + ".cgprocfs-tmp", path)
+
+
+def idmap(base):
+    return ["lxc.idmap = u 0 %d %d" % (base, USERNS_SIZE), "lxc.idmap = g 0 %d %d" % (base, USERNS_SIZE)]
 
 
 def seccomp_proxy_config(lxcpath, mnt):

@@ -666,9 +666,12 @@ def end_remap(state):
     if state.pop("dockremap_before", True) is False:
         state["dockremap_made"] = True
         cgtest.run(["userdel", "dockremap"])
-    for path in state.pop("subid_files_made", []):  # with dockremap's ranges alone
+    for path in state.pop("subid_files_made", []):  # removed if nothing was added to them since
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+            with open(path) as f:
+                others = [line for line in f if line.strip() and not line.startswith("dockremap:")]
+            if not others:
+                os.unlink(path)
 
 
 def cleanup(state):

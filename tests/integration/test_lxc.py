@@ -57,11 +57,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
 import debian  # noqa: E402
-from lxclab import (DEB_HOLD, DEB_LIMIT, IDMAP, MIB, PROBE, UNPRIV_PROBE, USERNS_BASE, USERNS_READER,  # noqa: E402
+from lxclab import (DEB_HOLD, DEB_LIMIT, MIB, PROBE, UNPRIV_PROBE, USERNS_READER, USERNS_SIZE, idmap,  # noqa: E402
                     Container, SubCgroup, attach_past_lxc_race, busy_percent, cgroup_dirs, check_online,
                     check_reader, fields_of, find_marked, hierarchies, host_meminfo_kb, host_processors,
                     host_threads, host_uid, kb, limits_config, memory_cgroup, pivots, pure_v2,
-                    seccomp_proxy_config, snippet_config, systemd_cgroup)
+                    remove_subid_lines, seccomp_proxy_config, snippet_config, systemd_cgroup, userns_base)
 from cgtest import check, check_equal, describe  # noqa: E402
 
 LXC_TOOLS = ("lxc-create", "lxc-start", "lxc-attach", "lxc-info", "lxc-wait", "lxc-stop", "lxc-destroy")
@@ -422,22 +422,25 @@ def make_tests(d, state):
         check(after >= before + 2, "sysinfo answers counted: %d, then %d" % (before, after))
         check(not proxy_errors, "LXC's log has seccomp errors", *proxy_errors[-5:])
 
-    @test("unprivileged: a busybox container with lxc.idmap u and g 0 %d 65536 (its init runs as host uid %d), "
-          "the snippet, 256 MiB, half a CPU and LXC's seccomp proxy starts; the hook, run in its user namespace, "
-          "binds the nine /proc files and the CPU directory" % (USERNS_BASE, USERNS_BASE))
+    @test("unprivileged: a busybox container with lxc.idmap u and g 0 BASE 65536 (BASE: root's range in "
+          "/etc/subuid and /etc/subgid, or 100000; its init runs as host uid BASE), the snippet, 256 MiB, half a "
+          "CPU and LXC's seccomp proxy starts; the hook, run in its user namespace, binds the nine /proc files and "
+          "the CPU directory")
     def _():
         path = lxcpath()
-        os.chmod(path, 0o711)  # the container's root (host uid 100000) passes through to its rootfs
+        base = state["userns_base"] = userns_base(state)
+        cgtest.diag("root's unprivileged containers map 0 to %d" % base)
+        os.chmod(path, 0o711)  # the container's root passes through to its rootfs
         c = Container(path, UNPRIV)
         config = os.path.join(path, UNPRIV + ".conf")
         with open(config, "w") as f:
-            f.write("\n".join(["lxc.net.0.type = empty"] + IDMAP + limits_config(BB_LIMIT, 50000) +
+            f.write("\n".join(["lxc.net.0.type = empty"] + idmap(base) + limits_config(BB_LIMIT, 50000) +
                               ["lxc.include = " + state["snippet"]] + seccomp_proxy_config(path, d.mnt)) + "\n")
         state["unpriv"] = c
         res = c.tool("lxc-create", "-t", "busybox", "-f", config, timeout=300)
         check(res[0] == 0, "lxc-create -t busybox with lxc.idmap", describe(res))
         c.start()
-        check_equal(host_uid(c.init_pid()), USERNS_BASE, "the host uid of the container's init")
+        check_equal(host_uid(c.init_pid()), base, "the host uid of the container's init")
         res = attach_past_lxc_race(c, ["cat", "/proc/mounts"])
         check(res[0] == 0, "lxc-attach cat /proc/mounts", describe(res))
         bound = sorted(line.split()[1] for line in res[1].splitlines() if line.split()[2:3] == ["fuse.cgprocfs"])
@@ -465,13 +468,14 @@ def make_tests(d, state):
         check(len(owners) == 2 and owners[0] == owners[1], "/proc/meminfo (served) and /proc/version (the kernel's) "
               "have other owners", res[1])
 
-    @test("unprivileged: a process in the container's user namespace (its root, host uid %d; the host's pid and "
-          "mount namespaces) reads through the host's view what the kernel's /proc lets it: its container's init, "
-          "not the host's init nor a process of another user namespace with the same ids (lxc-usernsexec, as a "
-          "second container's init): smaps_rollup, environ, the exe link" % USERNS_BASE)
+    @test("unprivileged: a process in the container's user namespace (its root, host uid BASE; the host's pid "
+          "and mount namespaces) reads through the host's view what the kernel's /proc lets it: its container's "
+          "init, not the host's init nor a process of another user namespace with the same ids (lxc-usernsexec, as "
+          "a second container's init): smaps_rollup, environ, the exe link")
     def _():
         c = container("unpriv")
-        other = subprocess.Popen(["lxc-usernsexec", "-m", "b:0:%d:65536" % USERNS_BASE, "--", "sleep", "600"],
+        base = state["userns_base"]
+        other = subprocess.Popen(["lxc-usernsexec", "-m", "b:0:%d:%d" % (base, USERNS_SIZE), "--", "sleep", "600"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
         try:
             found = []
@@ -480,7 +484,7 @@ def make_tests(d, state):
                 with contextlib.suppress(OSError):
                     with open("/proc/%d/task/%d/children" % (other.pid, other.pid)) as f:
                         kids = [int(k) for k in f.read().split()] + [other.pid]
-                    found[:] = [k for k in kids if host_uid(k) == USERNS_BASE and
+                    found[:] = [k for k in kids if host_uid(k) == base and
                                 cgtest.read_all("/proc/%d/comm" % k).strip() == b"sleep"]
                 return bool(found)
             check(cgtest.wait_until(sleeper, timeout=10, step=0.05), "lxc-usernsexec's sleep did not start",
@@ -489,7 +493,8 @@ def make_tests(d, state):
             res = cgtest.run(["nsenter", "-U", "-t", str(pids["its container's init"]), "--", "/usr/bin/python3",
                               "-c", USERNS_READER, d.proc] + [str(p) for p in pids.values()])
         finally:
-            os.killpg(other.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(other.pid, signal.SIGKILL)
             other.wait()
         check(res[0] == 0, "the reader in the container's user namespace", describe(res))
         out = json.loads(res[1])
@@ -584,6 +589,7 @@ def cleanup(state):
             c.destroy()
     for sub in state.pop("subcgroups", []):
         sub.remove()
+    remove_subid_lines(state)
     path = state.pop("lxcpath", None)
     if path:
         cgtest.force_unmount(path)

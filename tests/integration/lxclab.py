@@ -566,3 +566,28 @@ def attach_past_lxc_race(c, argv, tries=5):
 
 def pivots():
     return [os.path.join(mp, "lxc.pivot") for mp in set(hierarchies().values())]
+
+
+def cleanup(state):
+    for key in ("systemd", "busybox", "unpriv"):
+        c = state.pop(key, None)
+        if c is not None:
+            c.destroy()
+    for sub in state.pop("subcgroups", []):
+        sub.remove()
+    remove_subid_lines(state)
+    path = state.pop("lxcpath", None)
+    if path:
+        cgtest.force_unmount(path)
+        shutil.rmtree(path, ignore_errors=True)
+        # LXC's lock files for that lxcpath.
+        lock = os.path.join("/run/lxc/lock", path.lstrip("/"))
+        shutil.rmtree(lock, ignore_errors=True)
+        parent = os.path.dirname(lock)
+        while parent != "/run/lxc/lock" and parent.startswith("/run/lxc/lock/"):
+            with contextlib.suppress(OSError):
+                os.rmdir(parent)
+            parent = os.path.dirname(parent)
+    for pivot in state.pop("pivots", []):  # made during the test, and empty
+        with contextlib.suppress(OSError):
+            os.rmdir(pivot)

@@ -57,11 +57,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
 import debian  # noqa: E402
-from lxclab import (DEB_HOLD, DEB_LIMIT, MIB, PROBE, UNPRIV_PROBE, USERNS_READER, USERNS_SIZE, idmap,  # noqa: E402
+from lxclab import (DEB_HOLD, DEB_LIMIT, MIB, PROBE, UNPRIV_PROBE, USERNS_READER, USERNS_SIZE,  # noqa: E402
                     Container, SubCgroup, attach_past_lxc_race, busy_percent, cgroup_dirs, check_online,
-                    check_reader, fields_of, find_marked, hierarchies, host_meminfo_kb, host_processors,
-                    host_threads, host_uid, kb, limits_config, memory_cgroup, pivots, pure_v2,
-                    remove_subid_lines, seccomp_proxy_config, snippet_config, systemd_cgroup, userns_base)
+                    check_reader, cleanup, fields_of, find_marked, hierarchies, host_meminfo_kb, host_processors,
+                    host_threads, host_uid, idmap, kb, limits_config, memory_cgroup, pivots, pure_v2,
+                    seccomp_proxy_config, snippet_config, systemd_cgroup, userns_base)
 from cgtest import check, check_equal, describe  # noqa: E402
 
 LXC_TOOLS = ("lxc-create", "lxc-start", "lxc-attach", "lxc-info", "lxc-wait", "lxc-stop", "lxc-destroy")
@@ -580,31 +580,6 @@ def make_tests(d, state):
         check_equal(left, [], "left behind")
 
     return t
-
-
-def cleanup(state):
-    for key in ("systemd", "busybox", "unpriv"):
-        c = state.pop(key, None)
-        if c is not None:
-            c.destroy()
-    for sub in state.pop("subcgroups", []):
-        sub.remove()
-    remove_subid_lines(state)
-    path = state.pop("lxcpath", None)
-    if path:
-        cgtest.force_unmount(path)
-        shutil.rmtree(path, ignore_errors=True)
-        # LXC's lock files for that lxcpath.
-        lock = os.path.join("/run/lxc/lock", path.lstrip("/"))
-        shutil.rmtree(lock, ignore_errors=True)
-        parent = os.path.dirname(lock)
-        while parent != "/run/lxc/lock" and parent.startswith("/run/lxc/lock/"):
-            with contextlib.suppress(OSError):
-                os.rmdir(parent)
-            parent = os.path.dirname(parent)
-    for pivot in state.pop("pivots", []):  # made during the test, and empty
-        with contextlib.suppress(OSError):
-            os.rmdir(pivot)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,10 @@ import, the daemon on a temporary mountpoint.
     /proc;
   - per-file -v binds of the view (no runtime change): the same CPU checks,
     and again after docker update;
+  - a second dockerd with "userns-remap": "default": --runtime cgprocfs
+    (the hook at createRuntime) shows 256 MiB and one CPU in the files,
+    busybox free and nproc; known gaps: -v binds (ESTALE) and another
+    process's smaps_rollup without CAP_SYS_PTRACE (EACCES);
   - the daemon stopped: containers still start, with the real /proc;
   - containerd alone (ctr run --runc-binary, a container annotated
     io.cgprocfs.enable=true): the same CPU checks;
@@ -32,7 +36,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,24 +43,17 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
 import debian  # noqa: E402
+from dockerlab import (BUSYBOX, CGROUP_PARENT, DOCKER, DOCKERD, IMAGE, SUBID_FILES, Docker, end_remap,  # noqa: E402
+                       make_image)
 import yaml  # noqa: E402
 from cgtest import check, check_equal, describe  # noqa: E402
 
-# Debian's docker.io (or docker-ce); the client as packaged, not another
-# docker first in PATH.
-DOCKERD = shutil.which("dockerd") or "/usr/sbin/dockerd"
-DOCKER = "/usr/bin/docker"
 CTR = shutil.which("ctr") or "/usr/bin/ctr"
-BUSYBOX = "/bin/busybox"
-IMAGE = "cgprocfs-busybox"
-CGROUP_PARENT = "cgprocfs-docker-test-%d" % os.getpid()
-START_TIMEOUT = 60
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DAEMONSET = os.path.join(SOURCE, "contrib", "kubernetes", "cgprocfs-daemonset.yaml")
 BASE_IMAGE = "cgprocfs-debian:bookworm"
 DAEMON_IMAGE = "cgprocfs-daemon"
 POD = "cgprocfs-pod-test"
-SUBID_FILES = ("/etc/subuid", "/etc/subgid")
 # Linux's capabilities by number, as Docker names them.
 CAPS = ("CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP LINUX_IMMUTABLE NET_BIND_SERVICE "
         "NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER SYS_MODULE SYS_RAWIO SYS_CHROOT SYS_PTRACE SYS_PACCT "
@@ -87,85 +83,6 @@ def probe_fields(out):
         if len(parts) >= 2:
             fields[parts[0]] = parts[1]
     return fields
-
-
-class Docker:
-    """dockerd with everything in work/, the cgprocfs runtimes of daemon.json."""
-
-    def __init__(self, work, runtime, hook, mnt, pod_mnt=None, extra=None):
-        self.work = work
-        self.sock = os.path.join(work, "docker.sock")
-        config = {"runtimes": {
-            "cgprocfs": {"path": runtime, "runtimeArgs": ["--cgprocfs-always", "--cgprocfs-hook=" + hook,
-                                                          "--cgprocfs-mountpoint=" + mnt]},
-            "cgprocfs-gated": {"path": runtime, "runtimeArgs": ["--cgprocfs-hook=" + hook,
-                                                                "--cgprocfs-mountpoint=" + mnt]},
-            # runc itself, named as Docker names a runtime of daemon.json
-            # (the benchmark's baseline).
-            "runc-by-path": {"path": shutil.which("runc") or "/usr/sbin/runc"},
-            # ... and with an argument, which Docker passes through a shell
-            # script of its own (the cgprocfs runtimes' case)
-            "runc-with-args": {"path": shutil.which("runc") or "/usr/sbin/runc", "runtimeArgs": ["--log-format",
-                                                                                               "json"]},
-        }}
-        if pod_mnt:  # the view the DaemonSet's pod serves
-            config["runtimes"]["cgprocfs-pod"] = {"path": runtime, "runtimeArgs": [
-                "--cgprocfs-always", "--cgprocfs-hook=" + hook, "--cgprocfs-mountpoint=" + pod_mnt]}
-        config.update(extra or {})
-        with open(os.path.join(work, "daemon.json"), "w") as f:
-            json.dump(config, f)
-        self.log = open(os.path.join(work, "dockerd.log"), "w+")
-        self.process = subprocess.Popen(
-            [DOCKERD, "--config-file", os.path.join(work, "daemon.json"), "--data-root", os.path.join(work, "data"),
-             "--exec-root", os.path.join(work, "exec"), "--pidfile", os.path.join(work, "docker.pid"),
-             "-H", "unix://" + self.sock, "--iptables=false", "--bridge=none", "--storage-driver=overlay2",
-             "--cgroup-parent=/" + CGROUP_PARENT],
-            stdout=self.log, stderr=self.log, start_new_session=True)
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise cgtest.Failure("dockerd exited", self.daemon_log())
-            if self.docker(["version"], timeout=10)[0] == 0:
-                return
-            time.sleep(0.5)
-        raise cgtest.Failure("dockerd does not answer after %d s" % START_TIMEOUT, self.daemon_log())
-
-    def daemon_log(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()[-3000:]
-
-    def docker(self, args, timeout=120, input=None):
-        return cgtest.run([DOCKER, "-H", "unix://" + self.sock] + args, timeout=timeout, input=input)
-
-    def containerd_socket(self):
-        return os.path.join(self.work, "exec", "containerd", "containerd.sock")
-
-    def close(self):
-        rc, out, _ = self.docker(["ps", "-aq"], timeout=30)
-        if rc == 0 and out.split():
-            self.docker(["rm", "-f"] + out.split(), timeout=60)
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.log.close()
-
-
-def make_image(docker, work):
-    rootfs = os.path.join(work, "rootfs")
-    for d in ("bin", "proc", "sys", "dev", "etc", "tmp"):
-        os.makedirs(os.path.join(rootfs, d), exist_ok=True)
-    shutil.copy2(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
-    for applet in ("sh", "cat", "grep", "ls", "ps", "sleep", "echo", "head", "true"):
-        os.symlink("busybox", os.path.join(rootfs, "bin", applet))
-    tar = os.path.join(work, "rootfs.tar")
-    rc, _, err = cgtest.run(["tar", "-C", rootfs, "-cf", tar, "."])
-    check(rc == 0, "tar of the rootfs", err)
-    res = docker.docker(["import", tar, IMAGE])
-    check(res[0] == 0, "docker import", describe(res))
 
 
 def remove_cgroups():
@@ -653,25 +570,6 @@ def make_tests(d, state):
         check_equal(left, [], "left behind")
 
     return t
-
-
-def end_remap(state):
-    """The userns-remap dockerd stopped, its state removed, and the user
-    dockremap it made (and its subordinate ids) removed."""
-    if "remap" in state:
-        state.pop("remap").close()
-    if "remap_work" in state:
-        cgtest.force_unmount(state["remap_work"])
-        shutil.rmtree(state.pop("remap_work"), ignore_errors=True)
-    if state.pop("dockremap_before", True) is False:
-        state["dockremap_made"] = True
-        cgtest.run(["userdel", "dockremap"])
-    for path in state.pop("subid_files_made", []):  # removed if nothing was added to them since
-        with contextlib.suppress(FileNotFoundError):
-            with open(path) as f:
-                others = [line for line in f if line.strip() and not line.startswith("dockremap:")]
-            if not others:
-                os.unlink(path)
 
 
 def cleanup(state):

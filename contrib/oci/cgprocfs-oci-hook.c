@@ -1,5 +1,7 @@
 /* cgprocfs-oci-hook: an OCI createContainer hook that puts the cgprocfs
- * view over a container's /proc and /sys/devices/system/cpu.
+ * view over a container's /proc and /sys/devices/system/cpu (or a
+ * createRuntime hook, run on the host, for a container with a user
+ * namespace of its own: cgprocfs-runtime puts it there).
  *
  * It reads the container's state on stdin, asks the daemon over its control
  * socket for a view of the container, gets back a detached mount of it,

@@ -7,7 +7,8 @@
  *                    RUNTIME ARGUMENTS...
  *
  * For "create" and "run", it appends the cgprocfs-oci-hook createContainer
- * hook to the bundle's config.json (rewritten whole, atomically; the
+ * hook (createRuntime for a container with a user namespace of its own)
+ * to the bundle's config.json (rewritten whole, atomically; the
  * bundle's own hooks keep their place), if the container is annotated
  * io.cgprocfs.enable=true or --cgprocfs-always is given; then, and for
  * every other command, it executes the real runtime with the same
@@ -41,7 +42,6 @@
 #define ANNOTATION "io.cgprocfs.enable"
 /* "false": the container's sched_getaffinity(2) stays the kernel's. */
 #define AFFINITY_ANNOTATION "io.cgprocfs.affinity"
-#define STAGE "createContainer"
 
 struct options {
 	gboolean help;
@@ -198,6 +198,29 @@ static int append_hook(JsonObject *config, const char *stage, const char *path, 
 	return 1;
 }
 
+/* The stage of config's hooks the hook goes to. createContainer: the
+ * runtime runs it in the container's namespaces, before pivot_root, its
+ * user namespace's root. For a container with a user namespace of its own
+ * (Docker's userns-remap, podman's --userns), that root is not the host's
+ * and cannot reach the daemon's control socket (root's alone):
+ * createRuntime, which the runtime runs on the host once the container's
+ * mounts are made, before pivot_root (runc), and where the hook enters the
+ * container's mount namespace. */
+static const char *hook_stage(JsonObject *config)
+{
+	JsonNode *linux_node = json_object_get_member(config, "linux");
+	JsonObject *l = linux_node && JSON_NODE_HOLDS_OBJECT(linux_node) ? json_node_get_object(linux_node) : NULL;
+	JsonNode *list = l ? json_object_get_member(l, "namespaces") : NULL;
+	JsonArray *namespaces = list && JSON_NODE_HOLDS_ARRAY(list) ? json_node_get_array(list) : NULL;
+	for (guint i = 0; namespaces && i < json_array_get_length(namespaces); i++) {
+		JsonNode *e = json_array_get_element(namespaces, i);
+		if (JSON_NODE_HOLDS_OBJECT(e) &&
+		    g_strcmp0(json_object_get_string_member_with_default(json_node_get_object(e), "type", NULL), "user") == 0)
+			return "createRuntime";
+	}
+	return "createContainer";
+}
+
 /* The daemon's seccomp listener (<control socket>.seccomp, daemon/sysinfo.c)
  * if something listens there now (the daemon, or its keeper while none
  * runs), else NULL: a runtime that cannot connect to it fails the start.
@@ -258,7 +281,7 @@ static gboolean add_hook(const struct options *o, const char *bundle, GError **e
 	if (!hook)
 		return FALSE;
 	const char *const args[] = { "cgprocfs-oci-hook", "--mountpoint", o->mountpoint, NULL };
-	int r = append_hook(c, STAGE, hook, args);
+	int r = append_hook(c, hook_stage(c), hook, args);
 	if (r < 0)
 		return g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has hooks this cannot add to", path),
 		       FALSE;

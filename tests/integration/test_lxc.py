@@ -47,6 +47,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -56,25 +57,26 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
 import debian  # noqa: E402
-from lxclab import (PROBE, Container, SubCgroup, busy_percent, cgroup_dirs, fields_of, find_marked,  # noqa: E402
-                    hierarchies, host_meminfo_kb, host_processors, host_threads, kb, limits_config, load_of,
-                    memory_cgroup, check_online, parse_free, pure_v2, snippet_config, systemd_cgroup, uptime_seconds)
-from cgtest import check, check_cpu_share, check_equal, describe  # noqa: E402
+from lxclab import (DEB_HOLD, DEB_LIMIT, MIB, PROBE, UNPRIV_PROBE, USERNS_READER, USERNS_SIZE,  # noqa: E402
+                    Container, SubCgroup, attach_past_lxc_race, busy_percent, cgroup_dirs, check_online,
+                    check_reader, cleanup, fields_of, find_marked, hierarchies, host_meminfo_kb, host_processors,
+                    host_threads, host_uid, idmap, kb, limits_config, memory_cgroup, pivots, pure_v2,
+                    seccomp_proxy_config, snippet_config, systemd_cgroup, userns_base)
+from cgtest import check, check_equal, describe  # noqa: E402
 
 LXC_TOOLS = ("lxc-create", "lxc-start", "lxc-attach", "lxc-info", "lxc-wait", "lxc-stop", "lxc-destroy")
 PYTHON_EXE = os.path.realpath("/usr/bin/python3")
-MIB = 1 << 20
 # Container names: a new cgroup per run (the daemon keeps sampling the load
 # of a cgroup read in the last 15 minutes, by its path).
 BUSYBOX = "cgprocfs-bb-%d" % os.getpid()
 SYSTEMD = "cgprocfs-deb-%d" % os.getpid()
+UNPRIV = "cgprocfs-ubb-%d" % os.getpid()
 # What the hook (and LXCFS's, from --files-only) binds of the view.
 VIEW_BINDS = sorted(["/proc/" + n for n in ("cpuinfo", "diskstats", "loadavg", "meminfo", "pressure", "stat", "swaps",
                                             "uptime", "vmstat")] + ["/sys/devices/system/cpu"])
 LXCFS_HOOK = "/usr/share/lxcfs/lxc.mount.hook"
 LXCFS_DIR = "/var/lib/lxcfs"
 BB_LIMIT, BB_HOLD, BB_TIGHT = 256 * MIB, 64 * MIB, 128 * MIB
-DEB_LIMIT, DEB_HOLD = 512 * MIB, 128 * MIB
 BOOT_TIMEOUT = 60
 HOG_UNIT = "cgprocfs-hog"
 HOG_READY = "/run/cgprocfs-hog-ready"
@@ -93,62 +95,6 @@ BB_PROBE = ('cat /proc/self/cgroup; grep -E "^(MemTotal|MemFree|MemAvailable):" 
 # In the systemd container, as the service that holds memory and CPU.
 HOG = ('b = b"x" * %d\nopen("%s", "w").close()\nwhile True:\n    pass\n' % (DEB_HOLD, HOG_READY))
 
-
-
-# ------------------------------------------------------ the systemd checks --
-
-def check_reader(what, out, age, view_cpus, host_cpus, host_threads_now):
-    """The figures a reader of the systemd container got (PROBE's JSON)."""
-    free = parse_free(out["free"])
-    check_equal(free["total"], DEB_LIMIT, "%s: free -b total" % what)
-    check(free["used"] >= DEB_HOLD,
-          "%s: free -b used %d, less than the %d the hog holds" % (what, free["used"], DEB_HOLD), out["free"])
-    top = out["top"].splitlines()
-    mem = next((line for line in top if line.startswith("MiB Mem")), "")
-    m = re.search(r"([\d.]+) total,\s*([\d.]+) free,\s*([\d.]+) used", mem)
-    check(m, "%s: no MiB Mem line in top's head" % what, out["top"])
-    check_equal(float(m.group(1)), DEB_LIMIT / MIB, "%s: top's MiB Mem total" % what)
-    check(float(m.group(3)) >= DEB_HOLD / MIB, "%s: top's MiB Mem used below the hog's" % what, out["top"])
-    vm = out["vm"]
-    check_equal(vm["total"], DEB_LIMIT, "%s: psutil.virtual_memory().total" % what)
-    check(vm["used"] >= DEB_HOLD and vm["available"] <= DEB_LIMIT - DEB_HOLD,
-          "%s: psutil.virtual_memory() does not count the hog's memory" % what, vm)
-    # Uptime: the container's (it started age seconds ago), not the host's.
-    up = float(out["proc_uptime"].split()[0])
-    check(0 <= up <= age + 2, "%s: /proc/uptime says %.1f s, the container is %.1f s old" % (what, up, age))
-    for name, text in (("uptime", out["uptime"]), ("top", top[0])):
-        check(uptime_seconds(text) <= age + 60, "%s: %s says up %d s, the container is %.0f s old"
-              % (what, name, uptime_seconds(text), age), text)
-        # glibc's getloadavg() asks sysinfo(2): procps reads the file.
-        loads = [out[k].split()[:3] for k in ("loadavg_before", "loadavg")]
-        check(load_of(text) in loads, "%s: %s's load average is not /proc/loadavg's" % (what, name), text, loads)
-    threads = int(out["loadavg"].split()[3].split("/")[1])
-    check(threads < host_threads_now, "%s: /proc/loadavg counts %d threads, the host has %d: not the container's"
-          % (what, threads, host_threads_now), out["loadavg"])
-    # CPUs: one, every way that reads the files.
-    lscpu = dict((k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in out["lscpu"].splitlines()))
-    # The CPUs shown keep their host numbers; the others look offlined, so
-    # the configured count (lscpu's CPU(s), _CONF, nproc --all) is the
-    # host's (README "The CPU view").
-    check_equal(lscpu.get("CPU(s)"), str(host_cpus), "%s: lscpu CPU(s)" % what)
-    check_online(lscpu.get("On-line CPU(s) list"), view_cpus, "%s: lscpu On-line CPU(s) list" % what)
-    check_equal(out["getconf"].split(), [str(view_cpus), str(host_cpus)], "%s: getconf _NPROCESSORS_ONLN, _CONF"
-                % what)
-    check_equal((out["cpu_count"], out["psutil_cpu_count"]), (view_cpus, view_cpus),
-                "%s: os.cpu_count(), psutil.cpu_count()" % what)
-    check_equal(int(out["nproc_all"]), host_cpus, "%s: nproc --all (nproc: %s)" % (what, out["nproc"]))
-    # CPU time: the hog's share of the container's CPU.
-    stat, clk = out["stat"], out["clk_tck"]
-    busy, ticks = busy_percent(stat["before"], stat["after"])
-    expected_ticks = clk * stat["seconds"] * view_cpus
-    check(abs(ticks - expected_ticks) <= 0.1 * expected_ticks + 2,
-          "%s: the /proc/stat cpu line grew by %d ticks in %.2f s: not %d CPU(s)"
-          % (what, ticks, stat["seconds"], view_cpus), stat)
-    check_cpu_share("%s: the /proc/stat cpu line over 2 s" % what, busy, stat["hog_ticks"], stat["seconds"], clk,
-                    view_cpus, host_cpus)
-    pct = out["cpu_percent"]
-    check_cpu_share("%s: psutil.cpu_percent(interval=1)" % what, pct["percent"], pct["hog_ticks"], pct["seconds"], clk,
-                    view_cpus, host_cpus)
 
 
 # ------------------------------------------------------------------ tests --
@@ -452,19 +398,11 @@ def make_tests(d, state):
           "uptime says up 0 min (sysinfo(2) answered by the daemon); the daemon counts the answers")
     def _():
         path = lxcpath()
-        with open("/usr/share/lxc/config/common.seccomp") as f:
-            profile = f.read().rstrip("\n") + "\nsysinfo notify\nsched_getaffinity notify\n"
-        profile_path = os.path.join(path, "cgprocfs.seccomp")
-        with open(profile_path, "w") as f:
-            f.write(profile)
-        with open(os.path.join(d.mnt, ".cgprocfs", "control")) as f:
-            proxy = f.read().strip() + ".lxc"
         c = Container(path, "cgprocfs-sysinfo-%d" % os.getpid())
         config = os.path.join(path, c.name + ".conf")
         with open(config, "w") as f:
             f.write("\n".join(["lxc.net.0.type = empty"] + limits_config(BB_LIMIT, 50000) +
-                              ["lxc.include = " + state["snippet"], "lxc.seccomp.profile = " + profile_path,
-                               "lxc.seccomp.notify.proxy = unix:" + proxy]) + "\n")
+                              ["lxc.include = " + state["snippet"]] + seccomp_proxy_config(path, d.mnt)) + "\n")
         before = cgtest.read_stats(d.mnt, prefix="cgprocfs_sysinfo_").get("answered_total", 0)
         try:
             res = c.tool("lxc-create", "-t", "busybox", "-f", config, timeout=300)
@@ -483,6 +421,94 @@ def make_tests(d, state):
         after = cgtest.read_stats(d.mnt, prefix="cgprocfs_sysinfo_").get("answered_total", 0)
         check(after >= before + 2, "sysinfo answers counted: %d, then %d" % (before, after))
         check(not proxy_errors, "LXC's log has seccomp errors", *proxy_errors[-5:])
+
+    @test("unprivileged: a busybox container with lxc.idmap u and g 0 BASE 65536 (BASE: root's range in "
+          "/etc/subuid and /etc/subgid, or 100000; its init runs as host uid BASE), the snippet, 256 MiB, half a "
+          "CPU and LXC's seccomp proxy starts; the hook, run in its user namespace, binds the nine /proc files and "
+          "the CPU directory")
+    def _():
+        path = lxcpath()
+        base = state["userns_base"] = userns_base(state)
+        cgtest.diag("root's unprivileged containers map 0 to %d" % base)
+        os.chmod(path, 0o711)  # the container's root passes through to its rootfs
+        c = Container(path, UNPRIV)
+        config = os.path.join(path, UNPRIV + ".conf")
+        with open(config, "w") as f:
+            f.write("\n".join(["lxc.net.0.type = empty"] + idmap(base) + limits_config(BB_LIMIT, 50000) +
+                              ["lxc.include = " + state["snippet"]] + seccomp_proxy_config(path, d.mnt)) + "\n")
+        state["unpriv"] = c
+        res = c.tool("lxc-create", "-t", "busybox", "-f", config, timeout=300)
+        check(res[0] == 0, "lxc-create -t busybox with lxc.idmap", describe(res))
+        c.start()
+        check_equal(host_uid(c.init_pid()), base, "the host uid of the container's init")
+        res = attach_past_lxc_race(c, ["cat", "/proc/mounts"])
+        check(res[0] == 0, "lxc-attach cat /proc/mounts", describe(res))
+        bound = sorted(line.split()[1] for line in res[1].splitlines() if line.split()[2:3] == ["fuse.cgprocfs"])
+        check_equal(bound, VIEW_BINDS, "the unprivileged container's fuse.cgprocfs mounts (the hook said: %s)"
+                    % c.hook_output())
+        check_equal(c.hook_output(), [], "what the hook said in LXC's log")
+
+    @test("unprivileged busybox: MemTotal 256 MiB, one processor, /proc/uptime the container's, busybox free's "
+          "total 256 MiB (sysinfo, LXC's proxy), nproc 1 (sched_getaffinity); the served files' owners are the "
+          "kernel's files' there")
+    def _():
+        c = container("unpriv")
+        res = attach_past_lxc_race(c, ["sh", "-c", UNPRIV_PROBE])
+        check(res[0] == 0, "lxc-attach", describe(res))
+        cgtest.diag(res[1].rstrip())
+        f = fields_of(res[1])
+        check_equal(f.get("MemTotal"), "%d kB" % (BB_LIMIT >> 10), "MemTotal")
+        check_equal(f.get("processors"), "1", "processors in /proc/cpuinfo")
+        up = float(f["uptime"].split()[0])
+        check(0 <= up <= c.age() + 2, "/proc/uptime says %.1f s, the container is %.1f s old" % (up, c.age()))
+        check_equal((f.get("freemem", "").split() or ["?"])[0], str(BB_LIMIT >> 10), "busybox free's total")
+        check_equal(f.get("nproc"), "1", "nproc")
+        owners = [line.split()[2:4] for line in res[1].splitlines()
+                  if line.startswith("-r") and line.endswith(("/proc/meminfo", "/proc/version"))]
+        check(len(owners) == 2 and owners[0] == owners[1], "/proc/meminfo (served) and /proc/version (the kernel's) "
+              "have other owners", res[1])
+
+    @test("unprivileged: a process in the container's user namespace (its root, host uid BASE; the host's pid "
+          "and mount namespaces) reads through the host's view what the kernel's /proc lets it: its container's "
+          "init, not the host's init nor a process of another user namespace with the same ids (lxc-usernsexec, as "
+          "a second container's init): smaps_rollup, environ, the exe link")
+    def _():
+        c = container("unpriv")
+        base = state["userns_base"]
+        other = subprocess.Popen(["lxc-usernsexec", "-m", "b:0:%d:%d" % (base, USERNS_SIZE), "--", "sleep", "600"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            found = []
+
+            def sleeper():
+                with contextlib.suppress(OSError):
+                    with open("/proc/%d/task/%d/children" % (other.pid, other.pid)) as f:
+                        kids = [int(k) for k in f.read().split()] + [other.pid]
+                    found[:] = [k for k in kids if host_uid(k) == base and
+                                cgtest.read_all("/proc/%d/comm" % k).strip() == b"sleep"]
+                return bool(found)
+            check(cgtest.wait_until(sleeper, timeout=10, step=0.05), "lxc-usernsexec's sleep did not start",
+                  other.stderr.read() if other.poll() is not None else "")
+            pids = {"the host's init": 1, "its container's init": c.init_pid(), "another namespace's": found[0]}
+            res = cgtest.run(["nsenter", "-U", "-t", str(pids["its container's init"]), "--", "/usr/bin/python3",
+                              "-c", USERNS_READER, d.proc] + [str(p) for p in pids.values()])
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(other.pid, signal.SIGKILL)
+            other.wait()
+        check(res[0] == 0, "the reader in the container's user namespace", describe(res))
+        out = json.loads(res[1])
+        check_equal(out["ids"], [0, 0], "the reader's uid and euid in the namespace")
+        for what, pid in pids.items():
+            got = out["pids"][str(pid)]
+            cgtest.diag("%s (%d): kernel %s, view %s" % (what, pid, got["kernel"], got["view"]))
+            for name, kernel in got["kernel"].items():
+                check_equal(got["view"][name] == "ok", kernel == "ok", "%s %s through the view (%s), the kernel "
+                            "says %s" % (what, name, got["view"][name], kernel))
+        check_equal(out["pids"][str(pids["its container's init"])]["kernel"]["smaps_rollup"], "ok",
+                    "the kernel's answer for its container's init")
+        for what in ("the host's init", "another namespace's"):
+            check(out["pids"][str(pids[what])]["kernel"]["smaps_rollup"] != "ok", "the kernel lets it read %s" % what)
 
     @test("the daemon killed while a container starts, its keeper holding the views for the next one: the start "
           "pauses until a daemon is back 3 s later, and the container has the view")
@@ -516,7 +542,7 @@ def make_tests(d, state):
           "line is in LXC's log")
     def _():
         c = container("busybox")
-        for other in ("systemd",):
+        for other in ("systemd", "unpriv"):
             if other in state:
                 state[other].stop()
         res = c.stop()
@@ -538,7 +564,7 @@ def make_tests(d, state):
     @test("nothing of the test is left: containers destroyed, their cgroups removed, /var/lib/lxc as it was")
     def _():
         lxcpath()
-        names = [state[k].name for k in ("busybox", "systemd") if k in state]
+        names = [state[k].name for k in ("busybox", "systemd", "unpriv") if k in state]
         made = list(state.get("pivots", []))
         cleanup(state)
         left = [p for p in made if os.path.isdir(p)]
@@ -554,67 +580,6 @@ def make_tests(d, state):
         check_equal(left, [], "left behind")
 
     return t
-
-
-def lost_to_lxc_race(res, log):
-    """Whether an lxc-attach of a container with a notify profile failed in
-    LXC 5.0's own race (its TRACE log): the attached process sends its
-    seccomp listener on the socket its intermediate process sends the pid
-    on; when the listener comes first, lxc-attach never receives the pid,
-    gives up (exit 1, nothing said), and closes the listener, and the
-    command runs on with sysinfo(2) failing ENOSYS (busybox free: zeros).
-    No request reaches the daemon. About 1 in 10 attaches under load here."""
-    loaded = log.find("Loaded seccomp profile")
-    return (res[0] == 1 and "Received pid" not in log and loaded >= 0 and
-            re.search(r"Attached process \d+ started initializing", log[loaded:]) is not None)
-
-
-def attach_past_lxc_race(c, argv, tries=5):
-    """c.attach(argv), again (said in a diagnostic) when LXC's attach race
-    (lost_to_lxc_race) made it fail; any other failure is the caller's."""
-    for attempt in range(1, tries + 1):
-        log = os.path.join(c.lxcpath, "%s-attach-%d.log" % (c.name, attempt))
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(log)  # LXC appends
-        argv_logged = c.attach_argv(argv)
-        argv_logged[1:1] = ["-l", "TRACE", "-o", log]
-        res = cgtest.run(argv_logged, timeout=60)
-        text = ""
-        with contextlib.suppress(OSError), open(log, errors="replace") as f:
-            text = f.read()  # none if lxc-attach did not get as far
-        if not lost_to_lxc_race(res, text):
-            return res
-        cgtest.diag("lxc-attach %d of %d lost LXC's race (the listener sent before the pid): again"
-                    % (attempt, tries))
-    return res
-
-
-def pivots():
-    return [os.path.join(mp, "lxc.pivot") for mp in set(hierarchies().values())]
-
-
-def cleanup(state):
-    for key in ("systemd", "busybox"):
-        c = state.pop(key, None)
-        if c is not None:
-            c.destroy()
-    for sub in state.pop("subcgroups", []):
-        sub.remove()
-    path = state.pop("lxcpath", None)
-    if path:
-        cgtest.force_unmount(path)
-        shutil.rmtree(path, ignore_errors=True)
-        # LXC's lock files for that lxcpath.
-        lock = os.path.join("/run/lxc/lock", path.lstrip("/"))
-        shutil.rmtree(lock, ignore_errors=True)
-        parent = os.path.dirname(lock)
-        while parent != "/run/lxc/lock" and parent.startswith("/run/lxc/lock/"):
-            with contextlib.suppress(OSError):
-                os.rmdir(parent)
-            parent = os.path.dirname(parent)
-    for pivot in state.pop("pivots", []):  # made during the test, and empty
-        with contextlib.suppress(OSError):
-            os.rmdir(pivot)
 
 
 if __name__ == "__main__":

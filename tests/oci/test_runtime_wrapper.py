@@ -86,6 +86,21 @@ def main():
         want["hooks"]["createContainer"].append({"path": hook, "args": ["cgprocfs-oci-hook", "--mountpoint", "/m"]})
         return config == want and config2 == want and not again.stderr, (res, config, again, config2)
 
+    @test("a container with a user namespace of its own (Docker's userns-remap): the hook goes to createRuntime "
+          "(the runtime runs it on the host), not to createContainer (run as the namespace's root, which cannot "
+          "reach the daemon's socket); the bundle's own hooks kept")
+    def _():
+        config = json.loads(json.dumps(CONFIG))
+        config["linux"]["namespaces"] = [{"type": "pid"}, {"type": "user"}, {"type": "mount"}]
+        config["linux"]["uidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+        path = bundle(tmp, json.dumps(config))
+        hook = os.path.join(tmp, "hook-userns")
+        shutil.copy("/bin/true", hook)
+        res, got = run(tmp, WRAPPER, path, "--cgprocfs-hook=" + hook, "--cgprocfs-mountpoint=/m")
+        want = json.loads(json.dumps(config))
+        want["hooks"]["createRuntime"] = [{"path": hook, "args": ["cgprocfs-oci-hook", "--mountpoint", "/m"]}]
+        return got == want and res.returncode == 0 and not res.stderr, (res, got)
+
     @test("a container not annotated (and no --cgprocfs-always): config.json byte for byte as it was")
     def _():
         text = json.dumps(dict(CONFIG, annotations={}), indent=1)

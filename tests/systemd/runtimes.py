@@ -183,7 +183,8 @@ def podman_rootless():
            % ((ROOTLESS_UID,) * 3), 60)
     rootfs("/home/rl/rootfs")
     sh("chown -R rl: /home/rl/rootfs")
-    run = AS_ROOTLESS + ("podman run --rm --network none --memory 256m --memory-swap 256m --cpus 0.5 "
+    # from the user's home: the share (the working directory) is root's alone
+    run = "cd /home/rl && " + AS_ROOTLESS + ("podman run --rm --network none --memory 256m --memory-swap 256m --cpus 0.5 "
                          "-v /usr:/usr:ro ")
     binds = " ".join("-v %s/proc/%s:/proc/%s:ro" % (VIEW, f, f) for f in ("meminfo", "uptime", "loadavg", "stat",
                                                                          "cpuinfo"))

@@ -316,23 +316,32 @@ def make_tests(d, lab):
             last = (f.read().splitlines() or ["0 0 0"])[-1]
         return [int(x) for x in last.split()]
 
+    def looping_caller(stack, own):
+        """A container of own's calling sched_getaffinity every 10 ms, started
+        and seen calling."""
+        c = stack.enter_context(Container(lab, "exec spin loop %d" % quota_n, mountpoint=own.mnt,
+                                          edit=notify_both(own)))
+        c.start_detached()
+        check(cgtest.wait_until(lambda: calls(c)[0] >= 100, timeout=10), "the container made no calls")
+        return c
+
+    def calls_go_on(c, own, after):
+        seen = calls(c)[0]
+        check(cgtest.wait_until(lambda: calls(c)[0] >= seen + 200, timeout=30),
+              "the calls stopped after %s" % after, calls(c), own.log())
+
     @test("a container calling sched_getaffinity every 10 ms while its daemon is SIGKILLed (the keeper holds "
           "its notification fd, a new daemon takes over) and then replaced (--replace): no call fails, every "
           "call says %d CPU(s)" % quota_n)
     def _():
         with cgtest.Daemon() as own, contextlib.ExitStack() as stack:
-            c = stack.enter_context(Container(lab, "exec spin loop %d" % quota_n, mountpoint=own.mnt,
-                                              edit=notify_both(own)))
-            c.start_detached()
-            check(cgtest.wait_until(lambda: calls(c)[0] >= 100, timeout=10), "the container made no calls")
+            c = looping_caller(stack, own)
             for step in ("a SIGKILL", "--replace"):
                 if step == "--replace":
                     check_equal(own.take_over(), 0, "the replaced daemon's exit status")
                 else:
                     own.crash_and_restart()
-                seen = calls(c)[0]
-                check(cgtest.wait_until(lambda: calls(c)[0] >= seen + 200, timeout=30),
-                      "the calls stopped after %s" % step, calls(c), own.log())
+                calls_go_on(c, own, step)
             n, failed, other = calls(c)
             diag("%d calls, %d failed, %d another count" % (n, failed, other))
             check(failed == 0 and other == 0, "%d calls: %d failed, %d said another count" % (n, failed, other))
@@ -342,15 +351,10 @@ def make_tests(d, lab):
           "ENOSYS before)")
     def _():
         with cgtest.Daemon() as own, contextlib.ExitStack() as stack:
-            c = stack.enter_context(Container(lab, "exec spin loop %d" % quota_n, mountpoint=own.mnt,
-                                              edit=notify_both(own)))
-            c.start_detached()
-            check(cgtest.wait_until(lambda: calls(c)[0] >= 100, timeout=10), "the container made no calls")
+            c = looping_caller(stack, own)
             problems = own.stop()
             check(not problems, "the daemon did not stop cleanly", *problems, own.log())
-            seen = calls(c)[0]
-            check(cgtest.wait_until(lambda: calls(c)[0] >= seen + 200, timeout=30),
-                  "the calls stopped after the daemon did", calls(c), own.log())
+            calls_go_on(c, own, "the daemon stopped")
             n, failed, other = calls(c)
             diag("%d calls, %d failed, %d the kernel's count" % (n, failed, other))
             check_equal(failed, 0, "calls failed after the daemon stopped")

@@ -129,17 +129,22 @@ void acceptor_stop(struct acceptor *a);
  * waits, and each sched_getaffinity(2) of a caller whose CPU view is in
  * place as affinity.h says (calls: what it needs; its in_place is the
  * listener's); any other call, a 32-bit caller or any failure gets the
- * kernel's own answer. keeper: holds a copy of each fd and connection
- * (NULL: none); taken: those of a handover (int), answered from now on
- * (each set to -1). reuse: an answer serves the container's callers of
- * the same pid and cgroup namespaces for up to a second, its uptime moved
- * on (the container rule gives them the same figures). 0 or -errno
+ * kernel's own answer. reuse: an answer serves the container's callers
+ * of the same pid and cgroup namespaces for up to a second, its uptime
+ * moved on (the container rule gives them the same figures). 0 or -errno
  * (listen_fds are taken whatever comes of it). */
 struct sysinfo_listener;
 struct affinity_config;
 struct keeper;
+struct inflight;
+struct listener_kept {
+	struct keeper *keeper; /* holds a copy of each fd and connection (NULL: none) */
+	GArray *taken;         /* those of a handover (int), answered from now on (each set to -1) */
+	struct inflight *in_hand; /* where the notifications taken are kept until answered (NULL: not kept) */
+	struct inflight *dead;    /* a dead daemon's: those it kept are answered first (NULL: none) */
+};
 int sysinfo_listener_start(const char *base, const int listen_fds[2], const struct affinity_config *calls,
-			   gboolean reuse, struct keeper *keeper, GArray *taken, struct sysinfo_listener **ret);
+			   gboolean reuse, const struct listener_kept *kept, struct sysinfo_listener **ret);
 /* Its two listening sockets (the keeper holds copies, a handover passes
  * them on), or two -1 for NULL. */
 const int *sysinfo_listener_fds(struct sysinfo_listener *l);

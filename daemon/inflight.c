@@ -27,6 +27,12 @@ struct slot {
 	} req;
 };
 
+/* A seccomp notification taken: used is 0 (free), FILLING, or 1. */
+struct call_slot {
+	guint64 used;
+	struct seccomp_notif req;
+};
+
 struct table {
 	guint64 magic;
 	guint64 slots;
@@ -34,8 +40,11 @@ struct table {
 	/* The PSI triggers of open fds (fs/triggers.h). A daemon before
 	 * triggers made a table that ends here: taken, with none. */
 	struct trigger_record triggers[TRIGGERS_MAX];
+	/* The seccomp listener's notifications in hand; likewise. */
+	struct call_slot calls[INFLIGHT_CALLS];
 };
 #define TABLE_BEFORE_TRIGGERS offsetof(struct table, triggers)
+#define TABLE_BEFORE_CALLS offsetof(struct table, calls)
 
 struct inflight {
 	int fd;
@@ -79,8 +88,8 @@ struct inflight *inflight_new(void)
 struct inflight *inflight_adopt(int fd)
 {
 	struct stat st;
-	if (fstat(fd, &st) < 0 ||
-	    (st.st_size != (off_t)sizeof(struct table) && st.st_size != (off_t)TABLE_BEFORE_TRIGGERS)) {
+	if (fstat(fd, &st) < 0 || (st.st_size != (off_t)sizeof(struct table) &&
+				   st.st_size != (off_t)TABLE_BEFORE_CALLS && st.st_size != (off_t)TABLE_BEFORE_TRIGGERS)) {
 		close(fd);
 		return NULL;
 	}
@@ -108,7 +117,7 @@ int inflight_fd(const struct inflight *f)
 
 struct trigger_record *inflight_triggers(struct inflight *f, unsigned *ret_n)
 {
-	gboolean has = f && f->size == sizeof(struct table);
+	gboolean has = f && f->size >= TABLE_BEFORE_CALLS;
 	*ret_n = has ? TRIGGERS_MAX : 0;
 	return has ? f->t->triggers : NULL;
 }
@@ -179,4 +188,38 @@ void inflight_each(struct inflight *f, guint64 key, inflight_fn fn, void *data)
 			fn(data, req, s->len);
 		__atomic_store_n(&s->unique, 0, __ATOMIC_RELEASE);
 	}
+}
+
+int inflight_call_taken(struct inflight *f, const struct seccomp_notif *req)
+{
+	for (int i = 0; f && f->size == sizeof(struct table) && i < INFLIGHT_CALLS; i++) {
+		struct call_slot *c = &f->t->calls[i];
+		guint64 free_slot = 0;
+		if (!__atomic_compare_exchange_n(&c->used, &free_slot, FILLING, FALSE, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
+			continue;
+		c->req = *req;
+		__atomic_store_n(&c->used, 1, __ATOMIC_RELEASE);
+		return i;
+	}
+	return -1;
+}
+
+void inflight_call_answered(struct inflight *f, int slot)
+{
+	if (f && slot >= 0)
+		__atomic_store_n(&f->t->calls[slot].used, 0, __ATOMIC_RELEASE);
+}
+
+unsigned inflight_calls_take(struct inflight *f, struct seccomp_notif ret[INFLIGHT_CALLS])
+{
+	unsigned n = 0;
+	for (int i = 0; f && f->size == sizeof(struct table) && i < INFLIGHT_CALLS; i++) {
+		struct call_slot *c = &f->t->calls[i];
+		if (__atomic_load_n(&c->used, __ATOMIC_ACQUIRE) != 1)
+			continue;
+		ret[n++] = c->req;
+		__atomic_store_n(&c->used, 0, __ATOMIC_RELEASE);
+	}
+	return n;
 }

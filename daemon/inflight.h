@@ -14,6 +14,7 @@
 
 #include <glib.h>
 #include <linux/fuse.h>
+#include <linux/seccomp.h>
 
 struct inflight;
 
@@ -45,3 +46,17 @@ void inflight_answered(struct inflight *f, guint64 key, guint64 unique);
  * len), len the whole request's, or 0 if only its header was kept. */
 typedef void (*inflight_fn)(void *data, const struct fuse_in_header *req, size_t len);
 void inflight_each(struct inflight *f, guint64 key, inflight_fn fn, void *data);
+
+/* The seccomp listener's notifications in hand (daemon/sysinfo.c), kept
+ * in the same memfd: the kernel keeps a notification taken as taken, so
+ * a caller whose notification a daemon took before it died would wait
+ * for as long as the notification fd is open (the keeper holds it). More
+ * than the listener's answerers. */
+#define INFLIGHT_CALLS 16
+/* req was taken: its slot, to give inflight_call_answered, or -1 (f NULL,
+ * a table before calls, or every slot in use). */
+int inflight_call_taken(struct inflight *f, const struct seccomp_notif *req);
+void inflight_call_answered(struct inflight *f, int slot);
+/* The notifications a dead daemon kept in f, into ret: how many; each is
+ * freed in f. */
+unsigned inflight_calls_take(struct inflight *f, struct seccomp_notif ret[INFLIGHT_CALLS]);

@@ -2,6 +2,7 @@
  * the kernel (keeper-held.h). */
 #include "keeper-held.h"
 
+#include "inflight.h"
 #include "log.h"
 
 #include <errno.h>
@@ -61,9 +62,27 @@ static void let_through(int fd, struct seccomp_notif *req, gsize req_size, struc
 	(void)!ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, resp);
 }
 
+/* The notifications the dead daemon took and did not answer (inflight.h),
+ * each let through on the fd of its filter (the others say ENOENT). */
+static void let_taken_through(struct held *h)
+{
+	struct seccomp_notif taken[INFLIGHT_CALLS];
+	int fd = h->inflight >= 0 ? dup(h->inflight) : -1;
+	struct inflight *f = fd >= 0 ? inflight_adopt(fd) : NULL;
+	unsigned n = inflight_calls_take(f, taken);
+	inflight_free(f);
+	for (unsigned i = 0; i < n; i++)
+		for (guint j = 0; j < h->notify->len; j++) {
+			struct seccomp_notif_resp resp = { .id = taken[i].id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE };
+			if (ioctl(g_array_index(h->notify, int, j), SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0)
+				break;
+		}
+}
+
 int keeper_let_calls_through(struct held *h, const char *why)
 {
 	struct seccomp_notif_sizes sizes = { 0 };
+	let_taken_through(h);
 	drop_all_but_calls(h);
 	if (h->notify->len == 0)
 		return 1;

@@ -6,12 +6,16 @@
 #include "affinity.h"
 #include "cleanup.h"
 #include "daemon.h"
+#include "faults.h"
+#include "inflight.h"
 #include "inplace.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
-#include "seccomp-state.h"
 #include "procfile.h"
+#include "seccomp-state.h"
+#include "server.h"
+#include "sysinfo-answer.h"
 #include "sysinfo.h"
 #include "view.h"
 
@@ -29,10 +33,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* How long an answer serves the callers of one container and namespaces:
- * as long as the meminfo text it comes from (fs/files.c); its uptime is
- * moved on by the time since. */
-#define ANSWER_MAX_AGE_US G_USEC_PER_SEC
 #define WAKE_STOP 's'
 #define WAKE_LOOK 'l'
 
@@ -49,14 +49,6 @@ struct lxc_proxy_msg {
 G_STATIC_ASSERT(sizeof(struct lxc_proxy_msg) == 32);
 #define LXC_COOKIE_MAX 64
 enum { LXC_FD_PROC, LXC_FD_MEM, LXC_FD_NOTIFY, LXC_FDS };
-
-/* An answer, and whom it serves. */
-struct answer {
-	uint64_t ns[3]; /* the pid, cgroup and mount namespaces it is for; 0: none */
-	gint64 at_us;   /* when (monotonic) */
-	double up;      /* its uptime then, s */
-	struct sysinfo s;
-};
 
 /* A container's notification fd, or an LXC monitor's connection, and the
  * last answer to its callers. */
@@ -85,10 +77,10 @@ struct sysinfo_listener {
 	gboolean paused;  /* handed over: nothing taken or answered (a notification
 	                   * received and left unanswered waits for ever) */
 	struct keeper *keeper; /* holds a copy of each fd */
-	gboolean reuse;   /* answers may serve other callers (the container rule) */
-	struct view *view;
-	int proc_fd;
-	struct inplace *in_place; /* whose view is in place, per mount namespace */
+	struct inflight *in_hand; /* the notifications taken and not answered yet */
+	struct seccomp_notif dead[INFLIGHT_CALLS]; /* a dead daemon's, answered first */
+	unsigned n_dead;
+	struct sysinfo_source src; /* sysinfo's answers; its in_place is per mount namespace */
 	struct affinity *affinity; /* sched_getaffinity's answers */
 	char *paths[2];
 	ino_t path_inos[2]; /* the sockets' at paths: a newer daemon may bind there */
@@ -129,69 +121,6 @@ static void adopt(struct sysinfo_listener *l, int fd)
 	keeper_keep_notify(l->keeper, fd);
 }
 
-/* The namespaces an answer to tid holds for; FALSE if they cannot be told. */
-static gboolean namespaces_of(int proc_fd, pid_t tid, uint64_t ret[3])
-{
-	const char *const names[] = { "pid", "cgroup", "mnt" };
-	for (int i = 0; i < 3; i++) {
-		char path[48];
-		struct stat st;
-		snprintf(path, sizeof(path), "%d/ns/%s", (int)tid, names[i]);
-		if (fstatat(proc_fd, path, &st, 0) < 0)
-			return FALSE;
-		ret[i] = st.st_ino;
-	}
-	return TRUE;
-}
-
-/* What the caller's view says in place of the kernel's answer; -ENOENT
- * where its view is not in place, -EIO where it is and its figures cannot
- * be had. */
-static int render_answer(struct sysinfo_listener *l, pid_t tid, struct sysinfo *ret, double *ret_up)
-{
-	struct caller c = { .tid = tid, .proc_fd = l->proc_fd, .pid_ns_fd = -1 };
-	g_autoptr(GBytes) meminfo = NULL, uptime = NULL, loadavg = NULL;
-	struct sysinfo host;
-	/* A container whose view is not in place keeps the kernel's
-	 * sysinfo(2), which then agrees with the files it reads (busybox free
-	 * takes both). */
-	if (!inplace_view(l->in_place, tid, INPLACE_MEMORY))
-		return -ENOENT;
-	if (sysinfo(&host) < 0)
-		return -errno;
-	/* In place, the view's figures or none: never the kernel's (a scope
-	 * that cannot be found, say). */
-	if (view_proc_text(l->view, &c, "meminfo", &meminfo) < 0 || view_proc_text(l->view, &c, "uptime", &uptime) < 0 ||
-	    view_proc_text(l->view, &c, "loadavg", &loadavg) < 0)
-		return -EIO;
-	g_autofree char *m = g_strndup(g_bytes_get_data(meminfo, NULL), g_bytes_get_size(meminfo));
-	g_autofree char *u = g_strndup(g_bytes_get_data(uptime, NULL), g_bytes_get_size(uptime));
-	g_autofree char *a = g_strndup(g_bytes_get_data(loadavg, NULL), g_bytes_get_size(loadavg));
-	*ret_up = g_ascii_strtod(u, NULL);
-	return sysinfo_from_texts(&host, m, u, a, ret);
-}
-
-/* The answer to tid, a caller of n: n's last if it is for tid's namespaces
- * and young enough (its uptime moved on), else a new one. */
-static int answer_of(struct sysinfo_listener *l, struct notify *n, pid_t tid, struct sysinfo *ret)
-{
-	uint64_t ns[3] = { 0, 0, 0 };
-	gint64 now = g_get_monotonic_time();
-	gboolean reusable = l->reuse && namespaces_of(l->proc_fd, tid, ns);
-	const struct answer *last = &n->last;
-	if (reusable && memcmp(ns, last->ns, sizeof(ns)) == 0 && now - last->at_us < ANSWER_MAX_AGE_US) {
-		double up = last->up + (double)(now - last->at_us) / G_USEC_PER_SEC;
-		*ret = last->s;
-		ret->uptime = sysinfo_uptime(up);
-		return 0;
-	}
-	double up = 0;
-	int r = render_answer(l, tid, ret, &up);
-	if (r == 0 && reusable)
-		n->last = (struct answer){ .ns = { ns[0], ns[1], ns[2] }, .at_us = now, .up = up, .s = *ret };
-	return r;
-}
-
 /* Whether req is a sysinfo(2) of an x86 ABI (x86-64, x32, i386: 116 there),
  * the one call a profile notifies for the view. */
 static gboolean is_sysinfo(const struct seccomp_notif *req)
@@ -217,39 +146,6 @@ static enum call call_of(const struct seccomp_notif *req)
 	if (affinity_is_call(req))
 		return CALL_AFFINITY;
 	return is_sysinfo(req) ? CALL_KERNELS : CALL_OTHER;
-}
-
-/* An open failed for want of the daemon's fds: EIO, not the kernel's (the host's) figures. */
-static gboolean out_of_fds(int err)
-{
-	return err == EMFILE || err == ENFILE;
-}
-
-/* Write the answer to req into mem, the caller's memory, opened before
- * the request is checked to stand on notify_fd (so that the process
- * written is the one that asked), where maps (opened with it) says the
- * caller may write: 0 if it is there, else -errno. */
-static int answer(struct sysinfo_listener *l, struct notify *n, int notify_fd, int mem,
-		  const struct seccomp_notif *req)
-{
-	struct sysinfo s;
-	char path[32];
-	snprintf(path, sizeof(path), "%u/maps", req->pid);
-	_cleanup_close_ int maps = openat(l->proc_fd, path, O_RDONLY | O_CLOEXEC);
-	int r = ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0 ? -errno : 0;
-	if (r == 0 && maps < 0)
-		r = out_of_fds(errno) ? -EIO : -EFAULT;
-	else if (r == 0 && !seccomp_writable(maps, req->data.args[0], sizeof(s)))
-		r = -EFAULT;
-	if (r == 0)
-		r = answer_of(l, n, (pid_t)req->pid, &s);
-	/* Again, just before the write: a caller interrupted while the
-	 * answer was made runs on, and its buffer may be in use again. */
-	if (r == 0 && ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)
-		r = -errno;
-	if (r == 0 && pwrite(mem, &s, sizeof(s), (off_t)req->data.args[0]) != (ssize_t)sizeof(s))
-		r = -EFAULT;
-	return r;
 }
 
 /* resp for req: answered here (0 from answer), failed (-EIO: the
@@ -278,7 +174,8 @@ static void answer_call(struct sysinfo_listener *l, struct notify *n, int notify
 	int r;
 	switch (call_of(req)) {
 	case CALL_SYSINFO:
-		respond(l, req, mem >= 0 ? answer(l, n, notify_fd, mem, req) : out_of_fds(err) ? -EIO : -err, resp);
+		respond(l, req, mem >= 0 ? sysinfo_answer(&l->src, &n->last, notify_fd, mem, req) : sysinfo_out_of_fds(err) ? -EIO : -err,
+			resp);
 		return;
 	case CALL_AFFINITY:
 		/* Never EIO: the kernel's errors, or its mask, at worst. */
@@ -291,6 +188,45 @@ static void answer_call(struct sysinfo_listener *l, struct notify *n, int notify
 		respond(l, req, -ENOSYS, resp);
 		return;
 	}
+}
+
+/* Answer req, taken on n's fd, and send resp, kept in l->in_hand meanwhile. */
+static void answer_and_send(struct sysinfo_listener *l, struct notify *n, const struct seccomp_notif *req,
+			    struct seccomp_notif_resp *resp)
+{
+	int slot = inflight_call_taken(l->in_hand, req);
+	if (fault_armed())
+		fault_point("call-taken");
+	enum call call = call_of(req);
+	char path[32];
+	snprintf(path, sizeof(path), "%u/mem", req->pid);
+	int mem = call == CALL_SYSINFO || call == CALL_AFFINITY ? openat(l->src.proc_fd, path, O_WRONLY | O_CLOEXEC) : -1;
+	answer_call(l, n, n->fd, mem, errno, req, resp);
+	if (mem >= 0)
+		close(mem);
+	ioctl(n->fd, SECCOMP_IOCTL_NOTIF_SEND, resp); /* ENOENT: the caller went meanwhile */
+	inflight_call_answered(l->in_hand, slot);
+}
+
+/* The notifications a dead daemon took and did not answer, each on the fd
+ * of its filter (the one the kernel says it stands on), answered as if
+ * taken now; before anything else is taken. */
+static void answer_dead_daemons(struct sysinfo_listener *l)
+{
+	g_autofree struct seccomp_notif_resp *resp = g_malloc0(MAX(l->sizes.seccomp_notif_resp, sizeof(*resp)));
+	unsigned answered = 0;
+	for (unsigned i = 0; i < l->n_dead; i++)
+		for (guint j = 0; j < l->notify->len; j++) {
+			struct notify *n = notify_at(l, j);
+			if (!n->lxc && ioctl(n->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &l->dead[i].id) == 0) {
+				answer_and_send(l, n, &l->dead[i], resp);
+				answered++;
+				break;
+			}
+		}
+	if (answered > 0)
+		g_message("answered %u sysinfo(2) or sched_getaffinity(2) call(s) a daemon that died had taken", answered);
+	l->n_dead = 0;
 }
 
 /* One notification of n's fd: FALSE if the fd is done (every process of
@@ -306,14 +242,7 @@ static gboolean handle_notification(struct sysinfo_listener *l, struct notify *n
 		return !(still.revents & (POLLHUP | POLLERR | POLLNVAL));
 	if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
 		return errno == EINTR || errno == ENOENT; /* ENOENT: the caller went */
-	enum call call = call_of(req);
-	char path[32];
-	snprintf(path, sizeof(path), "%u/mem", req->pid);
-	int mem = call == CALL_SYSINFO || call == CALL_AFFINITY ? openat(l->proc_fd, path, O_WRONLY | O_CLOEXEC) : -1;
-	answer_call(l, n, n->fd, mem, errno, req, resp);
-	if (mem >= 0)
-		close(mem);
-	ioctl(n->fd, SECCOMP_IOCTL_NOTIF_SEND, resp); /* ENOENT: the caller went meanwhile */
+	answer_and_send(l, n, req, resp);
 	return TRUE;
 }
 
@@ -423,6 +352,7 @@ static void poll_set(struct sysinfo_listener *l, gboolean paused, GArray *p, GPt
 static gpointer listener_thread(gpointer data)
 {
 	struct sysinfo_listener *l = data;
+	answer_dead_daemons(l);
 	for (;;) {
 		g_autoptr(GArray) p = g_array_new(FALSE, TRUE, sizeof(struct pollfd));
 		g_autoptr(GPtrArray) polled = g_ptr_array_new();
@@ -458,7 +388,7 @@ static gpointer listener_thread(gpointer data)
 }
 
 int sysinfo_listener_start(const char *base, const int listen_fds[2], const struct affinity_config *calls,
-			   gboolean reuse, struct keeper *keeper, GArray *taken, struct sysinfo_listener **ret)
+			   gboolean reuse, const struct listener_kept *kept, struct sysinfo_listener **ret)
 {
 	static const char *const suffixes[] = { ".seccomp", ".lxc" };
 	static const int types[] = { SOCK_STREAM, SOCK_SEQPACKET };
@@ -487,18 +417,20 @@ int sysinfo_listener_start(const char *base, const int listen_fds[2], const stru
 							 .seccomp_data = sizeof(struct seccomp_data) };
 	l->answerers = g_thread_pool_new(answer_one, l, ANSWERERS_MAX, FALSE, NULL);
 	g_cond_init(&l->idle);
-	l->reuse = reuse;
-	l->keeper = keeper;
+	l->src.reuse = reuse;
+	l->keeper = kept->keeper;
+	l->in_hand = kept->in_hand;
+	l->n_dead = inflight_calls_take(kept->dead, l->dead);
 	g_mutex_init(&l->lock);
-	for (guint i = 0; taken && i < taken->len; i++) {
-		adopt(l, g_array_index(taken, int, i));
-		g_array_index(taken, int, i) = -1;
+	for (guint i = 0; kept->taken && i < kept->taken->len; i++) {
+		adopt(l, g_array_index(kept->taken, int, i));
+		g_array_index(kept->taken, int, i) = -1;
 	}
-	l->view = calls->view;
-	l->proc_fd = calls->proc_fd;
-	l->in_place = inplace_new(l->proc_fd);
+	l->src.view = calls->view;
+	l->src.proc_fd = calls->proc_fd;
+	l->src.in_place = inplace_new(l->src.proc_fd);
 	struct affinity_config affinity = *calls;
-	affinity.in_place = l->in_place;
+	affinity.in_place = l->src.in_place;
 	l->affinity = affinity_new(&affinity);
 	l->thread = g_thread_new("seccomp", listener_thread, l);
 	*ret = l;
@@ -559,8 +491,10 @@ struct sysinfo_listener *sysinfo_listener_for(struct daemon *d)
 	struct sysinfo_listener *l = NULL;
 	const struct affinity_config calls = { .proc_fd = d->proc_fd, .view = d->view, .scope = d->scope,
 					       .cgroups = &d->cgroups.config, .off = !d->cfg->affinity };
+	const struct listener_kept kept = { .keeper = d->keeper, .taken = d->ho.notify,
+					    .in_hand = d->server->inflight, .dead = d->server->replay };
 	int r = sysinfo_listener_start(d->cfg->control_socket, d->ho.seccomp_listeners, &calls,
-				       d->cfg->scope == SCOPE_CONTAINER, d->keeper, d->ho.notify, &l);
+				       d->cfg->scope == SCOPE_CONTAINER, &kept, &l);
 	d->ho.seccomp_listeners[0] = d->ho.seccomp_listeners[1] = -1; /* the listener's, whatever came of it */
 	if (r < 0)
 		g_warning("cannot listen on %s.seccomp and .lxc (%s): containers' sysinfo(2) and sched_getaffinity(2) "
@@ -590,6 +524,6 @@ void sysinfo_listener_stop(struct sysinfo_listener *l)
 		g_free(l->paths[i]);
 	}
 	affinity_free(l->affinity);
-	inplace_free(l->in_place);
+	inplace_free(l->src.in_place);
 	g_free(l);
 }

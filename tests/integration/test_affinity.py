@@ -384,10 +384,9 @@ def make_tests(d, lab):
                 check_equal(calls(c)[1:], [0, n], "failed calls, and the CPUs answered, before the kill")
                 keepers = cgtest.keepers_of(own.mnt, wait=True)
                 check_equal(len(keepers), 1, "keepers of the daemon")
-                # Killed with no call in its hands: one taken and not yet
-                # answered would wait for ever (the kernel gives a call
-                # taken to no other listener; see the README). The
-                # container is frozen meanwhile, its calls answered first.
+                # Killed with no call in its hands (one taken is the next
+                # test's case). The container is frozen meanwhile, its calls
+                # answered first.
                 cgtest.check_ran(cgtest.run(c.runtime.argv("pause", c.id)), "runc pause")
                 time.sleep(0.5)
                 own.process.send_signal(signal.SIGKILL)
@@ -406,6 +405,36 @@ def make_tests(d, lab):
             cgtest.force_unmount(own.mnt)
             if not cgtest.mounts_under(own.mnt):
                 shutil.rmtree(own.mnt, ignore_errors=True)
+
+    @test("a daemon SIGKILLed with a container's sched_getaffinity taken and not answered (CGPROCFS_FAULT): the "
+          "next daemon, taking over from the keeper, answers that call (the kernel gives a call taken to no other "
+          "listener) and says so; the container's calls go on, none failed, N CPUs")
+    def _():
+        dead = cgtest.Daemon(prefix=["env", "CGPROCFS_FAULT=daemon:call-taken"])
+        new = None
+        try:
+            dead.start()
+            dead.wait_published()
+            with Container(lab, "exec affinity-probe loop", mountpoint=dead.mnt, edit=notify(dead)) as c:
+                c.start_detached()
+                check_equal(dead.process.wait(30), -signal.SIGKILL, "the daemon's end at its first call taken")
+                time.sleep(1)
+                check_equal(calls(c)[0], 0, "the container's calls while the one taken waits")
+                new = cgtest.Daemon(mountpoint=dead.mnt)
+                new.start()
+                check(cgtest.wait_until(lambda: calls(c)[0] >= 100, timeout=20),
+                      "the container's calls did not go on under the next daemon", calls(c), new.log())
+                check_equal(calls(c)[1:], [0, n], "failed calls, and the CPUs answered")
+            check("answered 1 sysinfo(2) or sched_getaffinity(2) call(s) a daemon that died had taken" in new.log(),
+                  "the next daemon did not say it answered the call taken", new.log())
+            cgtest.stop_check(new)
+        finally:
+            dead._stopped = True  # killed on purpose
+            if new:
+                new.stop()
+            cgtest.force_unmount(dead.mnt)
+            if not cgtest.mounts_under(dead.mnt):
+                shutil.rmtree(dead.mnt, ignore_errors=True)
 
     def calls(c):
         """The last "calls failed cpus" line of a looping container."""

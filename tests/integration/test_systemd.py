@@ -1,14 +1,18 @@
 """The host most users have: systemd as PID 1 and the unified cgroup v2
 hierarchy (Debian 12 booted by user-mode Linux 6.1, tests/systemd/lane.py),
 with the cgprocfs package installed as an operator installs it and its unit
-serving. There, tests/systemd/runtimes.py starts 256 MiB containers the ways
-users do: Docker (its systemd cgroup driver and private cgroup namespace)
-through cgprocfs-runtime, with --cgroupns host, with LXCFS-style -v file
-binds, docker exec and docker update; runc (cgroupfs and systemd drivers)
-and crun with the hook, runc through the wrapper; podman through the
-wrapper and through the hooks.d file; an LXC busybox container. Each must
-see its own memory, uptime and load, and busybox free (sysinfo(2)) must
-agree with its files."""
+serving, in two guests booted at once (a guest runs on one CPU). In one,
+tests/systemd/runtimes.py starts 256 MiB containers the ways users do:
+Docker (its systemd cgroup driver and private cgroup namespace) through
+cgprocfs-runtime, with --cgroupns host, with LXCFS-style -v file binds,
+docker exec and docker update; runc (cgroupfs and systemd drivers) and
+crun with the hook, runc through the wrapper; podman through the wrapper
+and through the hooks.d file, rootless podman; LXC busybox and Debian
+containers; pods through containerd's CRI. Each must see its own memory,
+uptime and load, and busybox free (sysinfo(2)) must agree with its files.
+In the other: an operator's upgrade, reload, restart and a crash while
+containers read, the unit stopped, and the DaemonSet's pod and its
+rollout."""
 
 import contextlib
 import glob
@@ -35,6 +39,10 @@ WHOLE = ["docker_run", "docker_cgroupns_host", "docker_exec", "runc_hook", "runc
          "runc_wrapper", "podman_runtime", "podman_hooks_d"]
 SYSINFO = ["docker_run", "docker_cgroupns_host", "docker_exec", "runc_wrapper", "podman_runtime"]
 BINDS = ["docker_binds", "lxc_busybox", "lxc_system"]
+# The CRI pods' containers (runtimes.py's cri()) and their limits, in MiB.
+CRI_MIB = {"a": 256, "b": 128, "c": 192, "d": 256, "e": 128}
+# The two guests booted at once, each with its part of runtimes.py (GUESTS there).
+GUESTS = ("containers", "operations")
 
 
 def sections(text):
@@ -59,59 +67,85 @@ def mem_row(text):
 def make_tests(state):
     t, test = cgtest.test_registry()
 
-    @test("build the package (build-deb.sh, nocheck) and boot the systemd lane's guest (Debian 12, systemd, "
-          "cgroup v2, Linux 6.1), which installs it with dpkg -i and starts its containers")
+    @test("build the package (build-deb.sh, nocheck) and boot the systemd lane's two guests at once (Debian 12, "
+          "systemd, cgroup v2, Linux 6.1), each of which installs it with dpkg -i and starts its part's containers")
     def _():
-        share = state["share"]
-        for path in ("tests/systemd/runtimes.py", "tests/systemd/cri.py", "contrib/kubernetes/containerd-cgprocfs.toml",
-                     "contrib/kubernetes/cgprocfs-daemonset.yaml"):
-            shutil.copy2(os.path.join(TOP, path), share)
+        shares = {g: os.path.join(state["share"], g) for g in GUESTS}
+        for share in shares.values():
+            os.mkdir(share, 0o700)
+            for path in ("tests/systemd/runtimes.py", "tests/systemd/cri.py",
+                         "contrib/kubernetes/containerd-cgprocfs.toml", "contrib/kubernetes/cgprocfs-daemonset.yaml"):
+                shutil.copy2(os.path.join(TOP, path), share)
         built, builder = {}, None
         if os.environ.get("CGPROCFS_LANE_DEB"):  # another build's package, to compare
-            shutil.copy2(os.environ["CGPROCFS_LANE_DEB"], share)
-        else:  # built while the guest boots and starts Docker; its install waits for the mark to go
-            mark = os.path.join(share, "deb-building")
-            open(mark, "w").close()
+            for share in shares.values():
+                shutil.copy2(os.environ["CGPROCFS_LANE_DEB"], share)
+        else:  # built while the guests boot and start Docker; their installs wait for the marks to go
+            marks = [os.path.join(share, "deb-building") for share in shares.values()]
+            for mark in marks:
+                open(mark, "w").close()
 
             def build():
                 try:
-                    built["res"] = cgtest.run([os.path.join(TOP, "contrib", "scripts", "build-deb.sh"), share],
-                                              timeout=600, env=dict(os.environ, DEB_BUILD_OPTIONS="nocheck"))
+                    built["res"] = cgtest.run([os.path.join(TOP, "contrib", "scripts", "build-deb.sh"),
+                                               state["share"]], timeout=600,
+                                              env=dict(os.environ, DEB_BUILD_OPTIONS="nocheck"))
+                    for deb in glob.glob(os.path.join(state["share"], "*.deb")):
+                        for share in shares.values():
+                            shutil.copy2(deb, share)
                 finally:
-                    os.unlink(mark)
+                    for mark in marks:
+                        os.unlink(mark)
             builder = threading.Thread(target=build)
             builder.start()
-        status, output = lane.run_script("python3 /lane/runtimes.py\n", share, timeout=900, log=cgtest.diag)
+        ran, logs = {}, {g: [] for g in GUESTS}
+
+        def boot(g):
+            ran[g] = lane.run_script("python3 /lane/runtimes.py %s\n" % g, shares[g], timeout=900,
+                                     log=logs[g].append)
+        guests = [threading.Thread(target=boot, args=(g,)) for g in GUESTS]
+        for t in guests:
+            t.start()
+        for t in guests + ([builder] if builder else []):
+            t.join()
         if builder:
-            builder.join()
             check(built.get("res", [None])[0] == 0, "build-deb.sh failed",
                   describe(built["res"])[-3000:] if "res" in built else "(it raised)")
-        for line in output.splitlines():
-            if not line.startswith("@@json"):
-                cgtest.diag(line)
-        if status is None:
-            with contextlib.suppress(OSError), open(os.path.join(share, "console"), errors="replace") as f:
-                cgtest.diag("the guest's console ends:\n" + "".join(f.readlines()[-30:]))
-        check_equal(status, 0, "the guest's script's exit status")
-        found = [line[7:] for line in output.splitlines() if line.startswith("@@json ")]
-        check(found, "the guest printed no observations")
-        state["obs"] = json.loads(found[-1])
+        for g in GUESTS:
+            status, output = ran.get(g, (None, ""))
+            for line in logs[g] + output.splitlines():
+                if not line.startswith("@@json"):
+                    cgtest.diag("%s: %s" % (g, line))
+            if status is None:
+                with contextlib.suppress(OSError), open(os.path.join(shares[g], "console"), errors="replace") as f:
+                    cgtest.diag("the %s guest's console ends:\n%s" % (g, "".join(f.readlines()[-30:])))
+            check_equal(status, 0, "the %s guest's script's exit status" % g)
+            found = [line[7:] for line in output.splitlines() if line.startswith("@@json ")]
+            check(found, "the %s guest printed no observations" % g)
+            state["obs"][g] = json.loads(found[-1])
 
-    def observed(name):
-        check(state.get("obs"), "the guest gave nothing")
-        o = state["obs"].get(name)
-        check(o is not None, "the guest did not run %s" % name, state["obs"].get("docker_error"),
-              state["obs"].get("oci_error"), state["obs"].get("podman_error"), state["obs"].get("lxc_error"))
-        return o
+    def observed(name, guest=None):
+        """What a guest observed as name: the guest given, or the one that
+        has it."""
+        for g in [guest] if guest else GUESTS:
+            check(g in state["obs"], "the %s guest gave nothing" % g)
+            if name in state["obs"][g]:
+                return state["obs"][g][name]
+        errors = {g + ": " + k: v for g, o in state["obs"].items() for k, v in o.items() if k.endswith("_error")}
+        check(False, "no guest ran %s" % name, errors)
 
     @test("the guest is what users run: systemd as PID 1, cgroup2 at /sys/fs/cgroup, Docker's systemd cgroup "
           "driver on cgroup v2; the package's unit is active after dpkg -i")
     def _():
-        check_equal(observed("pid1"), "systemd", "the guest's PID 1")
-        check_equal(observed("cgroup_fs"), "cgroup2fs", "the filesystem at /sys/fs/cgroup")
-        check_equal(observed("install")["rc"], 0, "dpkg -i, then systemctl is-active: %s" % observed("install")["out"])
-        check_equal(observed("docker_setup")["out"].split()[-2:], ["systemd", "2"], "Docker's cgroup driver and version")
-        check("SubState=running" in observed("unit")["out"], "the unit", observed("unit")["out"])
+        for g in GUESTS:
+            o = lambda name: observed(name, g)  # noqa: E731
+            check_equal(o("pid1"), "systemd", "the %s guest's PID 1" % g)
+            check_equal(o("cgroup_fs"), "cgroup2fs", "the filesystem at /sys/fs/cgroup in the %s guest" % g)
+            check_equal(o("install")["rc"], 0, "dpkg -i, then systemctl is-active, in the %s guest: %s"
+                        % (g, o("install")["out"]))
+            check_equal(o("docker_setup")["out"].split()[-2:], ["systemd", "2"],
+                        "Docker's cgroup driver and version in the %s guest" % g)
+            check("SubState=running" in o("unit")["out"], "the unit in the %s guest" % g, o("unit")["out"])
         cgtest.diag("versions:\n" + observed("versions"))
 
     @test("every container with the view over /proc (Docker through cgprocfs-runtime, with --cgroupns host, "
@@ -147,8 +181,9 @@ def make_tests(state):
         stats = dict(line.split() for line in observed("affinity_stats").splitlines() if line.strip())
         cgtest.diag("the listener's sched_getaffinity counters: %s" % stats)
         continued = sum(float(v) for k, v in stats.items() if k.startswith("cgprocfs_affinity_continued_total"))
-        check(continued >= len(SYSINFO), "%d sched_getaffinity calls came to the listener from the %d containers "
-              "notified" % (continued, len(SYSINFO)), stats)
+        notified = len(SYSINFO) + len(CRI_MIB)
+        check(continued >= notified, "%d sched_getaffinity calls came to the listener from the %d containers "
+              "notified" % (continued, notified), stats)
 
     @test("rootless podman (a user's: its user namespace from /etc/subuid, its cgroup delegated by the user's "
           "systemd manager, cpu too), --memory 256m --cpus 0.5: the view's files bound -v (LXCFS's way) show "
@@ -216,7 +251,7 @@ def make_tests(state):
         check_equal(observed("cri_setup")["rc"], 0, "containerd's restart and the images' import: %s"
                     % observed("cri_setup")["out"])
         cgtest.diag("CRI: %s" % observed("cri_version"))
-        for name, mib in (("a", 256), ("b", 128), ("c", 192), ("d", 256), ("e", 128)):
+        for name, mib in CRI_MIB.items():
             o = observed("cri_" + name)
             what = "the CRI container %s (exit %s): %s" % (name, o["rc"], o["out"][-2500:])
             check_equal(o["rc"], 0, "exit status of " + what)
@@ -345,10 +380,8 @@ def main():
     os.makedirs(lane.debian.CACHE, exist_ok=True)
     share = tempfile.mkdtemp(prefix="lane-", dir="/var/tmp")
     try:
-        cgtest.run_tests(make_tests({"share": share}))
+        cgtest.run_tests(make_tests({"share": share, "obs": {}}))
     finally:
-        for name in glob.glob(os.path.join(share, "*.deb")):
-            os.unlink(name)
         shutil.rmtree(share, ignore_errors=True)
 
 

@@ -194,7 +194,8 @@ def boot(img, share, timeout=900, mem="3G"):
     with contextlib.suppress(FileNotFoundError):
         os.unlink(cow)
     argv = ["linux.uml", "mem=" + mem, "ubd0=%s,%s" % (cow, img), "root=/dev/ubda", "rw",
-            "cgprocfs_lane=" + share, "umid=cgprocfs-lane-%d" % os.getpid(), "uml_dir=" + share,
+            "cgprocfs_lane=" + share, "umid=cgprocfs-lane-%d-%s" % (os.getpid(), os.path.basename(share)),
+            "uml_dir=" + share,
             "con=null", "con0=fd:0,fd:1", "systemd.show_status=0", "quiet"]
     with open(os.path.join(share, "console"), "w") as console:
         with contextlib.suppress(subprocess.TimeoutExpired):

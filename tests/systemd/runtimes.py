@@ -1,9 +1,11 @@
-"""Run in the systemd lane's guest (tests/systemd/lane.py), as root, from
+"""Run in a systemd lane's guest (tests/systemd/lane.py), as root, from
 the share (/lane) that holds the cgprocfs package: install it as an
-operator does, then start containers the ways users do on a systemd +
-cgroup v2 host, each under a 256 MiB limit, and print, as the last line,
-one JSON object of what each one's probe printed (test_systemd.py reads
-it). Nothing here decides what is right: it only runs and records."""
+operator does, then (GUESTS: one of two guests' parts) start containers
+the ways users do on a systemd + cgroup v2 host, each under a 256 MiB
+limit, or do what operators and Kubernetes do with the daemon, and print,
+as the last line, one JSON object of what each one's probe printed
+(test_systemd.py reads it). Nothing here decides what is right: it only
+runs and records."""
 
 import glob
 import hashlib
@@ -19,6 +21,8 @@ import time
 MEM = 256 << 20
 VIEW = "/var/lib/cgprocfs"
 PREV_DEB = "/root/cgprocfs-prev.deb"
+# The daemon's warnings and errors in its journal, since boot.
+WARNINGS = "journalctl -u cgprocfs -b --no-pager -o cat | grep -E '^cgprocfs: (warning|error)'"
 # What every container prints: its view of memory, time and load, by
 # files, by busybox (sysinfo(2)) and by the guest's procps (its /usr,
 # bound read-only at /usr).
@@ -195,15 +199,21 @@ def podman_rootless():
                                    )["out"]
 
 
-def lxc():
-    """A busybox container whose configuration, like the one lxc-create's
-    busybox template writes, includes no common.conf: the shipped file is
-    named in it, as the README says."""
+def lxc_bb():
+    """LXC's busybox container bb, made once: its configuration, like the
+    one lxc-create's busybox template writes, includes no common.conf, so
+    the shipped file is named in it, as the README says."""
+    if os.path.exists("/var/lib/lxc/bb/config"):
+        return
     rootfs("/var/lib/lxc/bb/rootfs")
     write("/var/lib/lxc/bb/config", "lxc.rootfs.path = dir:/var/lib/lxc/bb/rootfs\nlxc.uts.name = bb\n"
           "lxc.init.cmd = /bin/sleep 600\nlxc.net.0.type = empty\nlxc.cgroup2.memory.max = 256M\n"
           "lxc.mount.auto = proc:mixed sys:ro cgroup:mixed\nlxc.mount.entry = /usr usr none bind,ro 0 0\n"
           "lxc.include = /usr/share/lxc/config/common.conf.d/01-cgprocfs.conf\n")
+
+
+def lxc():
+    lxc_bb()
     record("lxc_start", "lxc-start -n bb && lxc-wait -n bb -s RUNNING -t 30 && lxc-info -n bb -s")
     record("lxc_busybox", "lxc-attach -n bb --clear-env -- sh -c '%s'" % PROBE)
     record("lxc_cgroup", "cat /proc/$(lxc-info -n bb -p -H)/cgroup")
@@ -280,7 +290,9 @@ def finish(p, timeout):
     try:
         out = p.communicate(timeout=timeout)[0]
     except subprocess.TimeoutExpired:
-        stuck = sh("for t in $(pgrep -s %d); do echo $t $(cat /proc/$t/comm) $(cat /proc/$t/wchan); done" % p.pid)
+        # its session's, and the readers' in containers (another session's)
+        stuck = sh("for t in $(pgrep -s %d) $(pgrep -f 'read m < /proc/meminfo'); do echo $t $(cat /proc/$t/comm) "
+                   "$(cat /proc/$t/wchan) [$(cat /proc/$t/syscall)] $(cat /proc/$t/cgroup); done" % p.pid)
         os.killpg(p.pid, 9)
         try:
             out = p.communicate(timeout=10)[0]
@@ -317,7 +329,9 @@ def operator():
     through the wrapper, the LXC busybox container (file binds), a host
     process in a 256 MiB scope with the host view's meminfo bound."""
     bb_image()
+    lxc_bb()
     os.makedirs("/root/op", exist_ok=True)
+    warnings_before = sh(WARNINGS)["out"]
     # Where each reader looks for its stop file, from the guest's side.
     stops = ["/root/op/stop", "/root/runc-reader/rootfs/stop", "/var/lib/lxc/bb/rootfs/stop"]
     readers = {
@@ -357,15 +371,15 @@ def operator():
     obs["op_version"] = sh("dpkg-query -W -f '${Version}' cgprocfs")["out"]
     obs["op_journal"] = sh("journalctl -u cgprocfs -b --no-pager -o short-monotonic | "
                            "grep -vE '^ +(bind|unshare|or from|containers:|stop with)' | tail -40")["out"]
+    obs["op_warnings"] = sh(WARNINGS)["out"][len(warnings_before):]
     sh("lxc-stop -k -n bb")
 
 
-def cri():
-    """Pods as kubelet starts them (no kubelet: tests/systemd/cri.py speaks
-    its CRI calls), through the shipped containerd snippet's handler with
-    SystemdCgroup = true, each pod's slice under kubepods with the pod's
-    limit on it as kubelet sets it, each container's own on its scope."""
-    import cri as k
+def cri_setup():
+    """containerd as a node's, once: the shipped snippet's handler, with
+    SystemdCgroup = true, and Docker's image bb as the sandbox image."""
+    if "cri_setup" in obs:
+        return
     with open("/lane/containerd-cgprocfs.toml") as f:
         snippet = f.read()
     write("/etc/containerd/config.toml",
@@ -376,6 +390,15 @@ def cri():
     bb_image()
     record("cri_setup", "systemctl restart containerd && until ctr version >/dev/null 2>&1; do sleep 0.2; done && "
            "docker save bb:latest | ctr -n k8s.io images import - && ctr -n k8s.io images ls -q")
+
+
+def cri():
+    """Pods as kubelet starts them (no kubelet: tests/systemd/cri.py speaks
+    its CRI calls), through the shipped containerd snippet's handler with
+    SystemdCgroup = true, each pod's slice under kubepods with the pod's
+    limit on it as kubelet sets it, each container's own on its scope."""
+    import cri as k
+    cri_setup()
     obs["cri_version"] = k.version()
     annotations = {"io.cgprocfs.enable": "true"}
     # pod: (uid, its slice's MemoryMax, pid namespace, {container: MiB})
@@ -489,6 +512,7 @@ def daemonset():
     then the new one started) while a container with the hook reads."""
     import cri as k
     import yaml
+    cri_setup()
     with open("/lane/cgprocfs-daemonset.yaml") as f:
         spec = yaml.safe_load(f)["spec"]["template"]["spec"]
     c = spec["containers"][0]
@@ -514,7 +538,29 @@ def daemonset():
     k.remove_pod(pod_id)
 
 
+def served():
+    """What the daemon did while the containers started: the listener's
+    sched_getaffinity counters (the probe's nproc; before operator()'s
+    restarts reset them), the hook's journal lines, the daemon's log and
+    its warnings."""
+    obs["affinity_stats"] = sh("grep -E '^cgprocfs_affinity_' %s/.cgprocfs/stats" % VIEW)["out"]
+    obs["journal_hook"] = sh("journalctl -b --no-pager -t cgprocfs-oci-hook | tail -20")["out"]
+    obs["daemon_log"] = sh("journalctl -u cgprocfs -b --no-pager | tail -40")["out"]
+    obs["daemon_warnings"] = sh(WARNINGS)["out"]
+
+
+# The lane's parts, in the two guests test_systemd.py boots at once (a
+# guest runs on one CPU, and the host has two): the ways containers are
+# started (Kubernetes pods too), and what operators and Kubernetes do with
+# the daemon (an operator's actions, the unit stopped, the DaemonSet's pod
+# with the unit stopped). A part runs even if one before it failed.
+GUESTS = {"containers": [docker, oci, podman, podman_rootless, lxc, lxc_system, cri, served],
+          "operations": [operator, no_daemon, daemonset]}
+
+
 def main():
+    """runtimes.py GUEST [PART...]: GUEST's parts (those named only, a
+    developer's shortcut)."""
     obs["kernel"] = os.uname().release
     obs["pid1"] = open("/proc/1/comm").read().strip()
     obs["cgroup_fs"] = sh("stat -fc %T /sys/fs/cgroup")["out"].strip()
@@ -525,35 +571,13 @@ def main():
     sh("rm -f /var/lib/man-db/auto-update")  # no man-db trigger: dpkg -i took 30-60 s on the lane
     docker_setup()
     install()
-    parts = [docker, oci, podman, podman_rootless, lxc, lxc_system, cri]
-    # A developer's shortcut: only the parts named (cri needs docker's image).
-    if sys.argv[1:]:
-        parts = [p for p in parts + [operator] if p.__name__ in sys.argv[1:]]
-    for part in parts:
+    for part in GUESTS[sys.argv[1]]:
+        if sys.argv[2:] and part.__name__ not in sys.argv[2:]:
+            continue
         try:
             part()
         except Exception as e:  # the others still run: one boot shows them all
             obs[part.__name__ + "_error"] = repr(e)
-    # What the listener did with the containers' sched_getaffinity (nproc,
-    # the probe's): before the operator's restarts reset the counters.
-    obs["affinity_stats"] = sh("grep -E '^cgprocfs_affinity_' %s/.cgprocfs/stats" % VIEW)["out"]
-    obs["journal_hook"] = sh("journalctl -b --no-pager -t cgprocfs-oci-hook | tail -20")["out"]
-    obs["daemon_log"] = sh("journalctl -u cgprocfs -b --no-pager | tail -40")["out"]
-    warnings = "journalctl -u cgprocfs -b --no-pager -o cat | grep -E '^cgprocfs: (warning|error)'"
-    obs["daemon_warnings"] = sh(warnings)["out"]
-    if not sys.argv[1:]:
-        try:
-            operator()
-        except Exception as e:
-            obs["operator_error"] = repr(e)
-        obs["op_warnings"] = sh(warnings)["out"][len(obs["daemon_warnings"]):]
-    no_daemon()
-    # With the unit stopped: the DaemonSet's pod serves the view instead.
-    if not sys.argv[1:] or "daemonset" in sys.argv[1:]:
-        try:
-            daemonset()
-        except Exception as e:
-            obs["daemonset_error"] = repr(e)
     print("@@json " + json.dumps(obs))
 
 

@@ -16,6 +16,8 @@
 static const uint64_t exps[3] = { 1884, 2014, 2037 };
 /* A group unread this long is no longer sampled. */
 #define FORGET_US (15 * 60 * G_USEC_PER_SEC)
+/* Between the two samples of a group's first read. */
+#define FIRST_GAP_US (20 * G_TIME_SPAN_MILLISECOND)
 
 void loadavg_step(uint64_t avenrun[3], unsigned active)
 {
@@ -183,17 +185,23 @@ static void take(struct group_load *g, const struct tally *t)
 }
 
 /* group's entry, read now (a copy in *ret): sampled at once if it was not
- * tracked (its averages then start from what runs now, not from 0).
- * FALSE if the cgroup is not there. The sample is taken without the lock,
- * which every group's reader takes: two first readers of one group may
- * both sample it, and the first to finish is kept. */
+ * tracked (its averages then start from what runs now, not from 0: the
+ * threads active in two samples FIRST_GAP_US apart, so that one caught
+ * between two sleeps, a shell that has just forked, say, does not start
+ * an idle group at 1). FALSE if the cgroup is not there. The samples are
+ * taken without the lock, which every group's reader takes: two first
+ * readers of one group may both sample it, and the first to finish is
+ * kept. */
 static gboolean group_read(struct loadavgs *l, const char *group, struct group_load *ret)
 {
 	g_mutex_lock(&l->lock);
 	struct group_load *g = g_hash_table_lookup(l->groups, group);
 	if (!g) {
 		g_mutex_unlock(&l->lock);
-		struct tally now;
+		struct tally first, now;
+		if (!sample(l, group, &first))
+			return FALSE;
+		g_usleep(FIRST_GAP_US);
 		if (!sample(l, group, &now))
 			return FALSE;
 		g_mutex_lock(&l->lock);
@@ -202,7 +210,7 @@ static gboolean group_read(struct loadavgs *l, const char *group, struct group_l
 			g = g_new0(struct group_load, 1);
 			take(g, &now);
 			for (int i = 0; i < 3; i++)
-				g->avenrun[i] = (uint64_t)now.active * LOADAVG_FIXED_1;
+				g->avenrun[i] = (uint64_t)MIN(first.active, now.active) * LOADAVG_FIXED_1;
 			g_hash_table_insert(l->groups, g_strdup(group), g);
 		}
 	}

@@ -105,4 +105,3 @@ int sysinfo_answer(const struct sysinfo_source *l, struct answer *last, int noti
 		r = -EFAULT;
 	return r;
 }
-

@@ -3,6 +3,7 @@
  * the same container's callers for a second. */
 #pragma once
 
+#include <errno.h>
 #include <glib.h>
 #include <linux/seccomp.h>
 #include <stdint.h>

@@ -174,8 +174,8 @@ static void answer_call(struct sysinfo_listener *l, struct notify *n, int notify
 	int r;
 	switch (call_of(req)) {
 	case CALL_SYSINFO:
-		respond(l, req, mem >= 0 ? sysinfo_answer(&l->src, &n->last, notify_fd, mem, req) : sysinfo_out_of_fds(err) ? -EIO : -err,
-			resp);
+		r = mem >= 0 ? sysinfo_answer(&l->src, &n->last, notify_fd, mem, req) : sysinfo_out_of_fds(err) ? -EIO : -err;
+		respond(l, req, r, resp);
 		return;
 	case CALL_AFFINITY:
 		/* Never EIO: the kernel's errors, or its mask, at worst. */

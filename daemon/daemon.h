@@ -154,6 +154,9 @@ void sysinfo_listener_keep_all(struct sysinfo_listener *l);
  * and stop taking or answering anything: a notification received and not
  * answered would wait for ever, the new daemon cannot receive it again. */
 int sysinfo_listener_hand_over(struct sysinfo_listener *l, int conn, GError **error);
+/* Take and answer nothing more, once the answers under way are sent (a
+ * daemon leaving its views to the keeper). NULL: nothing. */
+void sysinfo_listener_pause(struct sysinfo_listener *l);
 /* The handover failed: take and answer again. NULL: nothing. */
 void sysinfo_listener_resume(struct sysinfo_listener *l);
 /* At <control socket>.seccomp, for the daemon's host view; NULL (logged) if it cannot listen. */

@@ -424,6 +424,7 @@ static int exit_leaving_views(struct daemon *d, int sig)
 {
 	if (!server_pause(d->server))
 		g_warning("a request is still being answered: the next daemon has the kernel send it again");
+	sysinfo_listener_pause(g_atomic_pointer_get(&d->sysinfo));
 	if (d->cputimes)
 		cputimes_hand_over(d->cputimes);
 	cpuview_keep_placements(d->cpuview);

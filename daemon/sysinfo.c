@@ -467,12 +467,26 @@ void sysinfo_listener_keep_all(struct sysinfo_listener *l)
 		keeper_keep_notify(l->keeper, notify_at(l, i)->fd);
 }
 
+/* Take no more, and wait for the answers under way to be sent. Under the lock. */
+static void pause_locked(struct sysinfo_listener *l)
+{
+	g_atomic_int_set(&l->paused, TRUE); /* the thread takes no more under the lock */
+	while (l->in_flight > 0)
+		g_cond_wait(&l->idle, &l->lock);
+}
+
+void sysinfo_listener_pause(struct sysinfo_listener *l)
+{
+	if (!l)
+		return;
+	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
+	pause_locked(l);
+}
+
 int sysinfo_listener_hand_over(struct sysinfo_listener *l, int conn, GError **error)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&l->lock);
-	g_atomic_int_set(&l->paused, TRUE); /* the thread takes no more under the lock */
-	while (l->in_flight > 0) /* the answers under way are sent first */
-		g_cond_wait(&l->idle, &l->lock);
+	pause_locked(l);
 	int r = 0;
 	for (guint i = 0; r == 0 && i < l->notify->len; i++)
 		r = handover_send_notify(conn, notify_at(l, i)->fd, error);

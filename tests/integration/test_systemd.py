@@ -7,12 +7,12 @@ Docker (its systemd cgroup driver and private cgroup namespace) through
 cgprocfs-runtime, with --cgroupns host, with LXCFS-style -v file binds,
 docker exec and docker update; runc (cgroupfs and systemd drivers) and
 crun with the hook, runc through the wrapper; podman through the wrapper
-and through the hooks.d file, rootless podman; LXC busybox and Debian
-containers; pods through containerd's CRI. Each must see its own memory,
-uptime and load, and busybox free (sysinfo(2)) must agree with its files.
-In the other: an operator's upgrade, reload, restart and a crash while
-containers read, the unit stopped, and the DaemonSet's pod and its
-rollout."""
+and through the hooks.d file; an LXC busybox container. Each must see its
+own memory, uptime and load, and busybox free (sysinfo(2)) must agree with
+its files. Then an operator's upgrade, reload, restart and a crash while
+containers read. In the other: pods through containerd's CRI, rootless
+podman, an LXC Debian system container, the unit stopped, and the
+DaemonSet's pod and its rollout."""
 
 import contextlib
 import glob
@@ -42,7 +42,7 @@ BINDS = ["docker_binds", "lxc_busybox", "lxc_system"]
 # The CRI pods' containers (runtimes.py's cri()) and their limits, in MiB.
 CRI_MIB = {"a": 256, "b": 128, "c": 192, "d": 256, "e": 128}
 # The two guests booted at once, each with its part of runtimes.py (GUESTS there).
-GUESTS = ("containers", "operations")
+GUESTS = ("containers", "kubernetes")
 
 
 def sections(text):
@@ -178,12 +178,12 @@ def make_tests(state):
           "sched_getaffinity (nproc) notified to the listener: counted, and left to the kernel (one CPU: its mask "
           "is the view's), none failed")
     def _():
-        stats = dict(line.split() for line in observed("affinity_stats").splitlines() if line.strip())
-        cgtest.diag("the listener's sched_getaffinity counters: %s" % stats)
-        continued = sum(float(v) for k, v in stats.items() if k.startswith("cgprocfs_affinity_continued_total"))
-        notified = len(SYSINFO) + len(CRI_MIB)
-        check(continued >= notified, "%d sched_getaffinity calls came to the listener from the %d containers "
-              "notified" % (continued, notified), stats)
+        for g, notified in (("containers", len(SYSINFO)), ("kubernetes", len(CRI_MIB))):
+            stats = dict(line.split() for line in observed("affinity_stats", g).splitlines() if line.strip())
+            cgtest.diag("the listener's sched_getaffinity counters in the %s guest: %s" % (g, stats))
+            continued = sum(float(v) for k, v in stats.items() if k.startswith("cgprocfs_affinity_continued_total"))
+            check(continued >= notified, "%d sched_getaffinity calls came to the listener from the %d containers "
+                  "notified in the %s guest" % (continued, notified, g), stats)
 
     @test("rootless podman (a user's: its user namespace from /etc/subuid, its cgroup delegated by the user's "
           "systemd manager, cpu too), --memory 256m --cpus 0.5: the view's files bound -v (LXCFS's way) show "
@@ -236,12 +236,13 @@ def make_tests(state):
           "hook is refused the socket); the daemon's log has no warning")
     def _():
         refused = [line.strip() for line in observed("rootless_hook_said").splitlines() if line.strip()]
-        lines = [line for line in observed("journal_hook").splitlines()
-                 if line.strip() and not any(line.endswith(r) for r in refused)]
-        check(lines in ([], ["-- No entries --"]), "the hook's lines in the journal (the rootless container's aside)",
-              lines)
-        warnings = observed("daemon_warnings").splitlines()
-        check(not warnings, "the daemon's journal has warnings", *warnings)
+        for g in GUESTS:
+            lines = [line for line in observed("journal_hook", g).splitlines()
+                     if line.strip() and not any(line.endswith(r) for r in refused)]
+            check(lines in ([], ["-- No entries --"]),
+                  "the hook's lines in the %s guest's journal (the rootless container's aside)" % g, lines)
+            warnings = observed("daemon_warnings", g).splitlines()
+            check(not warnings, "the daemon's journal in the %s guest has warnings" % g, *warnings)
 
     @test("Kubernetes pods through containerd's CRI (the shipped handler, SystemdCgroup, each pod's slice under "
           "kubepods with its limit): each container of a pod sees its own limit (256 and 128 MiB), a pod beside "

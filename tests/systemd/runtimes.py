@@ -2,7 +2,7 @@
 the share (/lane) that holds the cgprocfs package: install it as an
 operator does, then (GUESTS: one of two guests' parts) start containers
 the ways users do on a systemd + cgroup v2 host, each under a 256 MiB
-limit, or do what operators and Kubernetes do with the daemon, and print,
+limit, and do what operators and Kubernetes do with the daemon, and print,
 as the last line, one JSON object of what each one's probe printed
 (test_systemd.py reads it). Nothing here decides what is right: it only
 runs and records."""
@@ -290,9 +290,15 @@ def finish(p, timeout):
     try:
         out = p.communicate(timeout=timeout)[0]
     except subprocess.TimeoutExpired:
-        # its session's, and the readers' in containers (another session's)
-        stuck = sh("for t in $(pgrep -s %d) $(pgrep -f 'read m < /proc/meminfo'); do echo $t $(cat /proc/$t/comm) "
-                   "$(cat /proc/$t/wchan) [$(cat /proc/$t/syscall)] $(cat /proc/$t/cgroup); done" % p.pid)
+        # its session's, the readers' in containers (another session's)
+        # and every process of their cgroups (a child they wait for), with
+        # its state (D: a FUSE request; S: a wait, a notified call); the
+        # listener's and the server's counters
+        stuck = sh("for t in $(pgrep -s %d) $(for r in $(pgrep -f 'read m < /proc/meminfo'); do "
+                   "cat $(sed -n 's|^0::|/sys/fs/cgroup|p' /proc/$r/cgroup)/cgroup.procs; done | sort -u); do "
+                   "echo $t $(cat /proc/$t/comm) $(sed -n 's/^State:\t//p' /proc/$t/status) $(cat /proc/$t/wchan) "
+                   "$(cat /proc/$t/cgroup); done 2>/dev/null; grep -E '^cgprocfs_(sysinfo|affinity|requests)' "
+                   "%s/.cgprocfs/stats" % (p.pid, VIEW))
         os.killpg(p.pid, 9)
         try:
             out = p.communicate(timeout=10)[0]
@@ -550,12 +556,13 @@ def served():
 
 
 # The lane's parts, in the two guests test_systemd.py boots at once (a
-# guest runs on one CPU, and the host has two): the ways containers are
-# started (Kubernetes pods too), and what operators and Kubernetes do with
-# the daemon (an operator's actions, the unit stopped, the DaemonSet's pod
-# with the unit stopped). A part runs even if one before it failed.
-GUESTS = {"containers": [docker, oci, podman, podman_rootless, lxc, lxc_system, cri, served],
-          "operations": [operator, no_daemon, daemonset]}
+# guest runs on one CPU, and the host has two), about as long each: the
+# root runtimes' containers, then an operator's actions while some of them
+# read; and Kubernetes (the CRI's pods), rootless podman, the LXC system
+# container, then the unit stopped and the DaemonSet's pod in its place.
+# A part runs even if one before it failed.
+GUESTS = {"containers": [docker, oci, podman, lxc, served, operator],
+          "kubernetes": [cri, podman_rootless, lxc_system, served, no_daemon, daemonset]}
 
 
 def main():

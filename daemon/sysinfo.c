@@ -78,8 +78,6 @@ struct sysinfo_listener {
 	                   * received and left unanswered waits for ever) */
 	struct keeper *keeper; /* holds a copy of each fd */
 	struct inflight *in_hand; /* the notifications taken and not answered yet */
-	struct seccomp_notif dead[INFLIGHT_CALLS]; /* a dead daemon's, answered first */
-	unsigned n_dead;
 	struct sysinfo_source src; /* sysinfo's answers; its in_place is per mount namespace */
 	struct affinity *affinity; /* sched_getaffinity's answers */
 	char *paths[2];
@@ -208,25 +206,25 @@ static void answer_and_send(struct sysinfo_listener *l, struct notify *n, const 
 	inflight_call_answered(l->in_hand, slot);
 }
 
-/* The notifications a dead daemon took and did not answer, each on the fd
- * of its filter (the one the kernel says it stands on), answered as if
- * taken now; before anything else is taken. */
-static void answer_dead_daemons(struct sysinfo_listener *l)
+/* The notifications a dead daemon kept in dead, each on the fd of its
+ * filter (the one the kernel says it stands on), answered as if taken
+ * now; before the listener's thread takes anything. */
+static void answer_dead_daemons(struct sysinfo_listener *l, struct inflight *dead)
 {
+	struct seccomp_notif taken[INFLIGHT_CALLS];
+	unsigned n = inflight_calls_take(dead, taken), answered = 0;
 	g_autofree struct seccomp_notif_resp *resp = g_malloc0(MAX(l->sizes.seccomp_notif_resp, sizeof(*resp)));
-	unsigned answered = 0;
-	for (unsigned i = 0; i < l->n_dead; i++)
+	for (unsigned i = 0; i < n; i++)
 		for (guint j = 0; j < l->notify->len; j++) {
-			struct notify *n = notify_at(l, j);
-			if (!n->lxc && ioctl(n->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &l->dead[i].id) == 0) {
-				answer_and_send(l, n, &l->dead[i], resp);
+			struct notify *fd_of = notify_at(l, j);
+			if (!fd_of->lxc && ioctl(fd_of->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &taken[i].id) == 0) {
+				answer_and_send(l, fd_of, &taken[i], resp);
 				answered++;
 				break;
 			}
 		}
 	if (answered > 0)
 		g_message("answered %u sysinfo(2) or sched_getaffinity(2) call(s) a daemon that died had taken", answered);
-	l->n_dead = 0;
 }
 
 /* One notification of n's fd: FALSE if the fd is done (every process of
@@ -352,7 +350,6 @@ static void poll_set(struct sysinfo_listener *l, gboolean paused, GArray *p, GPt
 static gpointer listener_thread(gpointer data)
 {
 	struct sysinfo_listener *l = data;
-	answer_dead_daemons(l);
 	for (;;) {
 		g_autoptr(GArray) p = g_array_new(FALSE, TRUE, sizeof(struct pollfd));
 		g_autoptr(GPtrArray) polled = g_ptr_array_new();
@@ -420,7 +417,6 @@ int sysinfo_listener_start(const char *base, const int listen_fds[2], const stru
 	l->src.reuse = reuse;
 	l->keeper = kept->keeper;
 	l->in_hand = kept->in_hand;
-	l->n_dead = inflight_calls_take(kept->dead, l->dead);
 	g_mutex_init(&l->lock);
 	for (guint i = 0; kept->taken && i < kept->taken->len; i++) {
 		adopt(l, g_array_index(kept->taken, int, i));
@@ -432,6 +428,7 @@ int sysinfo_listener_start(const char *base, const int listen_fds[2], const stru
 	struct affinity_config affinity = *calls;
 	affinity.in_place = l->src.in_place;
 	l->affinity = affinity_new(&affinity);
+	answer_dead_daemons(l, kept->dead);
 	l->thread = g_thread_new("seccomp", listener_thread, l);
 	*ret = l;
 	return 0;

@@ -39,13 +39,6 @@ sys.stdin.buffer.read()
 """
 
 
-def daemon_cpu_seconds(pid):
-    """utime + stime of process pid and its threads, in seconds."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def make_groups(n):
     """n cgroups in every v1 hierarchy that lists threads for the daemon
     (cpu and cpuacct), half a CPU each: [[dirs of group i]]."""
@@ -88,9 +81,9 @@ def measure(exe, args, groups, threads, seconds, tmp):
                                  stdout=subprocess.PIPE)
             p.communicate(timeout=30)
         time.sleep(6)  # past the first sample
-        start_cpu, start = daemon_cpu_seconds(daemon.pid), time.monotonic()
+        start_cpu, start = benchlib.cpu_seconds(daemon.pid), time.monotonic()
         time.sleep(seconds)
-        used = daemon_cpu_seconds(daemon.pid) - start_cpu
+        used = benchlib.cpu_seconds(daemon.pid) - start_cpu
         return 100 * used / (time.monotonic() - start)
     finally:
         for s in sleepers:

@@ -46,20 +46,6 @@ FILES = ["meminfo", "stat", "loadavg", "uptime", "cpuinfo"]
 QUOTA, PERIOD, MEMORY = 50000, 100000, 256 << 20
 
 
-def cpu_seconds(pid):
-    """utime + stime of every thread of pid, in seconds."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def status_of(pid):
-    """(threads, RSS in MiB) of pid."""
-    with open("/proc/%d/status" % pid) as f:
-        st = dict(line.split(":", 1) for line in f if ":" in line)
-    return int(st["Threads"]), int(st["VmRSS"].split()[0]) / 1024
-
-
 class Node:
     def __init__(self, a):
         self.a = a
@@ -133,10 +119,11 @@ class Node:
         try:
             time.sleep(2)  # every poller in its first second
             pids = {"cgprocfs": self.daemon.pid, "lxcfs": self.lxcfs.pid}
-            before = {k: cpu_seconds(p) for k, p in pids.items()}
+            before = {k: benchlib.cpu_seconds(p) for k, p in pids.items()}
             time.sleep(self.a.seconds)
-            used = {k: cpu_seconds(p) - before[k] for k, p in pids.items()}
-            shape = {k: status_of(p) for k, p in pids.items()}
+            used = {k: benchlib.cpu_seconds(p) - before[k] for k, p in pids.items()}
+            shape = {k: (benchlib.status_field(p, "Threads"), benchlib.status_field(p, "VmRSS") / 1024)
+                     for k, p in pids.items()}
             reads = n * len(FILES) * self.a.seconds if pollers else 0
             probe = self.probe("lxcfs" if which == "lxcfs" else "view")
         finally:

@@ -37,14 +37,6 @@ BenchError = benchlib.BenchError
 SETUP_RE = re.compile(r"serving the view of pid namespace \d+ \(container init (\d+)\), set up in ([\d.]+) ms")
 
 
-def status_field(pid, name):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(name + ":"):
-                return int(line.split()[1])
-    raise BenchError("no %s in /proc/%d/status" % (name, pid))
-
-
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -85,7 +77,8 @@ class Bench:
 
     def sample(self):
         pid = self.daemon.pid
-        return (status_field(pid, "Threads"), status_field(pid, "VmRSS"), len(os.listdir("/proc/%d/fd" % pid)))
+        return (benchlib.status_field(pid, "Threads"), benchlib.status_field(pid, "VmRSS"),
+                len(os.listdir("/proc/%d/fd" % pid)))
 
     def run(self):
         a = self.args

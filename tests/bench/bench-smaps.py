@@ -235,16 +235,6 @@ def read_line(proc, what, timeout):
     return line
 
 
-def cpu_seconds(pid):
-    """utime + stime of a whole process (all its threads, alive or not)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            fields = f.read().rpartition(")")[2].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def machine_cpu():
     """(busy, steal) CPU seconds of the whole machine so far, all CPUs."""
     with open("/proc/stat") as f:
@@ -421,9 +411,9 @@ class Bench:
         far; other_load() of two samples says how busy the rest was."""
         t = os.times()
         own = (t.user + t.system + t.children_user + t.children_system +
-               cpu_seconds(self.daemon.pid) + cpu_seconds(self.monitor.pid))
+               benchlib.cpu_seconds(self.daemon.pid) + benchlib.cpu_seconds(self.monitor.pid))
         if holder is not None:
-            own += sum(cpu_seconds(p) for p in [holder["pid"]] + holder["children"])
+            own += sum(benchlib.cpu_seconds(p) for p in [holder["pid"]] + holder["children"])
         busy, steal = machine_cpu()
         return {"own": own, "busy": busy, "steal": steal, "t": time.monotonic()}
 
@@ -495,14 +485,14 @@ class Bench:
         print("   polling %d rounds every %g s ..." % (rounds, a.interval), flush=True)
         log0 = os.path.getsize(self.log_path)
         load0 = self.load_sample(holder)
-        stats0, cpu0, t0 = self.stats(), cpu_seconds(self.daemon.pid), time.monotonic()
+        stats0, cpu0, t0 = self.stats(), benchlib.cpu_seconds(self.daemon.pid), time.monotonic()
         polls = []
         for k in range(rounds):
             due = t0 + k * a.interval
             time.sleep(max(0.0, due - time.monotonic()))
             polls.append(self.one_round(pid))
         time.sleep(max(0.0, t0 + rounds * a.interval - time.monotonic()))
-        stats1, cpu1, t1 = self.stats(), cpu_seconds(self.daemon.pid), time.monotonic()
+        stats1, cpu1, t1 = self.stats(), benchlib.cpu_seconds(self.daemon.pid), time.monotonic()
         load = self.other_load(load0, self.load_sample(holder))
         requests = self.fuse_requests(log0, os.path.getsize(self.log_path))
         self.stop_holder(holder["proc"])

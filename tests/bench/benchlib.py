@@ -176,6 +176,26 @@ class Cgroup:
             cgtest.remove_cgroups([d], os.path.dirname(d))
 
 
+def cpu_seconds(pid):
+    """utime + stime of a whole process (all its threads, alive or not);
+    0 once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rpartition(")")[2].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def status_field(pid, name):
+    """The number of the field name of /proc/<pid>/status (kB for sizes)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return int(line.split()[1])
+    raise BenchError("no %s in /proc/%d/status" % (name, pid))
+
+
 def percentile(values, q):
     """The q-quantile (0..1) of values, nearest rank; nan for none."""
     values = sorted(values)

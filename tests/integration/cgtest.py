@@ -487,6 +487,17 @@ def in_cgroups(dirs, argv, setup=""):
     return ["sh", "-c", script, "sh"] + list(argv)
 
 
+def threads_of(pid):
+    """{tid: (comm, state, wchan)} of process pid's threads."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with contextlib.suppress(OSError):
+            base = "/proc/%d/task/%s/" % (pid, tid)
+            with open(base + "comm") as f, open(base + "stat") as g, open(base + "wchan") as h:
+                out[int(tid)] = (f.read().strip(), g.read().rsplit(")", 1)[1].split()[0], h.read())
+    return out
+
+
 def remove_cgroups(paths, root):
     """rmdir each cgroup v1 directory of paths (children first), its
     processes first moved to root, the hierarchy's top; a process that has

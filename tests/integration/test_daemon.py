@@ -272,17 +272,6 @@ class Tracer:
             time.sleep(0.01)
 
 
-def threads_of(pid):
-    """{tid: (comm, state, wchan)} of process pid's threads."""
-    out = {}
-    for tid in os.listdir("/proc/%d/task" % pid):
-        with contextlib.suppress(OSError):
-            base = "/proc/%d/task/%s/" % (pid, tid)
-            with open(base + "comm") as f, open(base + "stat") as g, open(base + "wchan") as h:
-                out[int(tid)] = (f.read().strip(), g.read().rsplit(")", 1)[1].split()[0], h.read())
-    return out
-
-
 def children_named(pid, comm):
     found = []
     for child in cgtest.run(["pgrep", "-P", str(pid), "-x", comm])[1].split():
@@ -513,7 +502,7 @@ def make_tests():
                 second.start(wait=False)
                 # Its statfs of the mount, waiting for an answer.
                 check(cgtest.wait_until(lambda: any(w in ("request_wait_answer", "__fuse_simple_request")
-                                                    for _, _, w in threads_of(second.process.pid).values()),
+                                                    for _, _, w in cgtest.threads_of(second.process.pid).values()),
                                         timeout=30),
                       "the new daemon does not wait on the mount the stopped keeper holds", second.log())
                 os.kill(keeper, signal.SIGCONT)
@@ -742,11 +731,12 @@ def make_tests():
             tracer = Tracer()
             lookup = None
             try:
-                for tid, (comm, _, _) in threads_of(d.process.pid).items():
+                for tid, (comm, _, _) in cgtest.threads_of(d.process.pid).items():
                     if comm == "fuse":
                         tracer.stop(tid)
-                check(cgtest.wait_until(lambda: all(threads_of(d.process.pid)[t][1] == "t" for t in tracer.tids)),
-                      "the workers did not stop", threads_of(d.process.pid))
+                stopped = lambda: all(cgtest.threads_of(d.process.pid)[t][1] == "t" for t in tracer.tids)  # noqa: E731
+                check(cgtest.wait_until(stopped),
+                      "the workers did not stop", cgtest.threads_of(d.process.pid))
                 # A lookup in proc/ that nobody answers holds the directory.
                 lookup = subprocess.Popen(["stat", os.path.join(d.proc, "2147480001")], stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, text=True)
@@ -756,11 +746,11 @@ def make_tests():
                 victim.wait()
 
                 def waiting():
-                    where = [w for p in [d.process.pid] + notifiers for (_, _, w) in threads_of(p).values()]
+                    where = [w for p in [d.process.pid] + notifiers for (_, _, w) in cgtest.threads_of(p).values()]
                     return "fuse_reverse_inval_entry" in where
                 check(cgtest.wait_until(waiting), "the entry's invalidation did not wait for the lookup "
                       "(what this test is about did not happen)",
-                      threads_of(d.process.pid), [threads_of(p) for p in notifiers])
+                      cgtest.threads_of(d.process.pid), [cgtest.threads_of(p) for p in notifiers])
                 d.crash_and_restart(after_kill=tracer.reap)
             finally:
                 tracer.reap()
@@ -774,7 +764,7 @@ def make_tests():
                   "the lookup held up by the dead daemon: exit %s" % lookup.returncode, err)
             check(cgtest.wait_until(lambda: not any(os.path.exists("/proc/%d" % p) for p in notifiers), timeout=10),
                   "the dead daemon's notifier is still there 10 s later",
-                  [threads_of(p) for p in notifiers if os.path.exists("/proc/%d" % p)])
+                  [cgtest.threads_of(p) for p in notifiers if os.path.exists("/proc/%d" % p)])
             serves(d)
 
     @test("a container's pid taken by another process before the daemon could tell the kernel that the first "

@@ -55,15 +55,6 @@ def release(holders):
         h.wait()
 
 
-def thread_names(pid):
-    """The names of pid's threads, those that ended meanwhile left out."""
-    names = []
-    for tid in os.listdir("/proc/%d/task" % pid):
-        with contextlib.suppress(OSError):
-            names.append(open("/proc/%d/task/%s/comm" % (pid, tid)).read().strip())
-    return sorted(names)
-
-
 def threads_over_bounds(names, stalled):
     """The kinds of the daemon's threads in names that number more than
     their bound: FUSE workers 2 per CPU and the loop (and those made for
@@ -476,7 +467,7 @@ def make_tests(d):
                     enter(victim, [cgtest.PYTHON, "-c", VICTIM, str(VICTIM_ROUNDS)]),
                     stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
                 while victim_reader.poll() is None:
-                    threads.append(thread_names(d.process.pid))
+                    threads.append(sorted(comm for comm, _, _ in cgtest.threads_of(d.process.pid).values()))
                     time.sleep(0.05)
                 out = victim_reader.stdout.read().split(None, 1)
                 still = [a.poll() is None for a in attackers]

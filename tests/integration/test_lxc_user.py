@@ -22,7 +22,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
 from lxclab import (MIB, UNPRIV_PROBE, USERNS_SIZE, Container, attach_past_lxc_race, fields_of,  # noqa: E402
-                    hierarchies, host_meminfo_kb, host_uid, limits_config, snippet_config)
+                    hierarchies, host_meminfo_kb, host_uid, idmap, limits_config, snippet_config)
 from cgtest import check, check_equal, describe  # noqa: E402
 
 USER = "cgprocfs-lxu"
@@ -130,9 +130,8 @@ def make_tests(d, state):
         busybox_root(c.rootfs, base)
         with open(os.path.join(c.dir, "config"), "w") as f:
             f.write("\n".join(["lxc.rootfs.path = dir:" + c.rootfs, "lxc.uts.name = lxu", "lxc.net.0.type = empty",
-                               "lxc.init.cmd = /bin/sleep 600", "lxc.mount.auto = proc:mixed sys:ro cgroup:mixed",
-                               "lxc.idmap = u 0 %d %d" % (base, USERNS_SIZE),
-                               "lxc.idmap = g 0 %d %d" % (base, USERNS_SIZE)] + limits_config(LIMIT, 50000) +
+                               "lxc.init.cmd = /bin/sleep 600", "lxc.mount.auto = proc:mixed sys:ro cgroup:mixed"] +
+                              idmap(base) + limits_config(LIMIT, 50000) +
                               ["lxc.include = " + snippet_config(path, d.mnt)]) + "\n")
         for entry in (path, c.dir, os.path.join(c.dir, "config")):
             os.chown(entry, pw.pw_uid, pw.pw_gid)

@@ -40,10 +40,17 @@ double kcache_entry_timeout(struct ops_state *s, uint64_t ino, double timeout)
 	return 0;
 }
 
-void kcache_class_mixed(struct ops_state *s, uint64_t ino)
+gboolean kcache_class_mixed(struct ops_state *s, uint64_t ino, pid_t tid)
 {
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
 	g_hash_table_insert(s->row_class, GUINT_TO_POINTER(view_class_row(ino)), CLASS_MIXED);
+	gboolean bound = s->refused_ino == ino && s->refused_tid == tid;
+	s->refused_ino = ino;
+	s->refused_tid = tid;
+	if (!bound || s->bind_said)
+		return FALSE;
+	s->bind_said = TRUE;
+	return TRUE;
 }
 
 static gint64 version_of(const struct stat *attr)

@@ -19,7 +19,12 @@ void kcache_clear(struct ops_state *s);
  * name gets ESTALE, which has the kernel look the name up again, as the
  * caller: kcache_class_mixed first. */
 double kcache_entry_timeout(struct ops_state *s, uint64_t ino, double timeout);
-void kcache_class_mixed(struct ops_state *s, uint64_t ino);
+/* The same thread refused the same inode twice in a row: the name it
+ * opens is no walk's, which the kernel looked up again as it, but a bind's
+ * (or an fd's), made by a caller of another class, which keeps that
+ * inode. TRUE the first time of the session, for the daemon to say what
+ * works instead. */
+gboolean kcache_class_mixed(struct ops_state *s, uint64_t ino, pid_t tid);
 
 /* The kernel was told of version and size of ino's text (by attributes,
  * or a store: version 0). TRUE if it had been told another version. */

@@ -365,8 +365,12 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct ops_state *s = state(req);
 	struct served_file *f;
 	int r = served_file_new(req, ino, fi->flags, &f);
-	if (r == -ESTALE && view_class_row(ino))
-		kcache_class_mixed(s, ino); /* a name kept for another class */
+	if (r == -ESTALE && view_class_row(ino) && kcache_class_mixed(s, ino, fuse_req_ctx(req)->pid))
+		g_warning("thread %d opens a file of the view through a bind made by a caller of another cgroup, which "
+			  "shows that caller's file: its opens fail with ESTALE (Docker's -v binds with userns-remap, "
+			  "which runc makes from the host); bind from the container's own view instead "
+			  "(--runtime cgprocfs, or the OCI hook)",
+			  (int)fuse_req_ctx(req)->pid);
 	if (r < 0) {
 		ops_reply_err(req, r);
 		return;

@@ -39,6 +39,11 @@ struct ops_state {
 	GHashTable *told;      /* ino -> what the kernel was told (kcache.c) */
 	GHashTable *told_of;   /* pid -> GArray of the inos in told of its process */
 	GHashTable *row_class; /* row -> ino, or CLASS_MIXED */
+	/* The last open refused as another class's (kcache_class_mixed):
+	 * which inode, to which thread; and whether a bind was said. */
+	uint64_t refused_ino;
+	pid_t refused_tid;
+	gboolean bind_said;
 };
 
 /* Make the handle table of s (the other fields are the caller's), and

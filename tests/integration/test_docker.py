@@ -396,6 +396,20 @@ def make_tests(d, state):
         check_equal(said.get("/proc"), said.get("/proc/.real"), "smaps_rollup's Rss lines and the exe link "
                     "through the view")
 
+    @test("dockerd with userns-remap: default: a -v bind of the view's meminfo, which runc makes from the host "
+          "(another cgroup's file), is refused with ESTALE, never read as that file; the daemon's log says why "
+          "and what works, once")
+    def _():
+        bind = "%s:/proc/meminfo:ro" % os.path.join(d.mnt, "proc/meminfo")
+        said = lambda: d.log().count("through a bind made by a caller of another cgroup")  # noqa: E731
+        for run in (1, 2):
+            res = remap_docker().docker(["run", "--rm", "--memory", "256m", "-v", bind, IMAGE, "sh", "-c",
+                                         "cat /proc/meminfo; echo status $?"])
+            check(res[0] == 0 and "status 1" in res[1] and "Stale file handle" in res[2] and
+                  "MemTotal" not in res[1], "run %d: cat of the bound meminfo" % run, describe(res))
+            check_equal(said(), 1, "the daemon's lines about a bind from another cgroup after run %d" % run)
+        check("--runtime cgprocfs" in d.log(), "the daemon's line names no way that works", d.log())
+
     @test("dockerd with userns-remap: default: docker run -v of the view's cpuinfo, stat, meminfo and CPU "
           "directory, --cpus 0.5 --memory 256m: MemTotal 256 MiB, 1 processor, one CPU online (busybox free and "
           "nproc ask the kernel: no listener without the wrapper)",

@@ -22,6 +22,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgtest  # noqa: E402
@@ -98,11 +99,12 @@ def make_tests(state):
                         os.unlink(mark)
             builder = threading.Thread(target=build)
             builder.start()
-        ran, logs = {}, {g: [] for g in GUESTS}
+        ran, logs, took, started = {}, {g: [] for g in GUESTS}, {}, time.monotonic()
 
         def boot(g):
             ran[g] = lane.run_script("python3 /lane/runtimes.py %s\n" % g, shares[g], timeout=900,
                                      log=logs[g].append)
+            took[g] = time.monotonic() - started
         guests = [threading.Thread(target=boot, args=(g,)) for g in GUESTS]
         for t in guests:
             t.start()
@@ -116,6 +118,7 @@ def make_tests(state):
             for line in logs[g] + output.splitlines():
                 if not line.startswith("@@json"):
                     cgtest.diag("%s: %s" % (g, line))
+            cgtest.diag("%s: ended %.0f s after the boots began" % (g, took.get(g, 0)))  # balanced: GUESTS
             if status is None:
                 with contextlib.suppress(OSError), open(os.path.join(shares[g], "console"), errors="replace") as f:
                     cgtest.diag("the %s guest's console ends:\n%s" % (g, "".join(f.readlines()[-30:])))
@@ -178,7 +181,9 @@ def make_tests(state):
           "sched_getaffinity (nproc) notified to the listener: counted, and left to the kernel (one CPU: its mask "
           "is the view's), none failed")
     def _():
-        for g, notified in (("containers", len(SYSINFO)), ("kubernetes", len(CRI_MIB))):
+        # podman's through the wrapper runs in the Kubernetes guest (runtimes.py's GUESTS)
+        in_containers = [name for name in SYSINFO if name != "podman_runtime"]
+        for g, notified in (("containers", len(in_containers)), ("kubernetes", len(CRI_MIB) + 1)):
             stats = dict(line.split() for line in observed("affinity_stats", g).splitlines() if line.strip())
             cgtest.diag("the listener's sched_getaffinity counters in the %s guest: %s" % (g, stats))
             continued = sum(float(v) for k, v in stats.items() if k.startswith("cgprocfs_affinity_continued_total"))
@@ -312,18 +317,18 @@ def make_tests(state):
 
     @test("what an operator does, in turn, while a Docker and a runc container through the wrapper (sysinfo too), "
           "the LXC container (file binds) and a host process with the host view's meminfo bound read every 10 ms: "
-          "an upgrade from an older version (dpkg -i: its postinst), dpkg -i over itself, systemctl reload, "
+          "an upgrade from an older version (dpkg -i: its postinst), systemctl reload, "
           "systemctl restart, a crash of the main process: each is another daemon, none a failed read or a host "
           "figure; one daemon and one keeper are left, and /run/cgprocfs holds what serves")
     def _():
         cgtest.diag("the unit's journal:\n" + observed("op_journal"))
-        for name in ("upgrade", "reinstall", "reload", "restart", "crash"):
+        for name in ("upgrade", "reload", "restart", "crash"):
             o = observed("op_" + name)
             cgtest.diag("%s: from %s (the guest's clock), %s s, then the main pid %s"
                         % (name, o.get("at"), o["s"], o["pid"]))
         problems = ["a warning in the daemon's journal: " + line for line in observed("op_warnings").splitlines()]
         pids = [observed("op_pid_before")]
-        for name in ("upgrade", "reinstall", "reload", "restart", "crash"):
+        for name in ("upgrade", "reload", "restart", "crash"):
             o = observed("op_" + name)
             if o["rc"] != 0:
                 problems.append("%s, then systemctl is-active: exit %s, %s" % (name, o["rc"], o["out"]))

@@ -181,9 +181,7 @@ def make_tests(state):
           "sched_getaffinity (nproc) notified to the listener: counted, and left to the kernel (one CPU: its mask "
           "is the view's), none failed")
     def _():
-        # podman's through the wrapper runs in the Kubernetes guest (runtimes.py's GUESTS)
-        in_containers = [name for name in SYSINFO if name != "podman_runtime"]
-        for g, notified in (("containers", len(in_containers)), ("kubernetes", len(CRI_MIB) + 1)):
+        for g, notified in (("containers", len(SYSINFO)), ("kubernetes", len(CRI_MIB))):
             stats = dict(line.split() for line in observed("affinity_stats", g).splitlines() if line.strip())
             cgtest.diag("the listener's sched_getaffinity counters in the %s guest: %s" % (g, stats))
             continued = sum(float(v) for k, v in stats.items() if k.startswith("cgprocfs_affinity_continued_total"))

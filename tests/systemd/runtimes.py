@@ -564,8 +564,9 @@ def served():
 # Docker's, runc's, crun's and podman's containers, then an operator's
 # actions while some of them read; and Kubernetes (the CRI's pods),
 # rootless podman, LXC's (the system container and the busybox one), then
-# the unit stopped and the DaemonSet's pod in its place (200 s and 229 s
-# with podman's in the second: test_systemd shows each guest's end).
+# the unit stopped and the DaemonSet's pod in its place: 212 s and 195 s
+# (with podman's in the second: 200 s and 229 s; test_systemd shows each
+# guest's end).
 # A part runs even if one before it failed.
 GUESTS = {"containers": [docker, oci, podman, served, operator],
           "kubernetes": [cri, podman_rootless, lxc_system, lxc, served, no_daemon, daemonset]}

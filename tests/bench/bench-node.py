@@ -119,9 +119,16 @@ class Node:
         try:
             time.sleep(2)  # every poller in its first second
             pids = {"cgprocfs": self.daemon.pid, "lxcfs": self.lxcfs.pid}
-            before = {k: benchlib.cpu_seconds(p) for k, p in pids.items()}
+            meters = (benchlib.cpu_seconds, benchlib.run_seconds, benchlib.switches)
+            before = {k: [m(p) for m in meters] for k, p in pids.items()}
+            asked = self.requests()
+            profile = (self.profile(pids["lxcfs" if which == "lxcfs" else "cgprocfs"]) if self.a.perf and which != "idle"
+                       else None)
             time.sleep(self.a.seconds)
-            used = {k: benchlib.cpu_seconds(p) - before[k] for k, p in pids.items()}
+            used, ran, switched = ({k: meters[i](p) - before[k][i] for k, p in pids.items()} for i in range(3))
+            asked = {op: n - asked.get(op, 0) for op, n in self.requests().items() if n > asked.get(op, 0)}
+            if profile:
+                self.report_profile(which, profile)
             shape = {k: (benchlib.status_field(p, "Threads"), benchlib.status_field(p, "VmRSS") / 1024)
                      for k, p in pids.items()}
             reads = n * len(FILES) * self.a.seconds if pollers else 0
@@ -133,9 +140,35 @@ class Node:
         row = "| %d | %s |" % (n, which)
         read_by = {"view": "cgprocfs", "lxcfs": "lxcfs"}.get(which)
         for k in ("cgprocfs", "lxcfs"):
-            per = "%.0f µs" % (used[k] / reads * 1e6) if k == read_by else "-"
+            per = ("%.0f µs (%.0f µs run), %.1f switches" % (used[k] / reads * 1e6, ran[k] / reads * 1e6,
+                                                              switched[k] / reads) if k == read_by else "-")
             row += " %.1f %% | %s | %d, %.0f MiB |" % (used[k] / self.a.seconds * 100, per, *shape[k])
         print(row + " %s |" % probe, flush=True)
+        if which == "view":
+            print("(the view's FUSE requests per read: %s)" % ", ".join(
+                "%s %.2f" % (op, n / reads) for op, n in sorted(asked.items(), key=lambda kv: -kv[1])), flush=True)
+
+    def requests(self):
+        """The daemon's FUSE requests so far, by operation (its stats)."""
+        with open(os.path.join(self.mnt, ".cgprocfs/stats")) as f:
+            return {line.split('"')[1]: int(line.split()[-1]) for line in f
+                    if line.startswith("cgprocfs_requests_total{")}
+
+    def profile(self, pid):
+        """perf record of pid over the round (--perf): its process."""
+        out = os.path.join(self.work, "perf-%d.data" % pid)
+        return subprocess.Popen(["perf", "record", "-q", "-F", "999", "-g", "-p", str(pid), "-o", out, "--",
+                                 "sleep", str(self.a.seconds)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL), out
+
+    def report_profile(self, which, profile):
+        """The symbols where the daemon's samples fall (self), kernel and
+        user, the first --perf of them."""
+        profile[0].wait(timeout=60)
+        r = subprocess.run(["perf", "report", "-q", "-i", profile[1], "--no-children", "--sort", "dso,sym",
+                            "-g", "none", "--percent-limit", "0.5"], capture_output=True, text=True)
+        lines = [line.rstrip() for line in r.stdout.splitlines() if line.strip()][:self.a.perf]
+        print("\n".join(["(%s round, where the daemon's CPU time went:" % which] + lines + [")"]), flush=True)
 
     def run(self):
         log = os.path.join(self.work, "daemon.log")
@@ -144,7 +177,8 @@ class Node:
         self.lxcfs = benchlib.start_lxcfs(self.lxcfs_mnt, os.path.join(self.work, "lxcfs.pid"),
                                           os.path.join(self.work, "lxcfs.log"), options=["-l", "--enable-cfs"])
         self.spaces = benchlib.Namespaces(self.hook, self.mnt, self.work)
-        print("| containers | pollers read | cgprocfs CPU | per read | threads, RSS | LXCFS CPU | per read | "
+        print("| containers | pollers read | cgprocfs CPU | per read: CPU (ran), switches | threads, RSS | LXCFS CPU | "
+              "per read | "
               "threads, RSS | probe meminfo / stat p50 (p99) µs |")
         print("|---|---|---|---|---|---|---|---|---|")
         for n in self.counts:
@@ -176,6 +210,7 @@ def main():
     p.add_argument("--counts", default="100,300")
     p.add_argument("--seconds", type=int, default=30)
     p.add_argument("--probe", type=int, default=300)
+    p.add_argument("--perf", type=int, default=0, help="profile each polled round's daemon: show this many symbols")
     a = p.parse_args()
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(benchlib.run_bench("bench-node", lambda: Node(a)))

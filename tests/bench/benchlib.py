@@ -187,6 +187,38 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def threads_sum(pid, read):
+    """The sum of read(task directory) over the live threads of pid (a
+    thread that ended meanwhile counts 0)."""
+    total = 0
+    task = "/proc/%d/task" % pid
+    for tid in os.listdir(task):
+        try:
+            total += read(os.path.join(task, tid))
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
+
+
+def run_seconds(pid):
+    """The time the scheduler ran pid's live threads (schedstat's
+    sum_exec_runtime, ns, exact), where cpu_seconds counts clock ticks
+    (one tick for whichever thread runs when it comes)."""
+    def read(d):
+        with open(os.path.join(d, "schedstat")) as f:
+            return int(f.read().split()[0])
+    return threads_sum(pid, read) / 1e9
+
+
+def switches(pid):
+    """Context switches of pid's live threads, voluntary (a wait: each
+    wakeup of a worker) and not."""
+    def read(d):
+        with open(os.path.join(d, "status")) as f:
+            return sum(int(line.split()[1]) for line in f if "ctxt_switches:" in line)
+    return threads_sum(pid, read)
+
+
 def status_field(pid, name):
     """The number of the field name of /proc/<pid>/status (kB for sizes)."""
     with open("/proc/%d/status" % pid) as f:

@@ -21,6 +21,13 @@ void kcache_clear(struct ops_state *s)
 /* A row whose callers looked up more than one class. */
 #define CLASS_MIXED GUINT_TO_POINTER(1)
 
+/* How long the kernel may keep a class row's name while every caller has
+ * its class: longer than the attributes' timeout, for a monitor polling
+ * every 1-15 s would otherwise look each name up again at every read. A
+ * caller whose class changed meanwhile opens the kept inode and is
+ * refused (ESTALE: fs/files.c), and the kernel walks the name again. */
+#define CLASS_ENTRY_TIMEOUT 60.0
+
 double kcache_entry_timeout(struct ops_state *s, uint64_t ino, double timeout)
 {
 	/* The host's view serves callers of every cgroup: a name kept for
@@ -32,10 +39,10 @@ double kcache_entry_timeout(struct ops_state *s, uint64_t ino, double timeout)
 	gpointer seen = g_hash_table_lookup(s->row_class, row);
 	if (!seen) {
 		g_hash_table_insert(s->row_class, row, (gpointer)(uintptr_t)ino);
-		return timeout;
+		return MAX(timeout, CLASS_ENTRY_TIMEOUT);
 	}
 	if (seen == (gpointer)(uintptr_t)ino)
-		return timeout;
+		return MAX(timeout, CLASS_ENTRY_TIMEOUT);
 	g_hash_table_insert(s->row_class, row, CLASS_MIXED);
 	return 0;
 }

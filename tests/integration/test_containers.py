@@ -1168,6 +1168,37 @@ def make_tests(d, lab):
         up = float(section(secs, "uptime", result).split()[0])
         check(0.9 <= up < 10, "the container's uptime is %.2f s" % up, describe(result))
 
+    @test("runc: a process of a container reading cpuinfo now and then: read again 2 s later (past its "
+          "attributes' second) its name is not looked up again; after runc update --cpu-quota for 2 CPUs, the "
+          "kept name's next read shows 2 processors")
+    def _():
+        need_two_cpus()
+        lookups = lambda: cgtest.read_stats(d.mnt)['cgprocfs_requests_total{op="lookup"}']  # noqa: E731
+        script = ("n() { grep -c ^processor /proc/cpuinfo; }\n"
+                  "for step in 1 2 3; do echo @@read$step; n; touch /read$step; "
+                  "while [ $step -lt 3 ] && [ ! -e /go$step ]; do sleep 0.05; done; done\n")
+        with Container(lab, script, edit=lambda config: config["root"].update(readonly=False)) as c:
+            c.start_detached()
+            root = os.path.join(c.bundle, "rootfs")  # its marks, and the test's
+            ready = lambda step: cgtest.wait_until(lambda: os.path.exists("%s/read%d" % (root, step)),  # noqa: E731
+                                                   timeout=20)
+            check(ready(1), "the container did not read cpuinfo")
+            time.sleep(2)
+            before = lookups()
+            open(os.path.join(root, "go1"), "w").close()
+            check(ready(2), "the container did not read cpuinfo again")
+            looked = lookups() - before
+            cgtest.check_ran(cgtest.run(c.runtime.argv("update", "--cpu-quota", str(2 * PERIOD), c.id),
+                                        timeout=RUN_TIMEOUT), "runc update")
+            open(os.path.join(root, "go2"), "w").close()
+            check(ready(3), "the container did not read cpuinfo after runc update")
+            with open(os.path.join(c.bundle, "stdout")) as f:
+                out = f.read()
+        secs = sections(out)
+        counts = [secs.get("read%d" % step, "").strip() for step in (1, 2, 3)]
+        check_equal(counts, [str(expected_cpus())] * 2 + ["2"], "processors at each read")
+        check_equal(looked, 0, "lookups between the two reads 2 s apart (the kernel keeps the name)")
+
     # 6. ---------------------------------------------------------------
 
     @test("runc: with no daemon the hook says so in one line and exits 0; the container sees the real /proc")

@@ -2,7 +2,7 @@
 """Every served file's cost, side by side: the view, LXCFS and the kernel's
 own file, in a container and through the host's view, in one run.
 
-    sudo /usr/bin/python3 tests/bench/bench-files.py [--build-dir build] [--rounds 2000]
+    sudo /usr/bin/python3 tests/bench/bench-files.py [--build-dir build] [--rounds 2000] [--cold-rounds 100]
 
 It starts the daemon from the build directory and Debian's LXCFS
 (--enable-cfs -l, its own mountpoint and pidfile), each on a temporary
@@ -12,6 +12,8 @@ interleaved (each round reads every row once through each source):
 1. in a runc container with the OCI hook, half a CPU and 256 MiB, whose
    rootfs binds the host's /usr, /etc (..) read-only: the view is /proc,
    the kernel's file /proc/.real, LXCFS's mount bound at /lxcfs;
+   and again, cold: --cold-rounds rounds with 10 ms after each read, as
+   a monitor reads (nothing stays awake between two reads);
 2. through the host's view, for a caller of the host's namespaces in a
    cgroup with the same limits (as a Kubernetes pod with hostPath file
    binds reads it): MNT/proc, LXCFS's mount, /proc.
@@ -45,16 +47,17 @@ from benchlib import BenchError  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUOTA, PERIOD, MEMORY = 50000, 100000, 256 << 20
 REQUEST_ROUNDS = 200
+COLD_PAUSE = 0.01
 # The floor row: its name in the tables, its path in MNT, and where the
 # container sees MNT/.cgprocfs.
 FLOOR, FLOOR_PATH, META_IN_CONTAINER = "floor: control", ".cgprocfs/control", "/cgprocfs-meta"
 
-# Run by the readers: argv[1] rounds, argv[2] JSON [[row, {source: path}]];
-# prints {row: {source: [p50 µs, p99 µs]}} (a source whose file cannot be
-# opened is left out of its row).
+# Run by the readers: argv[1] rounds, argv[2] JSON [[row, {source: path}]],
+# argv[3] the pause after each read (s); prints {row: {source: [p50 µs,
+# p99 µs]}} (a source whose file cannot be opened is left out of its row).
 MEASURE = benchlib.READER_FUNCTIONS + r"""
 import json, sys
-rounds, rows = int(sys.argv[1]), json.loads(sys.argv[2])
+rounds, rows, pause = int(sys.argv[1]), json.loads(sys.argv[2]), float(sys.argv[3])
 todo = []
 for row, sources in rows:
     for source, path in sources.items():
@@ -66,6 +69,8 @@ for row, sources in rows:
 for _ in range(rounds):
     for row, source, path, samples in todo:
         samples.append(once(path))
+        if pause:
+            time.sleep(pause)
 out = {}
 for row, source, path, samples in todo:
     samples.sort()
@@ -119,10 +124,11 @@ def containers_module():
     return module
 
 
-def in_container(bench, lxmnt, rows, rounds):
+def in_container(bench, lxmnt, rows, rounds, pause=0.0):
     """MEASURE in a runc container with the hook and the limits, LXCFS at /lxcfs."""
     argv = ["/usr/bin/python3", "-c", MEASURE, str(rounds), json.dumps(sources(rows, "/proc", "/lxcfs/proc",
-                                                                                "/proc/.real", META_IN_CONTAINER))]
+                                                                                "/proc/.real", META_IN_CONTAINER)),
+            str(pause)]
     cid, path = bench.bundle(argv, hook=True)
     with open(os.path.join(path, "config.json")) as f:
         config = json.load(f)
@@ -182,15 +188,19 @@ class FilesBench:
         os.mkdir(b.rootfs)
         b.build_rootfs()
         inside = in_container(b, self.lxmnt, rows, rounds)
+        cold = in_container(b, self.lxmnt, rows, self.args.cold_rounds, COLD_PAUSE) if self.args.cold_rounds else None
         self.group = benchlib.Cgroup("cgprocfs-bench-files-%d" % os.getpid(), QUOTA, PERIOD, MEMORY)
         host = self.group.run([sys.executable, "-c", MEASURE, str(rounds), json.dumps(
             sources(rows, os.path.join(b.mnt, "proc"), os.path.join(self.lxmnt, "proc"), "/proc",
-                    os.path.join(b.mnt, os.path.dirname(FLOOR_PATH))))])
+                    os.path.join(b.mnt, os.path.dirname(FLOOR_PATH)))), "0"])
         counted = {r: "proc/" + r for r in rows if not r.startswith("..")}
         counted[FLOOR] = FLOOR_PATH
         requests = self.group.run([sys.executable, "-c", REQUESTS, b.mnt, str(REQUEST_ROUNDS), json.dumps(counted)])
         print("%d rounds; a container with the hook and a host caller, each with half a CPU and 256 MiB" % rounds)
         table("In a runc container with the hook (the kernel's file: /proc/.real)", inside, rows)
+        if cold:
+            table("The same, cold: %d rounds, each read %.0f ms after the one before (a monitor's pace: idle "
+                  "workers and readers wake for each)" % (self.args.cold_rounds, COLD_PAUSE * 1000), cold, rows)
         table("Through the host's view (MNT/proc; the kernel's: /proc); FUSE requests per open + read + close",
               host, rows, requests)
 
@@ -209,6 +219,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build-dir", default="build")
     ap.add_argument("--rounds", type=int, default=2000)
+    ap.add_argument("--cold-rounds", type=int, default=100, help="rounds 10 ms apart in the container (0: none)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         ap.error("needs root (runc, mounts, cgroups)")

@@ -146,8 +146,9 @@ def make_tests(state):
             check_equal(o("cgroup_fs"), "cgroup2fs", "the filesystem at /sys/fs/cgroup in the %s guest" % g)
             check_equal(o("install")["rc"], 0, "dpkg -i, then systemctl is-active, in the %s guest: %s"
                         % (g, o("install")["out"]))
-            check_equal(o("docker_setup")["out"].split()[-2:], ["systemd", "2"],
-                        "Docker's cgroup driver and version in the %s guest" % g)
+            if g == "containers":  # the Kubernetes guest runs no Docker
+                check_equal(o("docker_setup")["out"].split()[-2:], ["systemd", "2"],
+                            "Docker's cgroup driver and version in the %s guest" % g)
             check("SubState=running" in o("unit")["out"], "the unit in the %s guest" % g, o("unit")["out"])
         cgtest.diag("versions:\n" + observed("versions"))
 

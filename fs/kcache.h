@@ -15,9 +15,9 @@ void kcache_clear(struct ops_state *s);
  * one dentry per name for every caller of a session: in a container's view
  * it may keep a class row's name (for a minute, or timeout if longer)
  * while every caller has looked up the same class; once a second class
- * shows, the row is mixed and every walk asks (0). An open of another class's inode through a kept
- * name gets ESTALE, which has the kernel look the name up again, as the
- * caller: kcache_class_mixed first. */
+ * shows, the row is mixed and every walk asks (0). An open of another
+ * class's inode through a kept name gets ESTALE, which has the kernel
+ * look the name up again, as the caller: kcache_class_mixed first. */
 double kcache_entry_timeout(struct ops_state *s, uint64_t ino, double timeout);
 /* The same thread refused the same inode twice in a row: the name it
  * opens is no walk's, which the kernel looked up again as it, but a bind's

@@ -293,15 +293,19 @@ def finish(p, timeout):
     try:
         out = p.communicate(timeout=timeout)[0]
     except subprocess.TimeoutExpired:
-        # its session's, the readers' in containers (another session's)
-        # and every process of their cgroups (a child they wait for), with
-        # its state (D: a FUSE request; S: a wait, a notified call); the
-        # listener's and the server's counters
-        stuck = sh("for t in $(pgrep -s %d) $(for r in $(pgrep -f 'read m < /proc/meminfo'); do "
-                   "cat $(sed -n 's|^0::|/sys/fs/cgroup|p' /proc/$r/cgroup)/cgroup.procs; done | sort -u); do "
+        # its session's and every process of the readers' cgroups (found
+        # by path: a stuck reader's command line may not be readable),
+        # with its state (D: a FUSE request; S: a wait, a notified call),
+        # the system call it waits in and its kernel stack's top; the
+        # runtimes' processes, Docker's containers, the listener's and
+        # the server's counters
+        stuck = sh("for t in $(pgrep -s %d) $(cat $(find /sys/fs/cgroup -name cgroup.procs \\( -path '*docker-*' "
+                   "-o -path '*runc-reader*' -o -path '*lxc.payload*' -o -path '*/run-*.scope/*' \\))| sort -u); do "
                    "echo $t $(cat /proc/$t/comm) $(sed -n 's/^State:\t//p' /proc/$t/status) $(cat /proc/$t/wchan) "
-                   "$(cat /proc/$t/cgroup); done 2>/dev/null; grep -E '^cgprocfs_(sysinfo|affinity|requests)' "
-                   "%s/.cgprocfs/stats" % (p.pid, VIEW))
+                   "[$(cut -d' ' -f1 /proc/$t/syscall)] $(head -3 /proc/$t/stack | cut -d' ' -f2 | tr '\\n' ' ') "
+                   "$(cat /proc/$t/cgroup); done 2>/dev/null; ps -eo pid,stat,wchan:24,args | grep -E "
+                   "'[r]unc|[s]him|[c]gprocfs-runtime|[d]ocker (run|exec)'; docker ps -a --format '{{.ID}} {{.Status}}'; "
+                   "grep -E '^cgprocfs_(sysinfo|affinity|requests)' %s/.cgprocfs/stats" % (p.pid, VIEW))
         os.killpg(p.pid, 9)
         try:
             out = p.communicate(timeout=10)[0]

@@ -325,6 +325,12 @@ def load_of(text):
     return list(m.groups())
 
 
+def sysinfo_loads_agree(shown, text):
+    """Whether loads shown from sysinfo(2) (busybox cuts them to hundredths)
+    are a /proc/loadavg text's (rounded, as the kernel's): 0.01 below at most."""
+    return all(-1e-9 <= float(t) - float(v) <= 0.01 + 1e-9 for v, t in zip(shown, text.split()[:3]))
+
+
 def busy_percent(before, after):
     """The busy share of /proc/stat cpu lines (user nice system idle iowait
     irq softirq steal ...), and the ticks between them."""

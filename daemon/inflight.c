@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -209,6 +210,60 @@ void inflight_call_answered(struct inflight *f, int slot)
 {
 	if (f && slot >= 0)
 		__atomic_store_n(&f->t->calls[slot].used, 0, __ATOMIC_RELEASE);
+}
+
+/* A call slot's used while its notification is being taken: req.id is
+ * the id expected, or the one taken. */
+#define CALL_RECEIVING 2
+/* Ids looked for after one a dead daemon expected: notifications of the
+ * filter whose callers went before they were taken skip ids. */
+#define LOST_IDS_AHEAD 4
+
+int inflight_call_receiving(struct inflight *f, guint64 next)
+{
+	for (int i = 0; f && f->size == sizeof(struct table) && i < INFLIGHT_CALLS; i++) {
+		struct call_slot *c = &f->t->calls[i];
+		guint64 free_slot = 0;
+		if (!__atomic_compare_exchange_n(&c->used, &free_slot, FILLING, FALSE, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
+			continue;
+		memset(&c->req, 0, sizeof(c->req));
+		c->req.id = next;
+		__atomic_store_n(&c->used, CALL_RECEIVING, __ATOMIC_RELEASE);
+		return i;
+	}
+	return -1;
+}
+
+void inflight_call_taken_in(struct inflight *f, int slot, const struct seccomp_notif *req)
+{
+	if (!f || slot < 0)
+		return;
+	/* Still receiving meanwhile: its id is one to look for. */
+	f->t->calls[slot].req = *req;
+	__atomic_store_n(&f->t->calls[slot].used, 1, __ATOMIC_RELEASE);
+}
+
+unsigned inflight_let_lost_through(struct inflight *f, const int *fds, unsigned n)
+{
+	unsigned through = 0;
+	for (int i = 0; f && f->size == sizeof(struct table) && i < INFLIGHT_CALLS; i++) {
+		struct call_slot *c = &f->t->calls[i];
+		if (__atomic_load_n(&c->used, __ATOMIC_ACQUIRE) != CALL_RECEIVING)
+			continue;
+		for (guint64 id = c->req.id; c->req.id != 0 && id < c->req.id + LOST_IDS_AHEAD; id++)
+			for (unsigned j = 0; j < n; j++) {
+				/* Only a notification taken and not answered is
+				 * answered: the others say ENOENT or EINPROGRESS. */
+				struct seccomp_notif_resp resp = { .id = id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE };
+				if (ioctl(fds[j], SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0) {
+					through++;
+					break;
+				}
+			}
+		__atomic_store_n(&c->used, 0, __ATOMIC_RELEASE);
+	}
+	return through;
 }
 
 unsigned inflight_calls_take(struct inflight *f, struct seccomp_notif ret[INFLIGHT_CALLS])

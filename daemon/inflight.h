@@ -60,3 +60,14 @@ void inflight_call_answered(struct inflight *f, int slot);
 /* The notifications a dead daemon kept in f, into ret: how many; each is
  * freed in f. */
 unsigned inflight_calls_take(struct inflight *f, struct seccomp_notif ret[INFLIGHT_CALLS]);
+/* A notification is about to be taken from an fd whose next one should
+ * have id next (0: not known yet): a slot, which inflight_call_taken_in
+ * fills once it is, or -1. A daemon that dies in between (SIGKILLed as
+ * its ioctl returns) leaves the id for the next one to look for. */
+int inflight_call_receiving(struct inflight *f, guint64 next);
+void inflight_call_taken_in(struct inflight *f, int slot, const struct seccomp_notif *req);
+/* The calls a dead daemon began to take in f and did not note: each id
+ * left, and the few after it, that one of fds (n) still holds as taken
+ * is let through to the kernel (CONTINUE; the call's own arguments are
+ * gone with the daemon). How many; the slots are freed in f. */
+unsigned inflight_let_lost_through(struct inflight *f, const int *fds, unsigned n);

@@ -63,13 +63,15 @@ static void let_through(int fd, struct seccomp_notif *req, gsize req_size, struc
 }
 
 /* The notifications the dead daemon took and did not answer (inflight.h),
- * each let through on the fd of its filter (the others say ENOENT). */
+ * each let through on the fd of its filter (the others say ENOENT), and
+ * those it was taking as it died. */
 static void let_taken_through(struct held *h)
 {
 	struct seccomp_notif taken[INFLIGHT_CALLS];
 	int fd = h->inflight >= 0 ? dup(h->inflight) : -1;
 	struct inflight *f = fd >= 0 ? inflight_adopt(fd) : NULL;
 	unsigned n = inflight_calls_take(f, taken);
+	inflight_let_lost_through(f, (const int *)(void *)h->notify->data, h->notify->len);
 	inflight_free(f);
 	for (unsigned i = 0; i < n; i++)
 		for (guint j = 0; j < h->notify->len; j++) {

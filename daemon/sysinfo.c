@@ -58,6 +58,7 @@ struct notify {
 	gboolean busy; /* an answerer has it (under the listener's lock) */
 	gboolean done; /* every process of its filter gone, or the peer (likewise) */
 	struct answer last; /* its answerer's */
+	guint64 next_id; /* its next notification's, once one was taken (its answerer's) */
 };
 
 /* Answerers at most: each answers one fd's notification at a time, so that
@@ -188,11 +189,11 @@ static void answer_call(struct sysinfo_listener *l, struct notify *n, int notify
 	}
 }
 
-/* Answer req, taken on n's fd, and send resp, kept in l->in_hand meanwhile. */
+/* Answer req, taken on n's fd, and send resp, kept in l->in_hand's slot
+ * meanwhile. */
 static void answer_and_send(struct sysinfo_listener *l, struct notify *n, const struct seccomp_notif *req,
-			    struct seccomp_notif_resp *resp)
+			    struct seccomp_notif_resp *resp, int slot)
 {
-	int slot = inflight_call_taken(l->in_hand, req);
 	if (fault_armed())
 		fault_point("call-taken");
 	enum call call = call_of(req);
@@ -218,13 +219,20 @@ static void answer_dead_daemons(struct sysinfo_listener *l, struct inflight *dea
 		for (guint j = 0; j < l->notify->len; j++) {
 			struct notify *fd_of = notify_at(l, j);
 			if (!fd_of->lxc && ioctl(fd_of->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &taken[i].id) == 0) {
-				answer_and_send(l, fd_of, &taken[i], resp);
+				answer_and_send(l, fd_of, &taken[i], resp, inflight_call_taken(l->in_hand, &taken[i]));
 				answered++;
 				break;
 			}
 		}
 	if (answered > 0)
 		g_message("answered %u sysinfo(2) or sched_getaffinity(2) call(s) a daemon that died had taken", answered);
+	g_autoptr(GArray) fds = g_array_new(FALSE, FALSE, sizeof(int));
+	for (guint j = 0; j < l->notify->len; j++)
+		if (!notify_at(l, j)->lxc)
+			g_array_append_val(fds, notify_at(l, j)->fd);
+	unsigned through = inflight_let_lost_through(dead, (const int *)(void *)fds->data, fds->len);
+	if (through > 0)
+		g_message("let %u call(s) through to the kernel that a daemon that died was taking when it died", through);
 }
 
 /* One notification of n's fd: FALSE if the fd is done (every process of
@@ -238,9 +246,17 @@ static gboolean handle_notification(struct sysinfo_listener *l, struct notify *n
 	struct pollfd still = { .fd = n->fd, .events = POLLIN };
 	if (poll(&still, 1, 0) != 1 || !(still.revents & POLLIN))
 		return !(still.revents & (POLLHUP | POLLERR | POLLNVAL));
-	if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
-		return errno == EINTR || errno == ENOENT; /* ENOENT: the caller went */
-	answer_and_send(l, n, req, resp);
+	int slot = inflight_call_receiving(l->in_hand, n->next_id);
+	if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0) {
+		int err = errno;
+		inflight_call_answered(l->in_hand, slot);
+		return err == EINTR || err == ENOENT; /* ENOENT: the caller went */
+	}
+	if (fault_armed() && n->next_id) /* a call whose id was expected */
+		fault_point("call-received");
+	n->next_id = req->id + 1; /* a filter numbers its notifications one after another */
+	inflight_call_taken_in(l->in_hand, slot, req);
+	answer_and_send(l, n, req, resp, slot);
 	return TRUE;
 }
 

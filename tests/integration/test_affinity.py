@@ -406,27 +406,28 @@ def make_tests(d, lab):
             if not cgtest.mounts_under(own.mnt):
                 shutil.rmtree(own.mnt, ignore_errors=True)
 
-    @test("a daemon SIGKILLed with a container's sched_getaffinity taken and not answered (CGPROCFS_FAULT): the "
-          "next daemon, taking over from the keeper, answers that call (the kernel gives a call taken to no other "
-          "listener) and says so; the container's calls go on, none failed, N CPUs")
-    def _():
-        dead = cgtest.Daemon(prefix=["env", "CGPROCFS_FAULT=daemon:call-taken"])
+    def killed_in_hand(fault, said):
+        """A daemon that SIGKILLs itself at fault (CGPROCFS_FAULT) with a
+        looping container's call in hand; the next daemon, taking over
+        from the keeper, must say said, and the calls go on."""
+        dead = cgtest.Daemon(prefix=["env", "CGPROCFS_FAULT=daemon:" + fault])
         new = None
         try:
             dead.start()
             dead.wait_published()
             with Container(lab, "exec affinity-probe loop", mountpoint=dead.mnt, edit=notify(dead)) as c:
                 c.start_detached()
-                check_equal(dead.process.wait(30), -signal.SIGKILL, "the daemon's end at its first call taken")
+                check_equal(dead.process.wait(30), -signal.SIGKILL, "the daemon's end at %s" % fault)
                 time.sleep(1)
-                check_equal(calls(c)[0], 0, "the container's calls while the one taken waits")
+                stalled = calls(c)[0]
+                time.sleep(0.5)
+                check_equal(calls(c)[0], stalled, "the container's calls while the one in hand waits")
                 new = cgtest.Daemon(mountpoint=dead.mnt)
                 new.start()
-                check(cgtest.wait_until(lambda: calls(c)[0] >= 100, timeout=20),
+                check(cgtest.wait_until(lambda: calls(c)[0] >= stalled + 100, timeout=20),
                       "the container's calls did not go on under the next daemon", calls(c), new.log())
                 check_equal(calls(c)[1:], [0, n], "failed calls, and the CPUs answered")
-            check("answered 1 sysinfo(2) or sched_getaffinity(2) call(s) a daemon that died had taken" in new.log(),
-                  "the next daemon did not say it answered the call taken", new.log())
+            check(said in new.log(), "the next daemon did not say it let the call in hand go on", new.log())
             cgtest.stop_check(new)
         finally:
             dead._stopped = True  # killed on purpose
@@ -435,6 +436,19 @@ def make_tests(d, lab):
             cgtest.force_unmount(dead.mnt)
             if not cgtest.mounts_under(dead.mnt):
                 shutil.rmtree(dead.mnt, ignore_errors=True)
+
+    @test("a daemon SIGKILLed with a container's sched_getaffinity taken and not answered (CGPROCFS_FAULT): the "
+          "next daemon, taking over from the keeper, answers that call (the kernel gives a call taken to no other "
+          "listener) and says so; the container's calls go on, none failed, N CPUs")
+    def _():
+        killed_in_hand("call-taken", "answered 1 sysinfo(2) or sched_getaffinity(2) call(s) a daemon that died had "
+                       "taken")
+
+    @test("a daemon SIGKILLed as its ioctl hands it a container's sched_getaffinity, before it notes the call "
+          "(CGPROCFS_FAULT): the next daemon finds it by the id it expected and lets it through to the kernel, "
+          "and says so; the container's calls go on, none failed")
+    def _():
+        killed_in_hand("call-received", "let 1 call(s) through to the kernel that a daemon that died was taking")
 
     def calls(c):
         """The last "calls failed cpus" line of a looping container."""

@@ -139,3 +139,27 @@ Test(inflight, more_in_hand_than_slots_keeps_the_first_ones_and_a_foreign_fd_is_
 	cr_assert_null(inflight_adopt(pipefd[0]));
 	close(pipefd[1]);
 }
+
+Test(inflight, a_call_being_taken_is_a_call_taken_once_noted_and_an_expected_id_until_then)
+{
+	struct inflight *f = inflight_new();
+	cr_assert_not_null(f);
+	int a = inflight_call_receiving(f, 41), b = inflight_call_receiving(f, 0);
+	cr_assert(a >= 0 && b >= 0 && a != b);
+	struct seccomp_notif req = { .id = 41, .pid = 7 };
+	inflight_call_taken_in(f, a, &req);
+	struct seccomp_notif taken[INFLIGHT_CALLS];
+	cr_assert_eq(inflight_calls_take(f, taken), 1, "the noted one is taken, the other is still being taken");
+	cr_assert_eq(taken[0].id, 41);
+	cr_assert_eq(taken[0].pid, 7);
+	/* b, and c expecting 50: no fd holds such a notification (not seccomp's). */
+	int c = inflight_call_receiving(f, 50);
+	cr_assert(c >= 0);
+	int fds[1] = { STDIN_FILENO };
+	cr_assert_eq(inflight_let_lost_through(f, fds, 1), 0);
+	cr_assert_eq(inflight_calls_take(f, taken), 0);
+	for (int i = 0; i < INFLIGHT_CALLS; i++)
+		cr_assert(inflight_call_receiving(f, 1) >= 0, "every slot free again");
+	cr_assert_eq(inflight_call_receiving(f, 1), -1, "all in use");
+	inflight_free(f);
+}

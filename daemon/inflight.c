@@ -28,7 +28,8 @@ struct slot {
 	} req;
 };
 
-/* A seccomp notification taken: used is 0 (free), FILLING, or 1. */
+/* A seccomp notification taken: used is 0 (free), FILLING, CALL_RECEIVING
+ * (being taken) or 1. */
 struct call_slot {
 	guint64 used;
 	struct seccomp_notif req;
@@ -191,21 +192,6 @@ void inflight_each(struct inflight *f, guint64 key, inflight_fn fn, void *data)
 	}
 }
 
-int inflight_call_taken(struct inflight *f, const struct seccomp_notif *req)
-{
-	for (int i = 0; f && f->size == sizeof(struct table) && i < INFLIGHT_CALLS; i++) {
-		struct call_slot *c = &f->t->calls[i];
-		guint64 free_slot = 0;
-		if (!__atomic_compare_exchange_n(&c->used, &free_slot, FILLING, FALSE, __ATOMIC_ACQUIRE,
-						 __ATOMIC_RELAXED))
-			continue;
-		c->req = *req;
-		__atomic_store_n(&c->used, 1, __ATOMIC_RELEASE);
-		return i;
-	}
-	return -1;
-}
-
 void inflight_call_answered(struct inflight *f, int slot)
 {
 	if (f && slot >= 0)
@@ -242,6 +228,13 @@ void inflight_call_taken_in(struct inflight *f, int slot, const struct seccomp_n
 	/* Still receiving meanwhile: its id is one to look for. */
 	f->t->calls[slot].req = *req;
 	__atomic_store_n(&f->t->calls[slot].used, 1, __ATOMIC_RELEASE);
+}
+
+int inflight_call_taken(struct inflight *f, const struct seccomp_notif *req)
+{
+	int slot = inflight_call_receiving(f, req->id);
+	inflight_call_taken_in(f, slot, req);
+	return slot;
 }
 
 unsigned inflight_let_lost_through(struct inflight *f, const int *fds, unsigned n)

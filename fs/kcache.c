@@ -37,11 +37,9 @@ double kcache_entry_timeout(struct ops_state *s, uint64_t ino, double timeout)
 	gpointer row = GUINT_TO_POINTER(view_class_row(ino));
 	G_GNUC_UNUSED g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->cache_lock);
 	gpointer seen = g_hash_table_lookup(s->row_class, row);
-	if (!seen) {
+	if (!seen)
 		g_hash_table_insert(s->row_class, row, (gpointer)(uintptr_t)ino);
-		return MAX(timeout, CLASS_ENTRY_TIMEOUT);
-	}
-	if (seen == (gpointer)(uintptr_t)ino)
+	if (!seen || seen == (gpointer)(uintptr_t)ino)
 		return MAX(timeout, CLASS_ENTRY_TIMEOUT);
 	g_hash_table_insert(s->row_class, row, CLASS_MIXED);
 	return 0;

@@ -150,9 +150,8 @@ class Node:
 
     def requests(self):
         """The daemon's FUSE requests so far, by operation (its stats)."""
-        with open(os.path.join(self.mnt, ".cgprocfs/stats")) as f:
-            return {line.split('"')[1]: int(line.split()[-1]) for line in f
-                    if line.startswith("cgprocfs_requests_total{")}
+        return {name.split('"')[1]: n for name, n in cgtest.read_stats(self.mnt).items()
+                if name.startswith("cgprocfs_requests_total{")}
 
     def profile(self, pid):
         """perf record of pid over the round (--perf): its process."""
